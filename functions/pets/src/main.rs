@@ -1,0 +1,10 @@
+//! The `pets` Lambda function: wiring only. Configuration and the DynamoDB
+//! client are built once per cold start; every request goes through the
+//! shared wrapper around this function's router.
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    petstore::telemetry::init();
+    let app = petstore::App::from_env().await?;
+    lambda_http::run(petstore::http::service(petstore::http::pets_routes(), app)).await
+}

@@ -1,0 +1,134 @@
+//! Configuration, read once from the environment at cold start.
+//!
+//! Every knob has a default that works for `make run`, so a function only needs
+//! `TABLE_NAME` and `RATE_LIMIT_TABLE_NAME` in production (set by `template.yaml`).
+
+use chrono::{DateTime, Utc};
+use std::time::Duration;
+
+/// Everything the service reads from its environment.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The single data table (`TABLE_NAME`).
+    pub table_name: String,
+    /// The rate-limit counter table (`RATE_LIMIT_TABLE_NAME`).
+    pub rate_limit_table_name: String,
+    /// When `GET /pets/{petId}` starts answering 410 (`SUNSET_AT`, RFC 3339).
+    pub sunset_at: DateTime<Utc>,
+    /// When `GET /pets/{petId}` was deprecated (`DEPRECATED_AT`, RFC 3339).
+    pub deprecated_at: DateTime<Utc>,
+    /// Rate limiting and API keys.
+    pub limits: LimitsConfig,
+}
+
+/// The rate limiter's thresholds; small values make the ban testable.
+#[derive(Debug, Clone)]
+pub struct LimitsConfig {
+    /// Refused requests within one minute window that earn a ban (`BAN_THRESHOLD`).
+    pub ban_threshold: u64,
+    /// The first ban's length (`BAN_BASE_SECONDS`); each repeat within a day doubles it.
+    pub ban_base: Duration,
+    /// The longest ban (`BAN_MAX_SECONDS`).
+    pub ban_max: Duration,
+    /// How long a warm process trusts a key it has looked up (`KEY_CACHE_SECONDS`).
+    pub key_cache_ttl: Duration,
+    /// When the counter table fails: refuse with 503 (`closed`, the default) or
+    /// serve uncounted (`open`) (`RATE_LIMIT_FAILURE_MODE`).
+    pub fail_open: bool,
+    /// Refusals a process answers from memory before it reports them to the
+    /// counter table (`REFUSAL_FLUSH_EVERY`).
+    pub refusal_flush_every: u64,
+}
+
+/// The default sunset of the deprecated `GET /pets/{petId}`.
+pub const DEFAULT_SUNSET_AT: &str = "2027-06-30T00:00:00Z";
+/// The default deprecation instant of `GET /pets/{petId}`.
+pub const DEFAULT_DEPRECATED_AT: &str = "2026-07-01T00:00:00Z";
+
+/// A variable that is set but cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("environment variable {name} is not valid: {reason}")]
+pub struct ConfigError {
+    name: &'static str,
+    reason: String,
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads configuration through `lookup`, so tests need not touch the process environment.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let text = |name: &'static str, default: &str| {
+            lookup(name)
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| default.to_string())
+        };
+        let instant = |name: &'static str, default: &str| {
+            let raw = text(name, default);
+            DateTime::parse_from_rfc3339(&raw)
+                .map(|t| t.with_timezone(&Utc))
+                .map_err(|e| ConfigError {
+                    name,
+                    reason: e.to_string(),
+                })
+        };
+        let number = |name: &'static str, default: u64| match lookup(name).filter(|v| !v.is_empty()) {
+            None => Ok(default),
+            Some(raw) => raw.parse::<u64>().map_err(|e| ConfigError {
+                name,
+                reason: e.to_string(),
+            }),
+        };
+        let fail_open = match text("RATE_LIMIT_FAILURE_MODE", "closed").as_str() {
+            "closed" => false,
+            "open" => true,
+            other => {
+                return Err(ConfigError {
+                    name: "RATE_LIMIT_FAILURE_MODE",
+                    reason: format!("expected `closed` or `open`, got `{other}`"),
+                })
+            }
+        };
+        Ok(Config {
+            table_name: text("TABLE_NAME", "petstore"),
+            rate_limit_table_name: text("RATE_LIMIT_TABLE_NAME", "petstore-ratelimits"),
+            sunset_at: instant("SUNSET_AT", DEFAULT_SUNSET_AT)?,
+            deprecated_at: instant("DEPRECATED_AT", DEFAULT_DEPRECATED_AT)?,
+            limits: LimitsConfig {
+                ban_threshold: number("BAN_THRESHOLD", 30)?,
+                ban_base: Duration::from_secs(number("BAN_BASE_SECONDS", 15 * 60)?),
+                ban_max: Duration::from_secs(number("BAN_MAX_SECONDS", 24 * 60 * 60)?),
+                key_cache_ttl: Duration::from_secs(number("KEY_CACHE_SECONDS", 30)?),
+                fail_open,
+                refusal_flush_every: number("REFUSAL_FLUSH_EVERY", 5)?.max(1),
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_apply_when_nothing_is_set() {
+        let config = Config::from_lookup(|_| None).unwrap();
+        assert_eq!(config.table_name, "petstore");
+        assert_eq!(config.rate_limit_table_name, "petstore-ratelimits");
+        assert_eq!(config.sunset_at.to_rfc3339(), "2027-06-30T00:00:00+00:00");
+        assert_eq!(config.limits.ban_threshold, 30);
+        assert_eq!(config.limits.ban_base, Duration::from_secs(900));
+        assert!(!config.limits.fail_open);
+    }
+
+    #[test]
+    fn a_bad_value_names_its_variable() {
+        let err = Config::from_lookup(|n| (n == "SUNSET_AT").then(|| "soon".to_string())).unwrap_err();
+        assert!(err.to_string().contains("SUNSET_AT"));
+        let err = Config::from_lookup(|n| (n == "BAN_THRESHOLD").then(|| "-1".to_string())).unwrap_err();
+        assert!(err.to_string().contains("BAN_THRESHOLD"));
+    }
+}

@@ -1,0 +1,163 @@
+//! The one place an error becomes the contract's Error record.
+//!
+//! Lower layers have their own error types ([`crate::store::StoreError`],
+//! [`crate::domain::Refusal`]); they are converted into [`ApiError`] at the HTTP
+//! boundary, and only [`ApiError::into_response`] writes the body. Internal
+//! details are logged with the request id and never shown to the caller.
+
+use crate::domain::Refusal;
+use axum::response::{IntoResponse, Response};
+use http::{header, HeaderValue, StatusCode};
+use serde::Serialize;
+
+/// Everything a request can fail with, as the caller sees it.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    MalformedJson(String),
+    #[error("{0}")]
+    Validation(String),
+    #[error("a valid API key is required in the X-API-Key header")]
+    Unauthorized,
+    #[error("{0}")]
+    NotFound(String),
+    #[error("this method is not allowed on this path; the Allow header lists those that are")]
+    MethodNotAllowed { allow: String },
+    #[error("{0}")]
+    Refused(#[from] Refusal),
+    #[error("this operation passed its sunset date")]
+    Sunset,
+    #[error("the request body is larger than 64 KiB")]
+    PayloadTooLarge,
+    #[error("the request body must be sent as application/json")]
+    UnsupportedMediaType,
+    #[error("rate limit exceeded; retry after {retry_after} seconds")]
+    RateLimited { retry_after: u64 },
+    #[error("this API key is banned for repeated calls over its limit; retry after {retry_after} seconds")]
+    Banned { retry_after: u64 },
+    #[error("the service is temporarily unavailable; retry after {retry_after} seconds")]
+    Unavailable { retry_after: u64 },
+    /// A bug. The text is logged, never sent.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// The contract's Error record.
+#[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct ErrorRecord {
+    pub code: String,
+    pub message: String,
+    pub status: u16,
+}
+
+impl ApiError {
+    /// A 404 for a record kind and id, e.g. `not_found("pet", 7)`.
+    pub fn not_found(kind: &str, id: impl std::fmt::Display) -> Self {
+        ApiError::NotFound(format!("{kind} {id} does not exist"))
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::MalformedJson(_) | ApiError::Validation(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Refused(refusal) => refusal.status(),
+            ApiError::Sunset => StatusCode::GONE,
+            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::RateLimited { .. } | ApiError::Banned { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::MalformedJson(_) => "MALFORMED_JSON",
+            ApiError::Validation(_) => "VALIDATION_FAILED",
+            ApiError::Unauthorized => "UNAUTHORIZED",
+            ApiError::NotFound(_) => "NOT_FOUND",
+            ApiError::MethodNotAllowed { .. } => "METHOD_NOT_ALLOWED",
+            ApiError::Refused(refusal) => refusal.code(),
+            ApiError::Sunset => "SUNSET",
+            ApiError::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            ApiError::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
+            ApiError::RateLimited { .. } => "RATE_LIMITED",
+            ApiError::Banned { .. } => "API_KEY_BANNED",
+            ApiError::Unavailable { .. } => "SERVICE_UNAVAILABLE",
+            ApiError::Internal(_) => "INTERNAL_ERROR",
+        }
+    }
+
+    /// The record sent to the caller; internal detail stays in the log.
+    pub fn record(&self) -> ErrorRecord {
+        let message = match self {
+            ApiError::Internal(_) => "an internal error occurred; it has been logged".to_string(),
+            other => other.to_string(),
+        };
+        ErrorRecord {
+            code: self.code().to_string(),
+            message,
+            status: self.status().as_u16(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if let ApiError::Internal(detail) = &self {
+            tracing::error!(%detail, "internal error");
+        }
+        let status = self.status();
+        let body = serde_json::to_vec(&self.record()).unwrap_or_default();
+        let mut response = (status, body).into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let retry_after = match &self {
+            ApiError::RateLimited { retry_after }
+            | ApiError::Banned { retry_after }
+            | ApiError::Unavailable { retry_after } => Some(*retry_after),
+            _ => None,
+        };
+        if let Some(seconds) = retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+        }
+        if let ApiError::MethodNotAllowed { allow } = &self {
+            // Empty when axum has yet to add it: its route future sets `Allow`
+            // on the way out, unless one is present already.
+            if let Ok(value) = HeaderValue::from_str(allow).map_err(drop).and_then(|v| if v.is_empty() { Err(()) } else { Ok(v) }) {
+                headers.insert(header::ALLOW, value);
+            }
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_detail_is_never_sent() {
+        let record = ApiError::Internal("connection string secret".into()).record();
+        assert_eq!(record.code, "INTERNAL_ERROR");
+        assert_eq!(record.status, 500);
+        assert!(!record.message.contains("secret"));
+    }
+
+    #[test]
+    fn retry_after_is_at_least_one_second() {
+        let response = ApiError::RateLimited { retry_after: 0 }.into_response();
+        assert_eq!(response.status(), 429);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "1");
+        assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
+    }
+
+    #[test]
+    fn method_not_allowed_names_the_allowed_methods() {
+        let response = ApiError::MethodNotAllowed { allow: "GET,POST".into() }.into_response();
+        assert_eq!(response.status(), 405);
+        assert_eq!(response.headers()[header::ALLOW], "GET,POST");
+    }
+}

@@ -1,0 +1,117 @@
+//! `/pets`: list, create, read (deprecated), replace, patch, delete.
+
+use super::request::{next_link, path_id, JsonBody, QueryParams};
+use super::{created, json, no_content, page};
+use crate::error::ApiError;
+use crate::model::{Id, NewPet, PetPatch, PetStatus};
+use crate::store::pets::PetFilter;
+use crate::App;
+use axum::extract::{Path, State};
+use axum::response::Response;
+use axum::routing::get;
+use axum::Router;
+use chrono::Utc;
+use http::{header, HeaderValue, StatusCode};
+
+pub fn routes() -> Router<App> {
+    Router::new()
+        .route("/pets", get(list_pets).post(create_pet))
+        .route("/pets/{petId}", get(get_pet).put(replace_pet).patch(update_pet).delete(delete_pet))
+}
+
+/// Most ids one `ids` batch look-up may name.
+const MAX_BATCH_IDS: usize = 100;
+
+fn parse_ids(raw: &str) -> Result<Vec<Id>, ApiError> {
+    let ids = raw
+        .split(',')
+        .map(|part| Id::parse_param(part, "ids"))
+        .collect::<Result<Vec<_>, _>>()?;
+    if ids.len() > MAX_BATCH_IDS {
+        return Err(ApiError::Validation(format!("ids may name at most {MAX_BATCH_IDS} pets")));
+    }
+    Ok(ids)
+}
+
+async fn list_pets(State(app): State<App>, query: QueryParams) -> Result<Response, ApiError> {
+    let filter = PetFilter {
+        status: query.get("status").map(|s| PetStatus::parse(s, "status")).transpose()?,
+        category_id: query.id("categoryId")?,
+    };
+    let paging = query.paging("pets")?;
+    if let Some(raw) = query.get("ids") {
+        let ids = parse_ids(raw)?;
+        let pets = app.store.batch_get_pets(&ids).await?;
+        let pets: Vec<_> = pets
+            .into_iter()
+            .filter(|p| filter.status.is_none_or(|s| p.status == s))
+            .filter(|p| filter.category_id.is_none_or(|c| p.category_id == c))
+            .collect();
+        return Ok(page(&pets, None));
+    }
+    let found = app.store.list_pets(filter, paging.limit, paging.after).await?;
+    let mut filters = Vec::new();
+    if let Some(status) = filter.status {
+        filters.push(("status", status.to_string()));
+    }
+    if let Some(category) = filter.category_id {
+        filters.push(("categoryId", category.to_string()));
+    }
+    let pets: Vec<_> = found.items.into_iter().map(|p| p.pet).collect();
+    Ok(page(&pets, found.next_after.map(|after| next_link("/pets", &filters, &paging, after))))
+}
+
+async fn create_pet(State(app): State<App>, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+    let new = NewPet::parse(&body)?;
+    let pet = app.store.create_pet(new, Utc::now()).await?;
+    Ok(created(format!("/pets/{}", pet.id), &pet))
+}
+
+/// Deprecated in favour of `GET /pets?ids=`, and gone after the sunset.
+async fn get_pet(State(app): State<App>, Path(raw): Path<String>) -> Response {
+    let config = &app.config;
+    let mut response = if Utc::now() >= config.sunset_at {
+        axum::response::IntoResponse::into_response(ApiError::Sunset)
+    } else {
+        match path_id(&raw, "petId") {
+            Ok(id) => match app.store.get_pet(id).await {
+                Ok(Some(pet)) => json(StatusCode::OK, &pet.pet),
+                Ok(None) => axum::response::IntoResponse::into_response(ApiError::not_found("pet", id)),
+                Err(e) => axum::response::IntoResponse::into_response(ApiError::from(e)),
+            },
+            Err(e) => axum::response::IntoResponse::into_response(e),
+        }
+    };
+    let headers = response.headers_mut();
+    let deprecation = format!("@{}", config.deprecated_at.timestamp());
+    let sunset = config.sunset_at.format("%a, %d %b %Y %H:%M:%S GMT").to_string();
+    let successor = format!("</pets?ids={}>; rel=\"successor-version\"", raw.trim());
+    for (name, value) in [("deprecation", deprecation), ("sunset", sunset)] {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.insert(name, value);
+        }
+    }
+    if let Ok(value) = HeaderValue::from_str(&successor) {
+        headers.append(header::LINK, value);
+    }
+    response
+}
+
+async fn replace_pet(State(app): State<App>, Path(raw): Path<String>, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+    let id = path_id(&raw, "petId")?;
+    let new = NewPet::parse(&body)?;
+    let pet = app.store.update_pet(id, |_| new.clone()).await?;
+    Ok(json(StatusCode::OK, &pet))
+}
+
+async fn update_pet(State(app): State<App>, Path(raw): Path<String>, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+    let id = path_id(&raw, "petId")?;
+    let patch = PetPatch::parse(&body)?;
+    let pet = app.store.update_pet(id, |current| patch.apply(current)).await?;
+    Ok(json(StatusCode::OK, &pet))
+}
+
+async fn delete_pet(State(app): State<App>, Path(raw): Path<String>) -> Result<Response, ApiError> {
+    app.store.delete_pet(path_id(&raw, "petId")?).await?;
+    Ok(no_content())
+}

@@ -1,0 +1,134 @@
+//! Reading requests: JSON bodies, query strings, path ids, paging.
+//!
+//! axum's own extractors answer with their own plain-text errors; these answer
+//! with the contract's Error record and name the field or parameter at fault.
+
+use crate::error::ApiError;
+use crate::model::{Id, JsonObject};
+use crate::store::Cursor;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use http::request::Parts;
+use http::{header, HeaderMap};
+use std::collections::HashMap;
+
+/// The largest body accepted: 64 KiB.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// A request body that is a JSON object, sent as JSON, at most 64 KiB.
+pub struct JsonBody(pub JsonObject);
+
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(value) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let essence = value.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// Parses a body already read into memory.
+pub fn parse_json_body(headers: &HeaderMap, bytes: &[u8]) -> Result<JsonObject, ApiError> {
+    if bytes.len() > MAX_BODY_BYTES {
+        return Err(ApiError::PayloadTooLarge);
+    }
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::MalformedJson("a JSON object body is required".into()));
+    }
+    if !is_json(headers) {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    match serde_json::from_slice::<serde_json::Value>(bytes) {
+        Ok(serde_json::Value::Object(object)) => Ok(object),
+        Ok(_) => Err(ApiError::MalformedJson("the body must be a JSON object".into())),
+        Err(e) => Err(ApiError::MalformedJson(format!("the body is not valid JSON: {e}"))),
+    }
+}
+
+impl<S: Send + Sync> FromRequest<S> for JsonBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _state: &S) -> Result<Self, Self::Rejection> {
+        let (parts, body) = req.into_parts();
+        let bytes = axum::body::to_bytes(body, MAX_BODY_BYTES)
+            .await
+            .map_err(|_| ApiError::PayloadTooLarge)?;
+        parse_json_body(&parts.headers, &bytes).map(JsonBody)
+    }
+}
+
+/// The query string as name → value (the last one wins on repeats).
+pub struct QueryParams(pub HashMap<String, String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let raw = parts.uri.query().unwrap_or("");
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw)
+            .map_err(|_| ApiError::Validation("the query string is not valid".into()))?;
+        Ok(QueryParams(pairs.into_iter().collect()))
+    }
+}
+
+impl QueryParams {
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    pub fn id(&self, name: &str) -> Result<Option<Id>, ApiError> {
+        self.get(name).map(|raw| Id::parse_param(raw, name)).transpose()
+    }
+
+    pub fn boolean(&self, name: &str) -> Result<Option<bool>, ApiError> {
+        self.get(name)
+            .map(|raw| match raw {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                _ => Err(ApiError::Validation(format!("{name} must be true or false"))),
+            })
+            .transpose()
+    }
+
+    /// `limit` (1–100, default 20) and `cursor`, for the list named `list`.
+    pub fn paging(&self, list: &'static str) -> Result<Paging, ApiError> {
+        let limit = match self.get("limit") {
+            None => 20,
+            Some(raw) => raw
+                .parse::<usize>()
+                .ok()
+                .filter(|l| (1..=100).contains(l))
+                .ok_or_else(|| ApiError::Validation("limit must be an integer from 1 to 100".into()))?,
+        };
+        let after = self
+            .get("cursor")
+            .map(|raw| {
+                Cursor::decode(raw, list)
+                    .map(|c| c.after())
+                    .ok_or_else(|| ApiError::Validation("cursor is not valid for this list".into()))
+            })
+            .transpose()?;
+        Ok(Paging { list, limit, after })
+    }
+}
+
+/// Where a list page starts and how long it is.
+#[derive(Debug, Clone, Copy)]
+pub struct Paging {
+    pub list: &'static str,
+    pub limit: usize,
+    pub after: Option<u64>,
+}
+
+/// A path id, parsed and named.
+pub fn path_id(raw: &str, name: &str) -> Result<Id, ApiError> {
+    Id::parse_param(raw, name)
+}
+
+/// The `Link: <...>; rel="next"` value for the page after `next_after`,
+/// keeping the request's filters.
+pub fn next_link(path: &str, filters: &[(&str, String)], paging: &Paging, next_after: u64) -> String {
+    let mut query = filters.to_vec();
+    query.push(("limit", paging.limit.to_string()));
+    query.push(("cursor", Cursor::new(paging.list, next_after).encode()));
+    let encoded = serde_urlencoded::to_string(&query).unwrap_or_default();
+    format!("<{path}?{encoded}>; rel=\"next\"")
+}

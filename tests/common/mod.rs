@@ -1,0 +1,360 @@
+//! The test harness: a fresh pet store per test, on real DynamoDB Local,
+//! driven through the same router API Gateway requests reach, without a network.
+//!
+//! ```ignore
+//! let app = TestApp::spawn().await;
+//! let category = app.create_category("Dogs").await;
+//! let response = app.post("/pets", json!({"name": "Rex", "categoryId": category})).await;
+//! assert_eq!(response.status, 201);
+//! ```
+//!
+//! DynamoDB Local is started once per test binary (or taken from
+//! `AWS_ENDPOINT_URL_DYNAMODB`); every test gets its own tables, so tests run
+//! in parallel without seeing each other's records.
+
+// Each test binary compiles this module and uses only part of it.
+#![allow(dead_code)]
+
+use axum::body::Body;
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderValue, Method, Request};
+use petstore::config::Config;
+use petstore::App;
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Mutex, OnceLock};
+use std::time::Duration;
+use tower::ServiceExt;
+
+/// The header that carries the API key.
+pub const API_KEY_HEADER: &str = "x-api-key";
+
+/// How long DynamoDB Local may take to answer (it needs about 2 s; CI is slower).
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// One pet store with its own tables: what a test talks to.
+///
+/// Cloning is cheap (the app and router are shared), so a test can move clones
+/// into `tokio::spawn` to fire concurrent requests.
+#[derive(Clone)]
+pub struct TestApp {
+    /// The app behind the router, for looking at the store directly.
+    pub app: App,
+    /// The DynamoDB endpoint the app uses.
+    pub endpoint: String,
+    /// This test's data table.
+    pub table_name: String,
+    /// This test's rate-limit table.
+    pub rate_limit_table_name: String,
+    /// Sent as `X-API-Key` with every request that does not set its own.
+    pub api_key: Option<String>,
+    router: axum::Router,
+}
+
+impl TestApp {
+    /// A pet store with default configuration and fresh tables.
+    pub async fn spawn() -> TestApp {
+        TestApp::spawn_with(|_| None).await
+    }
+
+    /// A pet store whose configuration variables are looked up in `overrides`
+    /// first (e.g. `BAN_THRESHOLD`, `SUNSET_AT`), then default. The table names
+    /// are fresh unless `overrides` names them.
+    pub async fn spawn_with(overrides: impl Fn(&str) -> Option<String>) -> TestApp {
+        let endpoint = dynamodb_endpoint().await;
+        let suffix = format!("{:016x}", rand::random::<u64>());
+        let table_name = format!("t-{suffix}");
+        let rate_limit_table_name = format!("t-{suffix}-limits");
+        let config = Config::from_lookup(|name| {
+            overrides(name).or_else(|| match name {
+                "TABLE_NAME" => Some(table_name.clone()),
+                "RATE_LIMIT_TABLE_NAME" => Some(rate_limit_table_name.clone()),
+                _ => None,
+            })
+        })
+        .expect("test configuration is valid");
+        let table_name = config.table_name.clone();
+        let rate_limit_table_name = config.rate_limit_table_name.clone();
+        let app = App::new(config, petstore::local_client(&endpoint).await);
+        app.create_tables().await.expect("tables are created in DynamoDB Local");
+        let router = petstore::http::local_router(app.clone());
+        TestApp {
+            app,
+            endpoint,
+            table_name,
+            rate_limit_table_name,
+            api_key: None,
+            router,
+        }
+    }
+
+    /// A second process serving the same tables with the same configuration,
+    /// as another Lambda instance would (its own client and in-memory state).
+    pub async fn another_instance(&self) -> TestApp {
+        let app = App::new(self.app.config.clone(), petstore::local_client(&self.endpoint).await);
+        let router = petstore::http::local_router(app.clone());
+        TestApp {
+            app,
+            router,
+            ..self.clone()
+        }
+    }
+
+    /// This app, sending `key` as `X-API-Key`.
+    ///
+    /// Hook for key creation: once keys can be issued, `spawn` will create one
+    /// (plan `free`) and set it here; tests that need another plan or no key
+    /// call `with_key` / `without_key`.
+    pub fn with_key(&self, key: impl Into<String>) -> TestApp {
+        TestApp {
+            api_key: Some(key.into()),
+            ..self.clone()
+        }
+    }
+
+    /// This app, sending no `X-API-Key`.
+    pub fn without_key(&self) -> TestApp {
+        TestApp {
+            api_key: None,
+            ..self.clone()
+        }
+    }
+
+    /// Sends `request` through the router, adding the API key unless the
+    /// request carries one.
+    pub async fn request(&self, mut request: Request<Body>) -> TestResponse {
+        if let Some(key) = &self.api_key {
+            if !request.headers().contains_key(API_KEY_HEADER) {
+                let value = HeaderValue::from_str(key).expect("API key is a valid header value");
+                request.headers_mut().insert(API_KEY_HEADER, value);
+            }
+        }
+        let response = self
+            .router
+            .clone()
+            .oneshot(request)
+            .await
+            .unwrap_or_else(|never| match never {});
+        let (parts, body) = response.into_parts();
+        let body = axum::body::to_bytes(body, usize::MAX)
+            .await
+            .expect("response body can be read");
+        TestResponse {
+            status: parts.status.as_u16(),
+            headers: parts.headers,
+            body,
+        }
+    }
+
+    /// Sends a request without a body.
+    pub async fn send(&self, method: Method, path: &str) -> TestResponse {
+        let request = Request::builder()
+            .method(method)
+            .uri(path)
+            .body(Body::empty())
+            .expect("request is valid");
+        self.request(request).await
+    }
+
+    /// Sends `body` as `application/json`.
+    pub async fn send_json(&self, method: Method, path: &str, body: &Value) -> TestResponse {
+        let request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string()))
+            .expect("request is valid");
+        self.request(request).await
+    }
+
+    pub async fn get(&self, path: &str) -> TestResponse {
+        self.send(Method::GET, path).await
+    }
+
+    pub async fn delete(&self, path: &str) -> TestResponse {
+        self.send(Method::DELETE, path).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> TestResponse {
+        self.send_json(Method::POST, path, &body).await
+    }
+
+    pub async fn put(&self, path: &str, body: Value) -> TestResponse {
+        self.send_json(Method::PUT, path, &body).await
+    }
+
+    pub async fn patch(&self, path: &str, body: Value) -> TestResponse {
+        self.send_json(Method::PATCH, path, &body).await
+    }
+
+    /// Creates a category and returns its id.
+    pub async fn create_category(&self, name: &str) -> u64 {
+        let response = self.post("/categories", serde_json::json!({ "name": name })).await;
+        response.assert_status(201);
+        response.id()
+    }
+
+    /// Creates a pet (`status`: `available`, `pending` or `sold`) and returns its id.
+    pub async fn create_pet(&self, name: &str, category_id: u64, status: &str) -> u64 {
+        let body = serde_json::json!({ "name": name, "categoryId": category_id, "status": status });
+        let response = self.post("/pets", body).await;
+        response.assert_status(201);
+        response.id()
+    }
+}
+
+/// A response, fully read.
+#[derive(Debug, Clone)]
+pub struct TestResponse {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl TestResponse {
+    /// The body as JSON; panics, showing the body, if it is not JSON.
+    #[track_caller]
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", self.text()))
+    }
+
+    /// The body as text (lossy).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// A header's value, if present and visible ASCII.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Panics, showing the body, unless the status is `expected`.
+    #[track_caller]
+    pub fn assert_status(&self, expected: u16) {
+        assert_eq!(self.status, expected, "unexpected status; body: {}", self.text());
+    }
+
+    /// Panics unless this is the Error record with `status` and `code`.
+    #[track_caller]
+    pub fn assert_error(&self, status: u16, code: &str) {
+        self.assert_status(status);
+        let body = self.json();
+        assert_eq!(body["code"], code, "unexpected error code; body: {body}");
+        assert_eq!(body["status"], status, "Error.status must equal the HTTP status; body: {body}");
+        assert!(body["message"].is_string(), "Error.message is required; body: {body}");
+    }
+
+    /// The `id` field of the JSON body.
+    #[track_caller]
+    pub fn id(&self) -> u64 {
+        let body = self.json();
+        body["id"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("body has no integer id: {body}"))
+    }
+}
+
+/// The repository root (this crate lives in `tests/`).
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// DynamoDB Local's endpoint, started on first use in this test binary.
+pub async fn dynamodb_endpoint() -> String {
+    static ENDPOINT: OnceLock<String> = OnceLock::new();
+    if let Some(endpoint) = ENDPOINT.get() {
+        return endpoint.clone();
+    }
+    // Starting takes seconds: keep the blocking wait off the async runtime.
+    tokio::task::spawn_blocking(|| ENDPOINT.get_or_init(find_or_start_dynamodb).clone())
+        .await
+        .expect("starting DynamoDB Local panicked")
+}
+
+fn find_or_start_dynamodb() -> String {
+    if let Some(endpoint) = std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
+        .ok()
+        .filter(|v| !v.is_empty())
+    {
+        return endpoint;
+    }
+    let root = repo_root();
+    let jar = root.join(".local/dynamodb/DynamoDBLocal.jar");
+    assert!(
+        jar.is_file(),
+        "DynamoDB Local is not installed ({} is missing).\n\
+         Run `make test` (which installs it), or `scripts/dynamodb-local.sh install` \
+         and then `cargo test`, or point AWS_ENDPOINT_URL_DYNAMODB at a running DynamoDB.",
+        jar.display()
+    );
+    let mut last_error = String::new();
+    // A free port can be taken between our probe and java's bind: retry.
+    for _ in 0..3 {
+        match start_dynamodb(&root, free_port()) {
+            Ok(endpoint) => return endpoint,
+            Err(error) => last_error = error,
+        }
+    }
+    panic!("could not start DynamoDB Local: {last_error}");
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free local port")
+        .port()
+}
+
+/// Runs `scripts/dynamodb-local.sh serve`, which stops java when this process
+/// ends, and waits for its "ready" line.
+fn start_dynamodb(root: &Path, port: u16) -> Result<String, String> {
+    // The child is kept for the life of the test binary; the script watches
+    // our pid, so nothing is left running once the binary exits, however it exits.
+    static CHILDREN: Mutex<Vec<Child>> = Mutex::new(Vec::new());
+
+    let mut child = Command::new("bash")
+        .arg(root.join("scripts/dynamodb-local.sh"))
+        .arg("serve")
+        .arg(port.to_string())
+        .arg(std::process::id().to_string())
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run scripts/dynamodb-local.sh: {e}"))?;
+
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+    let (ready_tx, ready_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = ready_tx.send(line);
+    });
+
+    let line = ready_rx.recv_timeout(STARTUP_TIMEOUT).unwrap_or_default();
+    if line.trim() == format!("ready {port}") {
+        // Drain stderr so the script can never block on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).push(child);
+        return Ok(format!("http://127.0.0.1:{port}"));
+    }
+
+    // SIGTERM, not SIGKILL: the script then stops java on its way out.
+    let _ = Command::new("kill").arg(child.id().to_string()).status();
+    let _ = child.wait();
+    let mut output = String::new();
+    let _ = stderr.read_to_string(&mut output);
+    Err(format!(
+        "DynamoDB Local did not become ready on port {port} within {}s; its output:\n{output}",
+        STARTUP_TIMEOUT.as_secs()
+    ))
+}
