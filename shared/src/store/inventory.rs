@@ -1,0 +1,82 @@
+//! Inventory entries: the `stock` of each pet item, read and set.
+
+use super::pets::{self, pet_from, status_partition, PetFilter};
+use super::{classify, n, s, Page, Store, StoreError, MAX_ATTEMPTS};
+use crate::domain;
+use crate::model::{Id, InventoryItem, PetStatus, StockQuantity};
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::types::ReturnValue;
+
+fn inventory_item(pet: &pets::StoredPet) -> Result<InventoryItem, StoreError> {
+    Ok(InventoryItem {
+        pet_id: pet.pet.id,
+        quantity: StockQuantity::new(pet.stock)
+            .ok_or_else(|| StoreError::Internal(format!("pet {} holds stock {}", pet.pet.id, pet.stock)))?,
+        status: pet.pet.status,
+    })
+}
+
+impl Store {
+    pub async fn get_inventory(&self, pet: Id) -> Result<Option<InventoryItem>, StoreError> {
+        self.get_pet(pet).await?.as_ref().map(inventory_item).transpose()
+    }
+
+    pub async fn list_inventory(
+        &self,
+        status: Option<PetStatus>,
+        limit: usize,
+        after: Option<u64>,
+    ) -> Result<Page<InventoryItem>, StoreError> {
+        let filter = PetFilter {
+            status,
+            category_id: None,
+        };
+        self.query_page(filter.query(None), limit, after)
+            .await?
+            .try_map(|item| inventory_item(&pet_from(item)?))
+    }
+
+    /// Sets a pet's stock, moving its status as the stock rules say, in one
+    /// conditional write pinned to the status (and, when the stock goes to
+    /// zero, the open-order count) the plan was made from.
+    pub async fn set_stock(&self, pet_id: Id, quantity: StockQuantity) -> Result<InventoryItem, StoreError> {
+        for _ in 0..MAX_ATTEMPTS {
+            let pet = self.existing_pet(pet_id).await?;
+            let planned = domain::set_stock(pet.state(), quantity);
+            let mut condition = vec!["attribute_exists(PK)", "#status = :old_status"];
+            let mut request = self
+                .client
+                .update_item()
+                .table_name(self.table())
+                .set_key(Some(pets::key(pet_id)))
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_values(":stock", n(quantity.get()))
+                .expression_attribute_values(":old_status", s(pet.pet.status.as_str()))
+                .return_values(ReturnValue::AllNew);
+            if quantity.get() == 0 && pet.pet.status == PetStatus::Available {
+                condition.push(if pet.open_orders > 0 { "openOrders > :zero" } else { "openOrders = :zero" });
+                request = request.expression_attribute_values(":zero", n(0));
+            }
+            request = if planned.status != pet.pet.status {
+                request
+                    .update_expression("SET stock = :stock, #status = :status, GSI2PK = :gsi2")
+                    .expression_attribute_values(":status", s(planned.status.as_str()))
+                    .expression_attribute_values(":gsi2", s(status_partition(planned.status)))
+            } else {
+                request.update_expression("SET stock = :stock")
+            };
+            match request.condition_expression(condition.join(" AND ")).send().await {
+                Ok(_) => {
+                    return Ok(InventoryItem {
+                        pet_id,
+                        quantity,
+                        status: planned.status,
+                    })
+                }
+                Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => continue,
+                Err(other) => return Err(classify(other)),
+            }
+        }
+        Err(super::too_contended("set stock"))
+    }
+}
