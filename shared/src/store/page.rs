@@ -65,6 +65,9 @@ impl<T> Page<T> {
     }
 }
 
+/// A filter expression with its attribute names and values.
+pub(crate) type Filter<'a> = (&'a str, HashMap<String, String>, HashMap<String, AttributeValue>);
+
 /// A query on one GSI partition, in id order.
 pub(crate) struct IndexQuery<'a> {
     pub index: &'static str,
@@ -72,7 +75,7 @@ pub(crate) struct IndexQuery<'a> {
     /// Newest (highest id) first.
     pub descending: bool,
     /// An extra filter, for the second of two list filters.
-    pub filter: Option<(&'a str, HashMap<String, String>, HashMap<String, AttributeValue>)>,
+    pub filter: Option<Filter<'a>>,
     pub projection: Option<&'a str>,
 }
 
@@ -91,7 +94,11 @@ impl Store {
         let pk_attr = format!("{}PK", query.index);
         let mut key_condition = "#pk = :pk".to_string();
         if after.is_some() {
-            key_condition.push_str(if query.descending { " AND id < :after" } else { " AND id > :after" });
+            key_condition.push_str(if query.descending {
+                " AND id < :after"
+            } else {
+                " AND id > :after"
+            });
         }
         let mut items: Vec<Item> = Vec::with_capacity(limit + 1);
         let mut start: Option<HashMap<String, AttributeValue>> = None;
