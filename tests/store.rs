@@ -11,12 +11,18 @@ use std::collections::HashSet;
 
 /// A category and one pet in it with the given status; returns the pet id.
 async fn pet(app: &TestApp, status: &str) -> u64 {
-    let category = app.create_category(&format!("Category {}", rand::random::<u32>())).await;
+    let category = app
+        .create_category(&format!("Category {}", rand::random::<u32>()))
+        .await;
     app.create_pet("Rex", category, status).await
 }
 
 async fn set_stock(app: &TestApp, pet: u64, quantity: u64) -> TestResponse {
-    app.put(&format!("/store/inventory/{pet}"), json!({ "quantity": quantity })).await
+    app.put(
+        &format!("/store/inventory/{pet}"),
+        json!({ "quantity": quantity }),
+    )
+    .await
 }
 
 async fn inventory(app: &TestApp, pet: u64) -> Value {
@@ -28,11 +34,18 @@ async fn inventory(app: &TestApp, pet: u64) -> Value {
 async fn pet_status(app: &TestApp, pet: u64) -> String {
     let response = app.get(&format!("/pets?ids={pet}")).await;
     response.assert_status(200);
-    response.json()[0]["status"].as_str().unwrap_or_default().to_string()
+    response.json()[0]["status"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 async fn order(app: &TestApp, pet: u64, quantity: u64) -> TestResponse {
-    app.post("/store/orders", json!({ "petId": pet, "quantity": quantity })).await
+    app.post(
+        "/store/orders",
+        json!({ "petId": pet, "quantity": quantity }),
+    )
+    .await
 }
 
 #[tokio::test]
@@ -41,7 +54,10 @@ async fn a_new_pet_has_one_unit_when_available_and_none_otherwise() {
     for (status, stock) in [("available", 1), ("pending", 0), ("sold", 0)] {
         let id = pet(&app, status).await;
         let item = inventory(&app, id).await;
-        assert_eq!(item, json!({ "petId": id, "quantity": stock, "status": status }));
+        assert_eq!(
+            item,
+            json!({ "petId": id, "quantity": stock, "status": status })
+        );
     }
 }
 
@@ -58,7 +74,10 @@ async fn placing_an_order_stores_it_and_lowers_the_stock() {
     assert_eq!(placed["petId"], id);
     assert_eq!(placed["quantity"], 2);
     assert_eq!(placed["complete"], false);
-    assert!(placed.get("shipDate").is_none(), "absent shipDate is omitted: {placed}");
+    assert!(
+        placed.get("shipDate").is_none(),
+        "absent shipDate is omitted: {placed}"
+    );
     let location = response.header("location").unwrap_or_default().to_string();
     assert_eq!(location, format!("/store/orders/{}", placed["id"]));
     assert_eq!(app.get(&location).await.json(), placed);
@@ -80,7 +99,9 @@ async fn an_order_needs_an_available_pet() {
     let app = TestApp::spawn().await;
     for status in ["pending", "sold"] {
         let id = pet(&app, status).await;
-        order(&app, id, 1).await.assert_error(409, "PET_NOT_AVAILABLE");
+        order(&app, id, 1)
+            .await
+            .assert_error(409, "PET_NOT_AVAILABLE");
     }
 }
 
@@ -88,14 +109,22 @@ async fn an_order_needs_an_available_pet() {
 async fn an_order_needs_enough_stock() {
     let app = TestApp::spawn().await;
     let id = pet(&app, "available").await;
-    order(&app, id, 2).await.assert_error(409, "INSUFFICIENT_STOCK");
-    assert_eq!(inventory(&app, id).await["quantity"], 1, "a refused order changes nothing");
+    order(&app, id, 2)
+        .await
+        .assert_error(409, "INSUFFICIENT_STOCK");
+    assert_eq!(
+        inventory(&app, id).await["quantity"],
+        1,
+        "a refused order changes nothing"
+    );
 }
 
 #[tokio::test]
 async fn an_order_for_an_unknown_pet_is_an_unknown_reference() {
     let app = TestApp::spawn().await;
-    order(&app, 4_242_424_242, 1).await.assert_error(422, "UNKNOWN_REFERENCE");
+    order(&app, 4_242_424_242, 1)
+        .await
+        .assert_error(422, "UNKNOWN_REFERENCE");
 }
 
 #[tokio::test]
@@ -112,7 +141,10 @@ async fn bad_orders_are_refused_with_the_field_named() {
     ] {
         let response = app.post("/store/orders", body.clone()).await;
         response.assert_error(400, "VALIDATION_FAILED");
-        let message = response.json()["message"].as_str().unwrap_or_default().to_string();
+        let message = response.json()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         assert!(message.contains(field), "{body} → {message}");
     }
 }
@@ -123,7 +155,10 @@ async fn an_order_that_takes_the_last_units_makes_the_pet_pending() {
     let id = pet(&app, "available").await;
     set_stock(&app, id, 3).await.assert_status(200);
     order(&app, id, 3).await.assert_status(201);
-    assert_eq!(inventory(&app, id).await, json!({ "petId": id, "quantity": 0, "status": "pending" }));
+    assert_eq!(
+        inventory(&app, id).await,
+        json!({ "petId": id, "quantity": 0, "status": "pending" })
+    );
 }
 
 #[tokio::test]
@@ -135,16 +170,34 @@ async fn completing_sets_the_ship_date_and_sells_the_pet_only_after_its_last_ope
     let second = order(&app, id, 1).await.id();
     assert_eq!(pet_status(&app, id).await, "pending");
 
-    let completed = app.patch(&format!("/store/orders/{first}"), json!({ "complete": true })).await;
+    let completed = app
+        .patch(
+            &format!("/store/orders/{first}"),
+            json!({ "complete": true }),
+        )
+        .await;
     completed.assert_status(200);
     assert_eq!(completed.json()["complete"], true);
-    let ship_date = completed.json()["shipDate"].as_str().unwrap_or_default().to_string();
-    assert!(chrono::DateTime::parse_from_rfc3339(&ship_date).is_ok(), "shipDate set to now: {ship_date}");
-    assert_eq!(pet_status(&app, id).await, "pending", "another order is still open");
+    let ship_date = completed.json()["shipDate"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(&ship_date).is_ok(),
+        "shipDate set to now: {ship_date}"
+    );
+    assert_eq!(
+        pet_status(&app, id).await,
+        "pending",
+        "another order is still open"
+    );
 
-    app.patch(&format!("/store/orders/{second}"), json!({ "complete": true }))
-        .await
-        .assert_status(200);
+    app.patch(
+        &format!("/store/orders/{second}"),
+        json!({ "complete": true }),
+    )
+    .await
+    .assert_status(200);
     assert_eq!(pet_status(&app, id).await, "sold");
 }
 
@@ -153,11 +206,17 @@ async fn completing_keeps_a_given_ship_date() {
     let app = TestApp::spawn().await;
     let id = pet(&app, "available").await;
     let placed = app
-        .post("/store/orders", json!({ "petId": id, "shipDate": "2030-01-02T03:04:05Z" }))
+        .post(
+            "/store/orders",
+            json!({ "petId": id, "shipDate": "2030-01-02T03:04:05Z" }),
+        )
         .await;
     placed.assert_status(201);
     let completed = app
-        .patch(&format!("/store/orders/{}", placed.id()), json!({ "complete": true }))
+        .patch(
+            &format!("/store/orders/{}", placed.id()),
+            json!({ "complete": true }),
+        )
         .await;
     completed.assert_status(200);
     assert_eq!(completed.json()["shipDate"], "2030-01-02T03:04:05.000Z");
@@ -169,9 +228,13 @@ async fn a_complete_order_cannot_be_reopened_changed_or_cancelled() {
     let id = pet(&app, "available").await;
     let order_id = order(&app, id, 1).await.id();
     let path = format!("/store/orders/{order_id}");
-    app.patch(&path, json!({ "complete": true })).await.assert_status(200);
+    app.patch(&path, json!({ "complete": true }))
+        .await
+        .assert_status(200);
 
-    app.patch(&path, json!({ "complete": false })).await.assert_error(409, "ORDER_COMPLETE");
+    app.patch(&path, json!({ "complete": false }))
+        .await
+        .assert_error(409, "ORDER_COMPLETE");
     app.patch(&path, json!({ "shipDate": "2031-01-01T00:00:00Z" }))
         .await
         .assert_error(409, "ORDER_COMPLETE");
@@ -191,8 +254,13 @@ async fn cancelling_returns_the_units_and_frees_a_pending_pet() {
 
     response.assert_status(204);
     assert!(response.body.is_empty());
-    assert_eq!(inventory(&app, id).await, json!({ "petId": id, "quantity": 2, "status": "available" }));
-    app.get(&format!("/store/orders/{order_id}")).await.assert_error(404, "NOT_FOUND");
+    assert_eq!(
+        inventory(&app, id).await,
+        json!({ "petId": id, "quantity": 2, "status": "available" })
+    );
+    app.get(&format!("/store/orders/{order_id}"))
+        .await
+        .assert_error(404, "NOT_FOUND");
 }
 
 #[tokio::test]
@@ -204,7 +272,10 @@ async fn setting_stock_moves_the_status() {
         let id = pet(&app, status).await;
         let response = set_stock(&app, id, 4).await;
         response.assert_status(200);
-        assert_eq!(response.json(), json!({ "petId": id, "quantity": 4, "status": "available" }));
+        assert_eq!(
+            response.json(),
+            json!({ "petId": id, "quantity": 4, "status": "available" })
+        );
     }
 
     // 0 makes an available pet sold when it has no open orders...
@@ -223,13 +294,22 @@ async fn setting_stock_moves_the_status() {
 async fn stock_updates_are_validated_and_need_a_pet() {
     let app = TestApp::spawn().await;
     let id = pet(&app, "available").await;
-    for body in [json!({}), json!({ "quantity": -1 }), json!({ "quantity": 1_000_001 }), json!({ "quantity": "3" })] {
+    for body in [
+        json!({}),
+        json!({ "quantity": -1 }),
+        json!({ "quantity": 1_000_001 }),
+        json!({ "quantity": "3" }),
+    ] {
         app.put(&format!("/store/inventory/{id}"), body)
             .await
             .assert_error(400, "VALIDATION_FAILED");
     }
-    set_stock(&app, 4_242_424_242, 1).await.assert_error(404, "NOT_FOUND");
-    app.get("/store/inventory/4242424242").await.assert_error(404, "NOT_FOUND");
+    set_stock(&app, 4_242_424_242, 1)
+        .await
+        .assert_error(404, "NOT_FOUND");
+    app.get("/store/inventory/4242424242")
+        .await
+        .assert_error(404, "NOT_FOUND");
 }
 
 #[tokio::test]
@@ -237,13 +317,20 @@ async fn a_pet_with_open_orders_cannot_be_deleted() {
     let app = TestApp::spawn().await;
     let id = pet(&app, "available").await;
     let order_id = order(&app, id, 1).await.id();
-    app.delete(&format!("/pets/{id}")).await.assert_error(409, "PET_HAS_OPEN_ORDERS");
-
-    app.patch(&format!("/store/orders/{order_id}"), json!({ "complete": true }))
+    app.delete(&format!("/pets/{id}"))
         .await
-        .assert_status(200);
+        .assert_error(409, "PET_HAS_OPEN_ORDERS");
+
+    app.patch(
+        &format!("/store/orders/{order_id}"),
+        json!({ "complete": true }),
+    )
+    .await
+    .assert_status(200);
     app.delete(&format!("/pets/{id}")).await.assert_status(204);
-    app.get(&format!("/store/inventory/{id}")).await.assert_error(404, "NOT_FOUND");
+    app.get(&format!("/store/inventory/{id}"))
+        .await
+        .assert_error(404, "NOT_FOUND");
 }
 
 #[tokio::test]
@@ -259,7 +346,11 @@ async fn inventory_operations_are_marked_beta() {
         assert_eq!(response.header("x-api-stability"), Some("beta"));
     }
     let orders = app.get("/store/orders").await;
-    assert_eq!(orders.header("x-api-stability"), None, "orders are not beta");
+    assert_eq!(
+        orders.header("x-api-stability"),
+        None,
+        "orders are not beta"
+    );
 }
 
 #[tokio::test]
@@ -268,7 +359,10 @@ async fn inventory_lists_filter_by_status_and_page() {
     let category = app.create_category("Fish").await;
     let mut available = Vec::new();
     for i in 0..3 {
-        available.push(app.create_pet(&format!("A{i}"), category, "available").await);
+        available.push(
+            app.create_pet(&format!("A{i}"), category, "available")
+                .await,
+        );
     }
     let sold = app.create_pet("S", category, "sold").await;
 
@@ -277,16 +371,40 @@ async fn inventory_lists_filter_by_status_and_page() {
 
     let first = app.get("/store/inventory?status=available&limit=2").await;
     first.assert_status(200);
-    let ids: Vec<u64> = first.json().as_array().into_iter().flatten().filter_map(|i| i["petId"].as_u64()).collect();
+    let ids: Vec<u64> = first
+        .json()
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["petId"].as_u64())
+        .collect();
     assert_eq!(ids, available[..2]);
     let link = first.header("link").unwrap_or_default().to_string();
-    assert!(link.ends_with("; rel=\"next\"") && link.contains("status=available"), "{link}");
-    let next = link.trim_start_matches('<').split('>').next().unwrap_or_default().to_string();
+    assert!(
+        link.ends_with("; rel=\"next\"") && link.contains("status=available"),
+        "{link}"
+    );
+    let next = link
+        .trim_start_matches('<')
+        .split('>')
+        .next()
+        .unwrap_or_default()
+        .to_string();
     let second = app.get(&next).await;
-    assert_eq!(second.json(), json!([{ "petId": available[2], "quantity": 1, "status": "available" }]));
+    assert_eq!(
+        second.json(),
+        json!([{ "petId": available[2], "quantity": 1, "status": "available" }])
+    );
     assert!(second.header("link").is_none());
-    assert!(!app.get("/store/inventory?status=sold").await.text().contains(&available[0].to_string()));
-    assert_eq!(app.get("/store/inventory?status=sold").await.json()[0]["petId"], sold);
+    assert!(!app
+        .get("/store/inventory?status=sold")
+        .await
+        .text()
+        .contains(&available[0].to_string()));
+    assert_eq!(
+        app.get("/store/inventory?status=sold").await.json()[0]["petId"],
+        sold
+    );
 }
 
 #[tokio::test]
@@ -300,31 +418,57 @@ async fn orders_list_newest_first_with_filters_and_paging() {
     for pet in [a, b, a, b, a] {
         placed.push(order(&app, pet, 1).await.id());
     }
-    app.patch(&format!("/store/orders/{}", placed[4]), json!({ "complete": true }))
-        .await
-        .assert_status(200);
+    app.patch(
+        &format!("/store/orders/{}", placed[4]),
+        json!({ "complete": true }),
+    )
+    .await
+    .assert_status(200);
 
     let ids = |response: &TestResponse| -> Vec<u64> {
-        response.json().as_array().into_iter().flatten().filter_map(|o| o["id"].as_u64()).collect()
+        response
+            .json()
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|o| o["id"].as_u64())
+            .collect()
     };
     let newest_first: Vec<u64> = placed.iter().rev().copied().collect();
     assert_eq!(ids(&app.get("/store/orders").await), newest_first);
-    assert_eq!(ids(&app.get(&format!("/store/orders?petId={a}")).await), vec![placed[4], placed[2], placed[0]]);
-    assert_eq!(ids(&app.get("/store/orders?complete=true").await), vec![placed[4]]);
     assert_eq!(
-        ids(&app.get(&format!("/store/orders?petId={a}&complete=false")).await),
+        ids(&app.get(&format!("/store/orders?petId={a}")).await),
+        vec![placed[4], placed[2], placed[0]]
+    );
+    assert_eq!(
+        ids(&app.get("/store/orders?complete=true").await),
+        vec![placed[4]]
+    );
+    assert_eq!(
+        ids(&app
+            .get(&format!("/store/orders?petId={a}&complete=false"))
+            .await),
         vec![placed[2], placed[0]]
     );
 
     let page = app.get(&format!("/store/orders?petId={a}&limit=1")).await;
     assert_eq!(ids(&page), vec![placed[4]]);
     let link = page.header("link").unwrap_or_default().to_string();
-    let next = link.trim_start_matches('<').split('>').next().unwrap_or_default().to_string();
+    let next = link
+        .trim_start_matches('<')
+        .split('>')
+        .next()
+        .unwrap_or_default()
+        .to_string();
     assert!(next.contains(&format!("petId={a}")), "{next}");
     assert_eq!(ids(&app.get(&next).await), vec![placed[2]]);
 
-    app.get("/store/orders?complete=maybe").await.assert_error(400, "VALIDATION_FAILED");
-    app.get("/store/orders?cursor=bogus").await.assert_error(400, "VALIDATION_FAILED");
+    app.get("/store/orders?complete=maybe")
+        .await
+        .assert_error(400, "VALIDATION_FAILED");
+    app.get("/store/orders?cursor=bogus")
+        .await
+        .assert_error(400, "VALIDATION_FAILED");
 }
 
 #[tokio::test]
@@ -340,19 +484,47 @@ async fn concurrent_orders_never_sell_more_than_the_stock() {
         tokio::spawn(async move { order(&app, id, 1).await })
     }))
     .await;
-    let responses: Vec<TestResponse> = responses.into_iter().map(|r| r.expect("task ran")).collect();
+    let responses: Vec<TestResponse> = responses
+        .into_iter()
+        .map(|r| r.expect("task ran"))
+        .collect();
 
     // Then exactly 12 succeed with distinct ids, and the rest are refused as the state forbids
-    let placed: Vec<u64> = responses.iter().filter(|r| r.status == 201).map(TestResponse::id).collect();
-    assert_eq!(placed.len(), 12, "statuses: {:?}", responses.iter().map(|r| r.status).collect::<Vec<_>>());
-    assert_eq!(placed.iter().collect::<HashSet<_>>().len(), 12, "order ids are distinct");
+    let placed: Vec<u64> = responses
+        .iter()
+        .filter(|r| r.status == 201)
+        .map(TestResponse::id)
+        .collect();
+    assert_eq!(
+        placed.len(),
+        12,
+        "statuses: {:?}",
+        responses.iter().map(|r| r.status).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        placed.iter().collect::<HashSet<_>>().len(),
+        12,
+        "order ids are distinct"
+    );
     for refused in responses.iter().filter(|r| r.status != 201) {
         refused.assert_status(409);
-        let code = refused.json()["code"].as_str().unwrap_or_default().to_string();
-        assert!(code == "INSUFFICIENT_STOCK" || code == "PET_NOT_AVAILABLE", "{code}");
+        let code = refused.json()["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            code == "INSUFFICIENT_STOCK" || code == "PET_NOT_AVAILABLE",
+            "{code}"
+        );
     }
-    assert_eq!(inventory(&app, id).await, json!({ "petId": id, "quantity": 0, "status": "pending" }));
-    let stored = app.get(&format!("/store/orders?petId={id}&limit=100")).await.json();
+    assert_eq!(
+        inventory(&app, id).await,
+        json!({ "petId": id, "quantity": 0, "status": "pending" })
+    );
+    let stored = app
+        .get(&format!("/store/orders?petId={id}&limit=100"))
+        .await
+        .json();
     assert_eq!(stored.as_array().map(Vec::len), Some(12));
 }
 
@@ -389,10 +561,29 @@ async fn racing_cancellations_and_orders_conserve_the_stock() {
         .map(|r| r.expect("task ran"))
         .filter(|r| r.status == 201)
         .count() as u64;
-    let stock = inventory(&app, id).await["quantity"].as_u64().unwrap_or(u64::MAX);
-    let open_orders = app.get(&format!("/store/orders?petId={id}&complete=false&limit=100")).await.json();
-    let open_units: u64 = open_orders.as_array().into_iter().flatten().filter_map(|o| o["quantity"].as_u64()).sum();
+    let stock = inventory(&app, id).await["quantity"]
+        .as_u64()
+        .unwrap_or(u64::MAX);
+    let open_orders = app
+        .get(&format!(
+            "/store/orders?petId={id}&complete=false&limit=100"
+        ))
+        .await
+        .json();
+    let open_units: u64 = open_orders
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o["quantity"].as_u64())
+        .sum();
     assert_eq!(open_units, placed);
-    assert_eq!(stock + open_units, 20, "stock {stock} + open units {open_units}");
-    assert!(placed >= 10, "at least the first 10 units were available: {placed}");
+    assert_eq!(
+        stock + open_units,
+        20,
+        "stock {stock} + open units {open_units}"
+    );
+    assert!(
+        placed >= 10,
+        "at least the first 10 units were available: {placed}"
+    );
 }

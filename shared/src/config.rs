@@ -75,7 +75,8 @@ impl Config {
                     reason: e.to_string(),
                 })
         };
-        let number = |name: &'static str, default: u64| match lookup(name).filter(|v| !v.is_empty()) {
+        let number = |name: &'static str, default: u64| match lookup(name).filter(|v| !v.is_empty())
+        {
             None => Ok(default),
             Some(raw) => raw.parse::<u64>().map_err(|e| ConfigError {
                 name,
@@ -114,21 +115,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn defaults_apply_when_nothing_is_set() {
-        let config = Config::from_lookup(|_| None).unwrap();
+    fn defaults_apply_when_nothing_is_set() -> Result<(), Box<dyn std::error::Error>> {
+        let config = Config::from_lookup(|_| None)?;
         assert_eq!(config.table_name, "petstore");
         assert_eq!(config.rate_limit_table_name, "petstore-ratelimits");
         assert_eq!(config.sunset_at.to_rfc3339(), "2027-06-30T00:00:00+00:00");
         assert_eq!(config.limits.ban_threshold, 30);
         assert_eq!(config.limits.ban_base, Duration::from_secs(900));
         assert!(!config.limits.fail_open);
+        Ok(())
     }
 
     #[test]
     fn a_bad_value_names_its_variable() {
-        let err = Config::from_lookup(|n| (n == "SUNSET_AT").then(|| "soon".to_string())).unwrap_err();
+        let err =
+            Config::from_lookup(|n| (n == "SUNSET_AT").then(|| "soon".to_string())).unwrap_err();
         assert!(err.to_string().contains("SUNSET_AT"));
-        let err = Config::from_lookup(|n| (n == "BAN_THRESHOLD").then(|| "-1".to_string())).unwrap_err();
+        let err =
+            Config::from_lookup(|n| (n == "BAN_THRESHOLD").then(|| "-1".to_string())).unwrap_err();
         assert!(err.to_string().contains("BAN_THRESHOLD"));
     }
 }

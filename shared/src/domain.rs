@@ -71,9 +71,11 @@ pub fn check_transition(from: PetStatus, to: PetStatus) -> Result<(), Refusal> {
     use PetStatus::*;
     match (from, to) {
         (a, b) if a == b => Ok(()),
-        (Available, Pending) | (Available, Sold) | (Pending, Available) | (Pending, Sold) | (Sold, Available) => {
-            Ok(())
-        }
+        (Available, Pending)
+        | (Available, Sold)
+        | (Pending, Available)
+        | (Pending, Sold)
+        | (Sold, Available) => Ok(()),
         (from, to) => Err(Refusal::InvalidStatusTransition { from, to }),
     }
 }
@@ -99,7 +101,11 @@ pub fn place_order(state: StockState, quantity: u32) -> Result<StockState, Refus
     }
     let stock = state.stock - quantity;
     Ok(StockState {
-        status: if stock == 0 { PetStatus::Pending } else { PetStatus::Available },
+        status: if stock == 0 {
+            PetStatus::Pending
+        } else {
+            PetStatus::Available
+        },
         stock,
         open_orders: state.open_orders + 1,
     })
@@ -145,7 +151,11 @@ pub fn set_stock(state: StockState, quantity: StockQuantity) -> StockState {
         (_, PetStatus::Pending | PetStatus::Sold) => PetStatus::Available,
         (_, other) => other,
     };
-    StockState { status, stock, ..state }
+    StockState {
+        status,
+        stock,
+        ..state
+    }
 }
 
 #[cfg(test)]
@@ -173,10 +183,17 @@ mod tests {
         for from in PetStatus::ALL {
             for to in PetStatus::ALL {
                 let expected = from == to || allowed.contains(&(from, to));
-                assert_eq!(check_transition(from, to).is_ok(), expected, "{from} -> {to}");
+                assert_eq!(
+                    check_transition(from, to).is_ok(),
+                    expected,
+                    "{from} -> {to}"
+                );
             }
         }
-        assert_eq!(check_transition(Sold, Pending).unwrap_err().code(), "INVALID_STATUS_TRANSITION");
+        assert_eq!(
+            check_transition(Sold, Pending).unwrap_err().code(),
+            "INVALID_STATUS_TRANSITION"
+        );
     }
 
     #[test]
@@ -188,42 +205,67 @@ mod tests {
 
     #[test]
     fn an_order_needs_an_available_pet_and_enough_stock() {
-        assert_eq!(place_order(state(Pending, 5, 0), 1), Err(Refusal::PetNotAvailable));
-        assert_eq!(place_order(state(Sold, 5, 0), 1), Err(Refusal::PetNotAvailable));
+        assert_eq!(
+            place_order(state(Pending, 5, 0), 1),
+            Err(Refusal::PetNotAvailable)
+        );
+        assert_eq!(
+            place_order(state(Sold, 5, 0), 1),
+            Err(Refusal::PetNotAvailable)
+        );
         assert_eq!(
             place_order(state(Available, 2, 0), 3).unwrap_err().code(),
             "INSUFFICIENT_STOCK"
         );
-        assert_eq!(place_order(state(Available, 5, 0), 2), Ok(state(Available, 3, 1)));
+        assert_eq!(
+            place_order(state(Available, 5, 0), 2),
+            Ok(state(Available, 3, 1))
+        );
     }
 
     #[test]
     fn an_order_that_empties_the_stock_makes_the_pet_pending() {
-        assert_eq!(place_order(state(Available, 2, 1), 2), Ok(state(Pending, 0, 2)));
+        assert_eq!(
+            place_order(state(Available, 2, 1), 2),
+            Ok(state(Pending, 0, 2))
+        );
     }
 
     #[test]
     fn completing_the_last_open_order_at_zero_stock_sells_the_pet() {
         assert_eq!(complete_order(state(Pending, 0, 1)), state(Sold, 0, 0));
         assert_eq!(complete_order(state(Pending, 0, 2)), state(Pending, 0, 1));
-        assert_eq!(complete_order(state(Available, 3, 1)), state(Available, 3, 0));
+        assert_eq!(
+            complete_order(state(Available, 3, 1)),
+            state(Available, 3, 0)
+        );
     }
 
     #[test]
     fn cancelling_restocks_and_frees_a_pending_pet() {
-        assert_eq!(cancel_order(state(Pending, 0, 1), 2), state(Available, 2, 0));
-        assert_eq!(cancel_order(state(Available, 1, 2), 1), state(Available, 2, 1));
+        assert_eq!(
+            cancel_order(state(Pending, 0, 1), 2),
+            state(Available, 2, 0)
+        );
+        assert_eq!(
+            cancel_order(state(Available, 1, 2), 1),
+            state(Available, 2, 1)
+        );
         assert_eq!(cancel_order(state(Sold, 0, 1), 1), state(Sold, 1, 0));
     }
 
     #[test]
-    fn setting_stock_moves_the_status() {
-        let q = |n| StockQuantity::new(n).unwrap();
+    fn setting_stock_moves_the_status() -> Result<(), Box<dyn std::error::Error>> {
+        let q = |n| StockQuantity::new(n).unwrap_or_else(|| panic!("{n} is a valid stock"));
         assert_eq!(set_stock(state(Pending, 0, 1), q(4)).status, Available);
         assert_eq!(set_stock(state(Sold, 0, 0), q(1)).status, Available);
         assert_eq!(set_stock(state(Available, 3, 1), q(0)).status, Pending);
         assert_eq!(set_stock(state(Available, 3, 0), q(0)).status, Sold);
         assert_eq!(set_stock(state(Pending, 3, 1), q(0)).status, Pending);
-        assert_eq!(set_stock(state(Available, 3, 0), q(7)), state(Available, 7, 0));
+        assert_eq!(
+            set_stock(state(Available, 3, 0), q(7)),
+            state(Available, 7, 0)
+        );
+        Ok(())
     }
 }

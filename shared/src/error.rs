@@ -113,7 +113,10 @@ impl IntoResponse for ApiError {
         let body = serde_json::to_vec(&self.record()).unwrap_or_default();
         let mut response = (status, body).into_response();
         let headers = response.headers_mut();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         let retry_after = match &self {
             ApiError::RateLimited { retry_after }
             | ApiError::Banned { retry_after }
@@ -126,7 +129,13 @@ impl IntoResponse for ApiError {
         if let ApiError::MethodNotAllowed { allow } = &self {
             // Empty when axum has yet to add it: its route future sets `Allow`
             // on the way out, unless one is present already.
-            if let Ok(value) = HeaderValue::from_str(allow).map_err(drop).and_then(|v| if v.is_empty() { Err(()) } else { Ok(v) }) {
+            if let Ok(value) = HeaderValue::from_str(allow).map_err(drop).and_then(|v| {
+                if v.is_empty() {
+                    Err(())
+                } else {
+                    Ok(v)
+                }
+            }) {
                 headers.insert(header::ALLOW, value);
             }
         }
@@ -156,7 +165,10 @@ mod tests {
 
     #[test]
     fn method_not_allowed_names_the_allowed_methods() {
-        let response = ApiError::MethodNotAllowed { allow: "GET,POST".into() }.into_response();
+        let response = ApiError::MethodNotAllowed {
+            allow: "GET,POST".into(),
+        }
+        .into_response();
         assert_eq!(response.status(), 405);
         assert_eq!(response.headers()[header::ALLOW], "GET,POST");
     }

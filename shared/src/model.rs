@@ -38,15 +38,16 @@ impl Id {
             .parse::<u64>()
             .ok()
             .and_then(Id::new)
-            .ok_or_else(|| ApiError::Validation(format!("{name} must be an integer from 1 to {MAX_ID}")))
+            .ok_or_else(|| {
+                ApiError::Validation(format!("{name} must be an integer from 1 to {MAX_ID}"))
+            })
     }
 
     /// Reads an id from a JSON body field.
     fn from_json(value: &Value, name: &str) -> Result<Id, ApiError> {
-        value
-            .as_u64()
-            .and_then(Id::new)
-            .ok_or_else(|| ApiError::Validation(format!("{name} must be an integer from 1 to {MAX_ID}")))
+        value.as_u64().and_then(Id::new).ok_or_else(|| {
+            ApiError::Validation(format!("{name} must be an integer from 1 to {MAX_ID}"))
+        })
     }
 }
 
@@ -71,7 +72,9 @@ impl Name {
             )));
         }
         if trimmed.chars().any(char::is_control) {
-            return Err(ApiError::Validation(format!("{field} must not contain control characters")));
+            return Err(ApiError::Validation(format!(
+                "{field} must not contain control characters"
+            )));
         }
         Ok(Name(trimmed.to_string()))
     }
@@ -127,13 +130,17 @@ impl PetStatus {
         PetStatus::ALL
             .into_iter()
             .find(|s| s.as_str() == raw)
-            .ok_or_else(|| ApiError::Validation(format!("{field} must be one of available, pending, sold")))
+            .ok_or_else(|| {
+                ApiError::Validation(format!("{field} must be one of available, pending, sold"))
+            })
     }
 
     fn from_json(value: &Value) -> Result<PetStatus, ApiError> {
         match value.as_str() {
             Some(raw) => PetStatus::parse(raw, "status"),
-            None => Err(ApiError::Validation("status must be one of available, pending, sold".into())),
+            None => Err(ApiError::Validation(
+                "status must be one of available, pending, sold".into(),
+            )),
         }
     }
 }
@@ -208,7 +215,11 @@ pub struct Order {
     pub id: Id,
     pub pet_id: Id,
     pub quantity: OrderQuantity,
-    #[serde(serialize_with = "rfc3339", skip_serializing_if = "Option::is_none", default)]
+    #[serde(
+        serialize_with = "rfc3339",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
     pub ship_date: Option<DateTime<Utc>>,
     pub complete: bool,
 }
@@ -279,7 +290,9 @@ impl PetPatch {
     pub fn parse(body: &JsonObject) -> Result<PetPatch, ApiError> {
         for field in ["name", "categoryId"] {
             if matches!(body.get(field), Some(Value::Null)) {
-                return Err(ApiError::Validation(format!("{field} is required and cannot be removed")));
+                return Err(ApiError::Validation(format!(
+                    "{field} is required and cannot be removed"
+                )));
             }
         }
         Ok(PetPatch {
@@ -349,7 +362,9 @@ impl NewOrder {
                 .as_u64()
                 .and_then(|q| u32::try_from(q).ok())
                 .and_then(OrderQuantity::new)
-                .ok_or_else(|| ApiError::Validation("quantity must be an integer from 1 to 1000".into()))?,
+                .ok_or_else(|| {
+                    ApiError::Validation("quantity must be an integer from 1 to 1000".into())
+                })?,
         };
         match optional(body, "complete") {
             None | Some(Value::Bool(false)) => {}
@@ -402,7 +417,9 @@ impl InventoryUpdate {
             .as_u64()
             .and_then(|q| u32::try_from(q).ok())
             .and_then(StockQuantity::new)
-            .ok_or_else(|| ApiError::Validation("quantity must be an integer from 0 to 1000000".into()))?;
+            .ok_or_else(|| {
+                ApiError::Validation("quantity must be an integer from 0 to 1000000".into())
+            })?;
         Ok(InventoryUpdate { quantity })
     }
 }
@@ -425,63 +442,81 @@ mod tests {
         assert!(Id::new(1).is_some());
         assert!(Id::new(MAX_ID).is_some());
         assert!(Id::new(MAX_ID + 1).is_none());
-        assert!(Id::parse_param("abc", "petId").unwrap_err().to_string().contains("petId"));
+        assert!(Id::parse_param("abc", "petId")
+            .unwrap_err()
+            .to_string()
+            .contains("petId"));
     }
 
     #[test]
-    fn names_are_trimmed_and_bounded() {
-        assert_eq!(Name::parse("  Rex ", "name").unwrap().as_str(), "Rex");
+    fn names_are_trimmed_and_bounded() -> Result<(), ApiError> {
+        assert_eq!(Name::parse("  Rex ", "name")?.as_str(), "Rex");
         assert!(Name::parse("   ", "name").is_err());
         assert!(Name::parse(&"x".repeat(100), "name").is_ok());
         assert!(Name::parse(&"x".repeat(101), "name").is_err());
         assert!(Name::parse("a\u{7}b", "name").is_err());
         // Characters, not bytes, are counted.
         assert!(Name::parse(&"é".repeat(100), "name").is_ok());
+        Ok(())
     }
 
     #[test]
-    fn a_new_pet_defaults_to_available_and_names_missing_fields() {
-        let pet = NewPet::parse(&object(json!({"name": "Rex", "categoryId": 3, "id": 99, "x": 1}))).unwrap();
+    fn a_new_pet_defaults_to_available_and_names_missing_fields() -> Result<(), Box<dyn std::error::Error>> {
+        let pet = NewPet::parse(&object(
+            json!({"name": "Rex", "categoryId": 3, "id": 99, "x": 1}),
+        ))
+        ?;
         assert_eq!(pet.status, PetStatus::Available);
         let err = NewPet::parse(&object(json!({"name": "Rex"}))).unwrap_err();
         assert!(err.to_string().contains("categoryId"));
         let err = NewPet::parse(&object(json!({"name": 5, "categoryId": 3}))).unwrap_err();
         assert!(err.to_string().contains("name"));
-        let err = NewPet::parse(&object(json!({"name": "a", "categoryId": 3, "status": "lost"}))).unwrap_err();
+        let err = NewPet::parse(&object(
+            json!({"name": "a", "categoryId": 3, "status": "lost"}),
+        ))
+        .unwrap_err();
         assert!(err.to_string().contains("status"));
         let err = NewPet::parse(&object(json!({"name": "a", "categoryId": 1.5}))).unwrap_err();
         assert!(err.to_string().contains("categoryId"));
+        Ok(())
     }
 
     #[test]
-    fn a_pet_patch_merges_and_refuses_removing_required_fields() {
+    fn a_pet_patch_merges_and_refuses_removing_required_fields() -> Result<(), Box<dyn std::error::Error>> {
         let pet = Pet {
             id: Id(1),
             name: Name("Rex".into()),
             category_id: Id(2),
             status: PetStatus::Pending,
         };
-        let patch = PetPatch::parse(&object(json!({"name": "Max"}))).unwrap();
+        let patch = PetPatch::parse(&object(json!({"name": "Max"})))?;
         let merged = patch.apply(&pet);
         assert_eq!(merged.name.as_str(), "Max");
         assert_eq!(merged.category_id, Id(2));
         assert_eq!(merged.status, PetStatus::Pending);
         assert!(PetPatch::parse(&object(json!({"name": null}))).is_err());
         assert_eq!(
-            PetPatch::parse(&object(json!({"status": null}))).unwrap().status,
+            PetPatch::parse(&object(json!({"status": null})))
+                ?
+                .status,
             Some(PetStatus::Available)
         );
+        Ok(())
     }
 
     #[test]
-    fn order_quantities_default_and_are_bounded() {
-        let order = NewOrder::parse(&object(json!({"petId": 4}))).unwrap();
+    fn order_quantities_default_and_are_bounded() -> Result<(), Box<dyn std::error::Error>> {
+        let order = NewOrder::parse(&object(json!({"petId": 4})))?;
         assert_eq!(order.quantity.get(), 1);
         assert!(NewOrder::parse(&object(json!({"petId": 4, "quantity": 0}))).is_err());
         assert!(NewOrder::parse(&object(json!({"petId": 4, "quantity": 1001}))).is_err());
         assert!(NewOrder::parse(&object(json!({"petId": 4, "complete": true}))).is_err());
         assert!(NewOrder::parse(&object(json!({"petId": 4, "shipDate": "tomorrow"}))).is_err());
-        assert!(NewOrder::parse(&object(json!({"petId": 4, "shipDate": "2026-01-02T03:04:05Z"}))).is_ok());
+        assert!(NewOrder::parse(&object(
+            json!({"petId": 4, "shipDate": "2026-01-02T03:04:05Z"})
+        ))
+        .is_ok());
+        Ok(())
     }
 
     #[test]
@@ -494,13 +529,16 @@ mod tests {
     }
 
     #[test]
-    fn absent_optional_fields_are_omitted_not_null() {
+    fn absent_optional_fields_are_omitted_not_null() -> Result<(), Box<dyn std::error::Error>> {
         let category = Category {
             id: Id(1),
             name: Name("Dogs".into()),
             description: None,
         };
-        assert_eq!(serde_json::to_value(&category).unwrap(), json!({"id": 1, "name": "Dogs"}));
+        assert_eq!(
+            serde_json::to_value(&category)?,
+            json!({"id": 1, "name": "Dogs"})
+        );
         let order = Order {
             id: Id(1),
             pet_id: Id(2),
@@ -509,8 +547,9 @@ mod tests {
             complete: false,
         };
         assert_eq!(
-            serde_json::to_value(&order).unwrap(),
+            serde_json::to_value(&order)?,
             json!({"id": 1, "petId": 2, "quantity": 1, "complete": false})
         );
+        Ok(())
     }
 }

@@ -17,24 +17,37 @@ pub fn routes() -> Router<App> {
         .route("/categories", get(list_categories).post(create_category))
         .route(
             "/categories/{categoryId}",
-            get(get_category).put(replace_category).delete(delete_category),
+            get(get_category)
+                .put(replace_category)
+                .delete(delete_category),
         )
 }
 
 async fn list_categories(State(app): State<App>, query: QueryParams) -> Result<Response, ApiError> {
     let paging = query.paging("categories")?;
-    let found = app.store.list_categories(paging.limit, paging.after).await?;
-    let next = found.next_after.map(|after| next_link("/categories", &[], &paging, after));
+    let found = app
+        .store
+        .list_categories(paging.limit, paging.after)
+        .await?;
+    let next = found
+        .next_after
+        .map(|after| next_link("/categories", &[], &paging, after));
     Ok(page(&found.items, next))
 }
 
-async fn create_category(State(app): State<App>, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+async fn create_category(
+    State(app): State<App>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let new = NewCategory::parse(&body)?;
     let category = app.store.create_category(new, Utc::now()).await?;
     Ok(created(format!("/categories/{}", category.id), &category))
 }
 
-async fn get_category(State(app): State<App>, Path(raw): Path<String>) -> Result<Response, ApiError> {
+async fn get_category(
+    State(app): State<App>,
+    Path(raw): Path<String>,
+) -> Result<Response, ApiError> {
     let id = path_id(&raw, "categoryId")?;
     match app.store.get_category(id).await? {
         Some(stored) => Ok(json(StatusCode::OK, &stored.category)),
@@ -53,7 +66,12 @@ async fn replace_category(
     Ok(json(StatusCode::OK, &category))
 }
 
-async fn delete_category(State(app): State<App>, Path(raw): Path<String>) -> Result<Response, ApiError> {
-    app.store.delete_category(path_id(&raw, "categoryId")?).await?;
+async fn delete_category(
+    State(app): State<App>,
+    Path(raw): Path<String>,
+) -> Result<Response, ApiError> {
+    app.store
+        .delete_category(path_id(&raw, "categoryId")?)
+        .await?;
     Ok(no_content())
 }

@@ -14,7 +14,10 @@ use http::{HeaderValue, StatusCode};
 pub fn routes() -> Router<App> {
     Router::new()
         .route("/store/inventory", get(list_inventory))
-        .route("/store/inventory/{petId}", get(get_inventory).put(set_inventory))
+        .route(
+            "/store/inventory/{petId}",
+            get(get_inventory).put(set_inventory),
+        )
         .layer(axum::middleware::map_response(mark_beta))
 }
 
@@ -27,9 +30,15 @@ async fn mark_beta(mut response: Response) -> Response {
 }
 
 async fn list_inventory(State(app): State<App>, query: QueryParams) -> Result<Response, ApiError> {
-    let status = query.get("status").map(|s| PetStatus::parse(s, "status")).transpose()?;
+    let status = query
+        .get("status")
+        .map(|s| PetStatus::parse(s, "status"))
+        .transpose()?;
     let paging = query.paging("inventory")?;
-    let found = app.store.list_inventory(status, paging.limit, paging.after).await?;
+    let found = app
+        .store
+        .list_inventory(status, paging.limit, paging.after)
+        .await?;
     let filters: Vec<_> = status.iter().map(|s| ("status", s.to_string())).collect();
     let next = found
         .next_after
@@ -37,7 +46,10 @@ async fn list_inventory(State(app): State<App>, query: QueryParams) -> Result<Re
     Ok(page(&found.items, next))
 }
 
-async fn get_inventory(State(app): State<App>, Path(raw): Path<String>) -> Result<Response, ApiError> {
+async fn get_inventory(
+    State(app): State<App>,
+    Path(raw): Path<String>,
+) -> Result<Response, ApiError> {
     let id = path_id(&raw, "petId")?;
     match app.store.get_inventory(id).await? {
         Some(item) => Ok(json(StatusCode::OK, &item)),
@@ -45,7 +57,11 @@ async fn get_inventory(State(app): State<App>, Path(raw): Path<String>) -> Resul
     }
 }
 
-async fn set_inventory(State(app): State<App>, Path(raw): Path<String>, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+async fn set_inventory(
+    State(app): State<App>,
+    Path(raw): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let id = path_id(&raw, "petId")?;
     let update = InventoryUpdate::parse(&body)?;
     let item = app.store.set_stock(id, update.quantity).await?;

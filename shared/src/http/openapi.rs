@@ -15,8 +15,9 @@ pub fn routes() -> Router<App> {
 
 async fn document() -> Response {
     let mut response = OPENAPI_JSON.into_response();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     response
 }

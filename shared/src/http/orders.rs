@@ -28,7 +28,10 @@ async fn list_orders(State(app): State<App>, query: QueryParams) -> Result<Respo
         complete: query.boolean("complete")?,
     };
     let paging = query.paging("orders")?;
-    let found = app.store.list_orders(filter, paging.limit, paging.after).await?;
+    let found = app
+        .store
+        .list_orders(filter, paging.limit, paging.after)
+        .await?;
     let mut filters = Vec::new();
     if let Some(pet) = filter.pet_id {
         filters.push(("petId", pet.to_string()));
@@ -42,7 +45,10 @@ async fn list_orders(State(app): State<App>, query: QueryParams) -> Result<Respo
     Ok(page(&found.items, next))
 }
 
-async fn place_order(State(app): State<App>, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+async fn place_order(
+    State(app): State<App>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let new = NewOrder::parse(&body)?;
     let order = app.store.place_order(new, Utc::now()).await?;
     Ok(created(format!("/store/orders/{}", order.id), &order))
@@ -56,14 +62,21 @@ async fn get_order(State(app): State<App>, Path(raw): Path<String>) -> Result<Re
     }
 }
 
-async fn update_order(State(app): State<App>, Path(raw): Path<String>, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+async fn update_order(
+    State(app): State<App>,
+    Path(raw): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let id = path_id(&raw, "orderId")?;
     let patch = OrderPatch::parse(&body)?;
     let order = app.store.update_order(id, patch, Utc::now()).await?;
     Ok(json(StatusCode::OK, &order))
 }
 
-async fn cancel_order(State(app): State<App>, Path(raw): Path<String>) -> Result<Response, ApiError> {
+async fn cancel_order(
+    State(app): State<App>,
+    Path(raw): Path<String>,
+) -> Result<Response, ApiError> {
     app.store.cancel_order(path_id(&raw, "orderId")?).await?;
     Ok(no_content())
 }

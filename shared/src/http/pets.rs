@@ -16,7 +16,13 @@ use http::{header, HeaderValue, StatusCode};
 pub fn routes() -> Router<App> {
     Router::new()
         .route("/pets", get(list_pets).post(create_pet))
-        .route("/pets/{petId}", get(get_pet).put(replace_pet).patch(update_pet).delete(delete_pet))
+        .route(
+            "/pets/{petId}",
+            get(get_pet)
+                .put(replace_pet)
+                .patch(update_pet)
+                .delete(delete_pet),
+        )
 }
 
 /// Most ids one `ids` batch look-up may name.
@@ -28,14 +34,19 @@ fn parse_ids(raw: &str) -> Result<Vec<Id>, ApiError> {
         .map(|part| Id::parse_param(part, "ids"))
         .collect::<Result<Vec<_>, _>>()?;
     if ids.len() > MAX_BATCH_IDS {
-        return Err(ApiError::Validation(format!("ids may name at most {MAX_BATCH_IDS} pets")));
+        return Err(ApiError::Validation(format!(
+            "ids may name at most {MAX_BATCH_IDS} pets"
+        )));
     }
     Ok(ids)
 }
 
 async fn list_pets(State(app): State<App>, query: QueryParams) -> Result<Response, ApiError> {
     let filter = PetFilter {
-        status: query.get("status").map(|s| PetStatus::parse(s, "status")).transpose()?,
+        status: query
+            .get("status")
+            .map(|s| PetStatus::parse(s, "status"))
+            .transpose()?,
         category_id: query.id("categoryId")?,
     };
     let paging = query.paging("pets")?;
@@ -49,7 +60,10 @@ async fn list_pets(State(app): State<App>, query: QueryParams) -> Result<Respons
             .collect();
         return Ok(page(&pets, None));
     }
-    let found = app.store.list_pets(filter, paging.limit, paging.after).await?;
+    let found = app
+        .store
+        .list_pets(filter, paging.limit, paging.after)
+        .await?;
     let mut filters = Vec::new();
     if let Some(status) = filter.status {
         filters.push(("status", status.to_string()));
@@ -58,10 +72,18 @@ async fn list_pets(State(app): State<App>, query: QueryParams) -> Result<Respons
         filters.push(("categoryId", category.to_string()));
     }
     let pets: Vec<_> = found.items.into_iter().map(|p| p.pet).collect();
-    Ok(page(&pets, found.next_after.map(|after| next_link("/pets", &filters, &paging, after))))
+    Ok(page(
+        &pets,
+        found
+            .next_after
+            .map(|after| next_link("/pets", &filters, &paging, after)),
+    ))
 }
 
-async fn create_pet(State(app): State<App>, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+async fn create_pet(
+    State(app): State<App>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let new = NewPet::parse(&body)?;
     let pet = app.store.create_pet(new, Utc::now()).await?;
     Ok(created(format!("/pets/{}", pet.id), &pet))
@@ -76,7 +98,9 @@ async fn get_pet(State(app): State<App>, Path(raw): Path<String>) -> Response {
         match path_id(&raw, "petId") {
             Ok(id) => match app.store.get_pet(id).await {
                 Ok(Some(pet)) => json(StatusCode::OK, &pet.pet),
-                Ok(None) => axum::response::IntoResponse::into_response(ApiError::not_found("pet", id)),
+                Ok(None) => {
+                    axum::response::IntoResponse::into_response(ApiError::not_found("pet", id))
+                }
                 Err(e) => axum::response::IntoResponse::into_response(ApiError::from(e)),
             },
             Err(e) => axum::response::IntoResponse::into_response(e),
@@ -84,7 +108,10 @@ async fn get_pet(State(app): State<App>, Path(raw): Path<String>) -> Response {
     };
     let headers = response.headers_mut();
     let deprecation = format!("@{}", config.deprecated_at.timestamp());
-    let sunset = config.sunset_at.format("%a, %d %b %Y %H:%M:%S GMT").to_string();
+    let sunset = config
+        .sunset_at
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string();
     let successor = format!("</pets?ids={}>; rel=\"successor-version\"", raw.trim());
     for (name, value) in [("deprecation", deprecation), ("sunset", sunset)] {
         if let Ok(value) = HeaderValue::from_str(&value) {
@@ -97,17 +124,28 @@ async fn get_pet(State(app): State<App>, Path(raw): Path<String>) -> Response {
     response
 }
 
-async fn replace_pet(State(app): State<App>, Path(raw): Path<String>, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+async fn replace_pet(
+    State(app): State<App>,
+    Path(raw): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let id = path_id(&raw, "petId")?;
     let new = NewPet::parse(&body)?;
     let pet = app.store.update_pet(id, |_| new.clone()).await?;
     Ok(json(StatusCode::OK, &pet))
 }
 
-async fn update_pet(State(app): State<App>, Path(raw): Path<String>, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+async fn update_pet(
+    State(app): State<App>,
+    Path(raw): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
     let id = path_id(&raw, "petId")?;
     let patch = PetPatch::parse(&body)?;
-    let pet = app.store.update_pet(id, |current| patch.apply(current)).await?;
+    let pet = app
+        .store
+        .update_pet(id, |current| patch.apply(current))
+        .await?;
     Ok(json(StatusCode::OK, &pet))
 }
 

@@ -18,11 +18,20 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 pub struct JsonBody(pub JsonObject);
 
 fn is_json(headers: &HeaderMap) -> bool {
-    let Some(value) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
+    let Some(value) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
         return false;
     };
-    let essence = value.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
 /// Parses a body already read into memory.
@@ -31,15 +40,21 @@ pub fn parse_json_body(headers: &HeaderMap, bytes: &[u8]) -> Result<JsonObject, 
         return Err(ApiError::PayloadTooLarge);
     }
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::MalformedJson("a JSON object body is required".into()));
+        return Err(ApiError::MalformedJson(
+            "a JSON object body is required".into(),
+        ));
     }
     if !is_json(headers) {
         return Err(ApiError::UnsupportedMediaType);
     }
     match serde_json::from_slice::<serde_json::Value>(bytes) {
         Ok(serde_json::Value::Object(object)) => Ok(object),
-        Ok(_) => Err(ApiError::MalformedJson("the body must be a JSON object".into())),
-        Err(e) => Err(ApiError::MalformedJson(format!("the body is not valid JSON: {e}"))),
+        Ok(_) => Err(ApiError::MalformedJson(
+            "the body must be a JSON object".into(),
+        )),
+        Err(e) => Err(ApiError::MalformedJson(format!(
+            "the body is not valid JSON: {e}"
+        ))),
     }
 }
 
@@ -75,7 +90,9 @@ impl QueryParams {
     }
 
     pub fn id(&self, name: &str) -> Result<Option<Id>, ApiError> {
-        self.get(name).map(|raw| Id::parse_param(raw, name)).transpose()
+        self.get(name)
+            .map(|raw| Id::parse_param(raw, name))
+            .transpose()
     }
 
     pub fn boolean(&self, name: &str) -> Result<Option<bool>, ApiError> {
@@ -83,7 +100,9 @@ impl QueryParams {
             .map(|raw| match raw {
                 "true" => Ok(true),
                 "false" => Ok(false),
-                _ => Err(ApiError::Validation(format!("{name} must be true or false"))),
+                _ => Err(ApiError::Validation(format!(
+                    "{name} must be true or false"
+                ))),
             })
             .transpose()
     }
@@ -96,7 +115,9 @@ impl QueryParams {
                 .parse::<usize>()
                 .ok()
                 .filter(|l| (1..=100).contains(l))
-                .ok_or_else(|| ApiError::Validation("limit must be an integer from 1 to 100".into()))?,
+                .ok_or_else(|| {
+                    ApiError::Validation("limit must be an integer from 1 to 100".into())
+                })?,
         };
         let after = self
             .get("cursor")
@@ -125,7 +146,12 @@ pub fn path_id(raw: &str, name: &str) -> Result<Id, ApiError> {
 
 /// The `Link: <...>; rel="next"` value for the page after `next_after`,
 /// keeping the request's filters.
-pub fn next_link(path: &str, filters: &[(&str, String)], paging: &Paging, next_after: u64) -> String {
+pub fn next_link(
+    path: &str,
+    filters: &[(&str, String)],
+    paging: &Paging,
+    next_after: u64,
+) -> String {
     let mut query = filters.to_vec();
     query.push(("limit", paging.limit.to_string()));
     query.push(("cursor", Cursor::new(paging.list, next_after).encode()));

@@ -1,7 +1,10 @@
 //! Category items, their case-insensitive name guards, and their pet counts.
 
 use super::page::IndexQuery;
-use super::{backoff, from_item, n, new_id, s, to_item, too_contended, Page, Store, StoreError, TransactOutcome, MAX_ATTEMPTS};
+use super::{
+    backoff, from_item, n, new_id, s, to_item, too_contended, Page, Store, StoreError,
+    TransactOutcome, MAX_ATTEMPTS,
+};
 use crate::domain::Refusal;
 use crate::model::{Category, Id, Name, NewCategory};
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
@@ -13,13 +16,19 @@ const SK: &str = "CATEGORY";
 const NAME_SK: &str = "CATEGORYNAME";
 
 pub(crate) fn key(id: Id) -> HashMap<String, AttributeValue> {
-    HashMap::from([("PK".to_string(), s(format!("CATEGORY#{id}"))), ("SK".to_string(), s(SK))])
+    HashMap::from([
+        ("PK".to_string(), s(format!("CATEGORY#{id}"))),
+        ("SK".to_string(), s(SK)),
+    ])
 }
 
 /// The item that makes a name unique: creating it fails if the name is taken.
 fn name_key(name: &Name) -> HashMap<String, AttributeValue> {
     HashMap::from([
-        ("PK".to_string(), s(format!("CATEGORYNAME#{}", name.folded()))),
+        (
+            "PK".to_string(),
+            s(format!("CATEGORYNAME#{}", name.folded())),
+        ),
         ("SK".to_string(), s(NAME_SK)),
     ])
 }
@@ -55,7 +64,12 @@ fn build_error(e: impl std::fmt::Display) -> StoreError {
 impl Store {
     /// A transaction step that moves a category's pet count by `delta`;
     /// `must_exist` makes it the check that a pet's category exists.
-    pub(crate) fn category_count(&self, category: Id, delta: i64, must_exist: bool) -> Result<TransactWriteItem, StoreError> {
+    pub(crate) fn category_count(
+        &self,
+        category: Id,
+        delta: i64,
+        must_exist: bool,
+    ) -> Result<TransactWriteItem, StoreError> {
         let mut update = Update::builder()
             .table_name(&self.table)
             .set_key(Some(key(category)))
@@ -64,7 +78,9 @@ impl Store {
         if must_exist {
             update = update.condition_expression("attribute_exists(PK)");
         }
-        Ok(TransactWriteItem::builder().update(update.build().map_err(build_error)?).build())
+        Ok(TransactWriteItem::builder()
+            .update(update.build().map_err(build_error)?)
+            .build())
     }
 
     fn name_guard_put(&self, name: &Name, id: Id) -> Result<TransactWriteItem, StoreError> {
@@ -89,7 +105,11 @@ impl Store {
     }
 
     /// Creates a category whose name no other category has, in any case.
-    pub async fn create_category(&self, new: NewCategory, now: DateTime<Utc>) -> Result<Category, StoreError> {
+    pub async fn create_category(
+        &self,
+        new: NewCategory,
+        now: DateTime<Utc>,
+    ) -> Result<Category, StoreError> {
         for attempt in 0..MAX_ATTEMPTS {
             let category = Category {
                 id: new_id(now),
@@ -116,14 +136,19 @@ impl Store {
             match self.transact(items).await? {
                 TransactOutcome::Done => return Ok(category),
                 TransactOutcome::ConditionFailed(1) => return Err(Refusal::CategoryExists.into()),
-                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => backoff(attempt).await,
+                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => {
+                    backoff(attempt).await
+                }
             }
         }
         Err(too_contended("create category"))
     }
 
     pub async fn get_category(&self, id: Id) -> Result<Option<StoredCategory>, StoreError> {
-        self.get_item(format!("CATEGORY#{id}"), SK).await?.map(from_item).transpose()
+        self.get_item(format!("CATEGORY#{id}"), SK)
+            .await?
+            .map(from_item)
+            .transpose()
     }
 
     async fn existing_category(&self, id: Id) -> Result<StoredCategory, StoreError> {
@@ -132,7 +157,11 @@ impl Store {
             .ok_or_else(|| Refusal::NotFound(format!("category {id}")).into())
     }
 
-    pub async fn list_categories(&self, limit: usize, after: Option<u64>) -> Result<Page<Category>, StoreError> {
+    pub async fn list_categories(
+        &self,
+        limit: usize,
+        after: Option<u64>,
+    ) -> Result<Page<Category>, StoreError> {
         let query = IndexQuery {
             index: "GSI1",
             partition: "CATEGORY".into(),
@@ -168,7 +197,9 @@ impl Store {
                     .expression_attribute_values(":description", to_item_value(description)?),
                 None => update.update_expression("SET #name = :name REMOVE description"),
             };
-            let mut items = vec![TransactWriteItem::builder().update(update.build().map_err(build_error)?).build()];
+            let mut items = vec![TransactWriteItem::builder()
+                .update(update.build().map_err(build_error)?)
+                .build()];
             if new.name.folded() != current.name.folded() {
                 items.push(self.name_guard_delete(&current.name)?);
                 items.push(self.name_guard_put(&new.name, id)?);
@@ -176,7 +207,9 @@ impl Store {
             match self.transact(items).await? {
                 TransactOutcome::Done => return Ok(updated),
                 TransactOutcome::ConditionFailed(2) => return Err(Refusal::CategoryExists.into()),
-                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => backoff(attempt).await,
+                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => {
+                    backoff(attempt).await
+                }
             }
         }
         Err(too_contended("replace category"))
@@ -204,7 +237,9 @@ impl Store {
             ];
             match self.transact(items).await? {
                 TransactOutcome::Done => return Ok(()),
-                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => backoff(attempt).await,
+                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => {
+                    backoff(attempt).await
+                }
             }
         }
         Err(too_contended("delete category"))

@@ -10,15 +10,20 @@ use aws_sdk_dynamodb::types::ReturnValue;
 fn inventory_item(pet: &pets::StoredPet) -> Result<InventoryItem, StoreError> {
     Ok(InventoryItem {
         pet_id: pet.pet.id,
-        quantity: StockQuantity::new(pet.stock)
-            .ok_or_else(|| StoreError::Internal(format!("pet {} holds stock {}", pet.pet.id, pet.stock)))?,
+        quantity: StockQuantity::new(pet.stock).ok_or_else(|| {
+            StoreError::Internal(format!("pet {} holds stock {}", pet.pet.id, pet.stock))
+        })?,
         status: pet.pet.status,
     })
 }
 
 impl Store {
     pub async fn get_inventory(&self, pet: Id) -> Result<Option<InventoryItem>, StoreError> {
-        self.get_pet(pet).await?.as_ref().map(inventory_item).transpose()
+        self.get_pet(pet)
+            .await?
+            .as_ref()
+            .map(inventory_item)
+            .transpose()
     }
 
     pub async fn list_inventory(
@@ -39,7 +44,11 @@ impl Store {
     /// Sets a pet's stock, moving its status as the stock rules say, in one
     /// conditional write pinned to the status (and, when the stock goes to
     /// zero, the open-order count) the plan was made from.
-    pub async fn set_stock(&self, pet_id: Id, quantity: StockQuantity) -> Result<InventoryItem, StoreError> {
+    pub async fn set_stock(
+        &self,
+        pet_id: Id,
+        quantity: StockQuantity,
+    ) -> Result<InventoryItem, StoreError> {
         for _ in 0..MAX_ATTEMPTS {
             let pet = self.existing_pet(pet_id).await?;
             let planned = domain::set_stock(pet.state(), quantity);
@@ -54,7 +63,11 @@ impl Store {
                 .expression_attribute_values(":old_status", s(pet.pet.status.as_str()))
                 .return_values(ReturnValue::AllNew);
             if quantity.get() == 0 && pet.pet.status == PetStatus::Available {
-                condition.push(if pet.open_orders > 0 { "openOrders > :zero" } else { "openOrders = :zero" });
+                condition.push(if pet.open_orders > 0 {
+                    "openOrders > :zero"
+                } else {
+                    "openOrders = :zero"
+                });
                 request = request.expression_attribute_values(":zero", n(0));
             }
             request = if planned.status != pet.pet.status {
@@ -65,7 +78,11 @@ impl Store {
             } else {
                 request.update_expression("SET stock = :stock")
             };
-            match request.condition_expression(condition.join(" AND ")).send().await {
+            match request
+                .condition_expression(condition.join(" AND "))
+                .send()
+                .await
+            {
                 Ok(_) => {
                     return Ok(InventoryItem {
                         pet_id,
@@ -73,7 +90,11 @@ impl Store {
                         status: planned.status,
                     })
                 }
-                Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => continue,
+                Err(SdkError::ServiceError(e))
+                    if e.err().is_conditional_check_failed_exception() =>
+                {
+                    continue
+                }
                 Err(other) => return Err(classify(other)),
             }
         }

@@ -81,7 +81,9 @@ impl From<StoreError> for crate::error::ApiError {
     fn from(err: StoreError) -> Self {
         use crate::error::ApiError;
         match err {
-            StoreError::Refused(Refusal::NotFound(what)) => ApiError::NotFound(format!("{what} does not exist")),
+            StoreError::Refused(Refusal::NotFound(what)) => {
+                ApiError::NotFound(format!("{what} does not exist"))
+            }
             StoreError::Refused(refusal) => ApiError::Refused(refusal),
             StoreError::Unavailable(detail) => {
                 tracing::warn!(%detail, "database unavailable");
@@ -114,11 +116,19 @@ where
     R: std::fmt::Debug,
 {
     match &err {
-        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) => StoreError::Unavailable(format!("{err:?}")),
-        SdkError::ServiceError(service) if is_throttling(service.err().code()) => {
-            StoreError::Unavailable(format!("{}", aws_sdk_dynamodb::error::DisplayErrorContext(&err)))
+        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) => {
+            StoreError::Unavailable(format!("{err:?}"))
         }
-        _ => StoreError::Internal(format!("{}", aws_sdk_dynamodb::error::DisplayErrorContext(&err))),
+        SdkError::ServiceError(service) if is_throttling(service.err().code()) => {
+            StoreError::Unavailable(format!(
+                "{}",
+                aws_sdk_dynamodb::error::DisplayErrorContext(&err)
+            ))
+        }
+        _ => StoreError::Internal(format!(
+            "{}",
+            aws_sdk_dynamodb::error::DisplayErrorContext(&err)
+        )),
     }
 }
 
@@ -164,8 +174,17 @@ impl Store {
     }
 
     /// Runs a transaction once and says which condition, if any, failed.
-    pub(crate) async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<TransactOutcome, StoreError> {
-        match self.client.transact_write_items().set_transact_items(Some(items)).send().await {
+    pub(crate) async fn transact(
+        &self,
+        items: Vec<TransactWriteItem>,
+    ) -> Result<TransactOutcome, StoreError> {
+        match self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
             Ok(_) => Ok(TransactOutcome::Done),
             Err(SdkError::ServiceError(service)) => match service.err() {
                 TransactWriteItemsError::TransactionCanceledException(cancelled) => {
@@ -181,8 +200,12 @@ impl Store {
                     }
                     Ok(TransactOutcome::Conflict)
                 }
-                TransactWriteItemsError::TransactionInProgressException(_) => Ok(TransactOutcome::Conflict),
-                other if is_throttling(other.code()) => Err(StoreError::Unavailable(format!("{other:?}"))),
+                TransactWriteItemsError::TransactionInProgressException(_) => {
+                    Ok(TransactOutcome::Conflict)
+                }
+                other if is_throttling(other.code()) => {
+                    Err(StoreError::Unavailable(format!("{other:?}")))
+                }
                 other => Err(StoreError::Internal(format!("{other:?}"))),
             },
             Err(other) => Err(classify(other)),
@@ -199,7 +222,9 @@ pub(crate) async fn backoff(attempt: u32) {
 
 /// The error for an operation that lost its race too many times.
 pub(crate) fn too_contended(what: &str) -> StoreError {
-    StoreError::Unavailable(format!("{what}: still contended after {MAX_ATTEMPTS} attempts"))
+    StoreError::Unavailable(format!(
+        "{what}: still contended after {MAX_ATTEMPTS} attempts"
+    ))
 }
 
 pub(crate) fn s(value: impl Into<String>) -> AttributeValue {
@@ -212,10 +237,12 @@ pub(crate) fn n(value: impl ToString) -> AttributeValue {
 
 /// Converts a stored item into a record type.
 pub(crate) fn from_item<T: serde::de::DeserializeOwned>(item: Item) -> Result<T, StoreError> {
-    serde_dynamo::from_item(item).map_err(|e| StoreError::Internal(format!("stored item does not parse: {e}")))
+    serde_dynamo::from_item(item)
+        .map_err(|e| StoreError::Internal(format!("stored item does not parse: {e}")))
 }
 
 /// Converts a record type into an item.
 pub(crate) fn to_item<T: serde::Serialize>(value: &T) -> Result<Item, StoreError> {
-    serde_dynamo::to_item(value).map_err(|e| StoreError::Internal(format!("item does not serialize: {e}")))
+    serde_dynamo::to_item(value)
+        .map_err(|e| StoreError::Internal(format!("item does not serialize: {e}")))
 }

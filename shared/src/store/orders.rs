@@ -9,7 +9,10 @@
 
 use super::page::IndexQuery;
 use super::pets::{self, status_partition, StoredPet};
-use super::{backoff, from_item, n, new_id, s, to_item, too_contended, Page, Store, StoreError, TransactOutcome, MAX_ATTEMPTS};
+use super::{
+    backoff, from_item, n, new_id, s, to_item, too_contended, Page, Store, StoreError,
+    TransactOutcome, MAX_ATTEMPTS,
+};
 use crate::domain::{self, Refusal};
 use crate::model::{Id, NewOrder, Order, OrderPatch};
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
@@ -20,7 +23,10 @@ use std::collections::HashMap;
 const SK: &str = "ORDER";
 
 fn key(id: Id) -> HashMap<String, AttributeValue> {
-    HashMap::from([("PK".to_string(), s(format!("ORDER#{id}"))), ("SK".to_string(), s(SK))])
+    HashMap::from([
+        ("PK".to_string(), s(format!("ORDER#{id}"))),
+        ("SK".to_string(), s(SK)),
+    ])
 }
 
 fn completion_partition(complete: bool) -> String {
@@ -105,14 +111,16 @@ impl PetChange {
         let update_expression = format!("SET {}", self.set.join(", "));
         let condition_expression = self.condition.join(" AND ");
         // DynamoDB refuses a name placeholder that no expression uses.
-        let names_status = update_expression.contains("#status") || condition_expression.contains("#status");
+        let names_status =
+            update_expression.contains("#status") || condition_expression.contains("#status");
         let update = Update::builder()
             .table_name(store.table())
             .set_key(Some(pets::key(pet)))
             .update_expression(update_expression)
             .condition_expression(condition_expression)
             .set_expression_attribute_names(
-                names_status.then(|| HashMap::from([("#status".to_string(), "status".to_string())])),
+                names_status
+                    .then(|| HashMap::from([("#status".to_string(), "status".to_string())])),
             )
             .set_expression_attribute_values(Some(self.values))
             .build()
@@ -123,7 +131,11 @@ impl PetChange {
 
 impl Store {
     /// Stores an order and takes its units from stock, in one transaction.
-    pub async fn place_order(&self, new: NewOrder, now: DateTime<Utc>) -> Result<Order, StoreError> {
+    pub async fn place_order(
+        &self,
+        new: NewOrder,
+        now: DateTime<Utc>,
+    ) -> Result<Order, StoreError> {
         let quantity = new.quantity.get();
         for attempt in 0..MAX_ATTEMPTS {
             let pet: StoredPet = self
@@ -164,9 +176,14 @@ impl Store {
                     .when("stock = :quantity")
                     .status(planned.status)
             } else {
-                change.set("stock = stock - :quantity").when("stock > :quantity")
+                change
+                    .set("stock = stock - :quantity")
+                    .when("stock > :quantity")
             };
-            let items = vec![TransactWriteItem::builder().put(put).build(), change.build(self, new.pet_id)?];
+            let items = vec![
+                TransactWriteItem::builder().put(put).build(),
+                change.build(self, new.pet_id)?,
+            ];
             match self.transact(items).await? {
                 TransactOutcome::Done => return Ok(order),
                 // The pet changed since it was read (or the id collided): plan again.
@@ -178,7 +195,10 @@ impl Store {
     }
 
     pub async fn get_order(&self, id: Id) -> Result<Option<Order>, StoreError> {
-        self.get_item(format!("ORDER#{id}"), SK).await?.map(from_item).transpose()
+        self.get_item(format!("ORDER#{id}"), SK)
+            .await?
+            .map(from_item)
+            .transpose()
     }
 
     async fn existing_order(&self, id: Id) -> Result<Order, StoreError> {
@@ -188,7 +208,12 @@ impl Store {
     }
 
     /// Lists orders, newest first.
-    pub async fn list_orders(&self, filter: OrderFilter, limit: usize, after: Option<u64>) -> Result<Page<Order>, StoreError> {
+    pub async fn list_orders(
+        &self,
+        filter: OrderFilter,
+        limit: usize,
+        after: Option<u64>,
+    ) -> Result<Page<Order>, StoreError> {
         let complete_filter = |complete: bool| {
             (
                 "complete = :complete",
@@ -208,14 +233,21 @@ impl Store {
             filter,
             projection: None,
         };
-        self.query_page(query, limit, after).await?.try_map(from_item)
+        self.query_page(query, limit, after)
+            .await?
+            .try_map(from_item)
     }
 
     /// Completes an order and/or sets its ship date.
     ///
     /// Completing sets `shipDate` to now when it has none, and sells the pet
     /// when this was its last open order and no stock is left.
-    pub async fn update_order(&self, id: Id, patch: OrderPatch, now: DateTime<Utc>) -> Result<Order, StoreError> {
+    pub async fn update_order(
+        &self,
+        id: Id,
+        patch: OrderPatch,
+        now: DateTime<Utc>,
+    ) -> Result<Order, StoreError> {
         for attempt in 0..MAX_ATTEMPTS {
             let order = self.existing_order(id).await?;
             if order.complete {
@@ -226,7 +258,11 @@ impl Store {
             }
             let completing = patch.complete == Some(true);
             let ship_date = patch.ship_date.or(order.ship_date);
-            let ship_date = if completing { Some(ship_date.unwrap_or(now)) } else { ship_date };
+            let ship_date = if completing {
+                Some(ship_date.unwrap_or(now))
+            } else {
+                ship_date
+            };
             let updated = Order {
                 complete: completing,
                 ship_date,
@@ -267,7 +303,9 @@ impl Store {
                 // The pet is sold exactly when, at write time, no stock is left
                 // and this is its only open order; each branch pins that fact.
                 let change = if planned.status != pet.pet.status {
-                    change.when("stock = :zero AND openOrders = :one").status(planned.status)
+                    change
+                        .when("stock = :zero AND openOrders = :one")
+                        .status(planned.status)
                 } else {
                     change.when("NOT (stock = :zero AND openOrders = :one)")
                 };
@@ -310,7 +348,10 @@ impl Store {
             } else {
                 change.when("#status <> :pending")
             };
-            let items = vec![TransactWriteItem::builder().delete(delete).build(), change.build(self, order.pet_id)?];
+            let items = vec![
+                TransactWriteItem::builder().delete(delete).build(),
+                change.build(self, order.pet_id)?,
+            ];
             match self.transact(items).await? {
                 TransactOutcome::Done => return Ok(()),
                 TransactOutcome::ConditionFailed(_) => {}

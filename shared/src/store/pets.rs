@@ -1,10 +1,15 @@
 //! Pet items, which also hold the pet's inventory entry (`stock`, `openOrders`).
 
 use super::page::IndexQuery;
-use super::{backoff, classify, from_item, n, new_id, s, to_item, too_contended, Item, Page, Store, StoreError, TransactOutcome, MAX_ATTEMPTS};
+use super::{
+    backoff, classify, from_item, n, new_id, s, to_item, too_contended, Item, Page, Store,
+    StoreError, TransactOutcome, MAX_ATTEMPTS,
+};
 use crate::domain::{self, Refusal, StockState};
 use crate::model::{Id, NewPet, Pet, PetStatus};
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, KeysAndAttributes, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, Delete, KeysAndAttributes, Put, TransactWriteItem, Update,
+};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -142,10 +147,16 @@ impl Store {
             match self.transact(items).await? {
                 TransactOutcome::Done => return Ok(pet.pet),
                 TransactOutcome::ConditionFailed(1) => {
-                    return Err(Refusal::UnknownReference(format!("categoryId {}", new.category_id)).into())
+                    return Err(Refusal::UnknownReference(format!(
+                        "categoryId {}",
+                        new.category_id
+                    ))
+                    .into())
                 }
                 // An id collision or a conflict: draw a new id and go again.
-                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => backoff(attempt).await,
+                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => {
+                    backoff(attempt).await
+                }
             }
         }
         Err(too_contended("create pet"))
@@ -186,7 +197,11 @@ impl Store {
                     .send()
                     .await
                     .map_err(classify)?;
-                for item in out.responses.and_then(|mut r| r.remove(&self.table)).unwrap_or_default() {
+                for item in out
+                    .responses
+                    .and_then(|mut r| r.remove(&self.table))
+                    .unwrap_or_default()
+                {
                     let pet = pet_from(item)?.pet;
                     found.insert(pet.id, pet);
                 }
@@ -207,15 +222,26 @@ impl Store {
     }
 
     /// Lists pets in id order.
-    pub async fn list_pets(&self, filter: PetFilter, limit: usize, after: Option<u64>) -> Result<Page<StoredPet>, StoreError> {
-        self.query_page(filter.query(None), limit, after).await?.try_map(pet_from)
+    pub async fn list_pets(
+        &self,
+        filter: PetFilter,
+        limit: usize,
+        after: Option<u64>,
+    ) -> Result<Page<StoredPet>, StoreError> {
+        self.query_page(filter.query(None), limit, after)
+            .await?
+            .try_map(pet_from)
     }
 
     /// Replaces a pet's fields with what `change` makes of the current pet.
     ///
     /// The status move is checked against the current status, and the write is
     /// conditioned on the status and category it was checked against.
-    pub async fn update_pet(&self, id: Id, change: impl Fn(&Pet) -> NewPet) -> Result<Pet, StoreError> {
+    pub async fn update_pet(
+        &self,
+        id: Id,
+        change: impl Fn(&Pet) -> NewPet,
+    ) -> Result<Pet, StoreError> {
         for attempt in 0..MAX_ATTEMPTS {
             let current = self.existing_pet(id).await?;
             let target = change(&current.pet);
@@ -253,9 +279,15 @@ impl Store {
             match self.transact(items).await? {
                 TransactOutcome::Done => return Ok(updated),
                 TransactOutcome::ConditionFailed(1) => {
-                    return Err(Refusal::UnknownReference(format!("categoryId {}", target.category_id)).into())
+                    return Err(Refusal::UnknownReference(format!(
+                        "categoryId {}",
+                        target.category_id
+                    ))
+                    .into())
                 }
-                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => backoff(attempt).await,
+                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => {
+                    backoff(attempt).await
+                }
             }
         }
         Err(too_contended("update pet"))
@@ -271,7 +303,9 @@ impl Store {
             let delete = Delete::builder()
                 .table_name(&self.table)
                 .set_key(Some(key(id)))
-                .condition_expression("attribute_exists(PK) AND openOrders = :zero AND categoryId = :category")
+                .condition_expression(
+                    "attribute_exists(PK) AND openOrders = :zero AND categoryId = :category",
+                )
                 .expression_attribute_values(":zero", n(0))
                 .expression_attribute_values(":category", n(current.pet.category_id))
                 .build()
@@ -282,7 +316,9 @@ impl Store {
             ];
             match self.transact(items).await? {
                 TransactOutcome::Done => return Ok(()),
-                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => backoff(attempt).await,
+                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => {
+                    backoff(attempt).await
+                }
             }
         }
         Err(too_contended("delete pet"))

@@ -3,8 +3,8 @@
 
 use super::{classify, StoreError};
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection, ProjectionType,
-    ScalarAttributeType,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType,
 };
 use aws_sdk_dynamodb::Client;
 
@@ -43,20 +43,32 @@ pub async fn create_data_table(client: &Client, table: &str) -> Result<(), Store
         .attribute_definitions(attribute("id", ScalarAttributeType::N)?);
     for index in INDEXES {
         let pk = format!("{index}PK");
-        request = request.attribute_definitions(attribute(&pk, ScalarAttributeType::S)?).global_secondary_indexes(
-            GlobalSecondaryIndex::builder()
-                .index_name(index)
-                .key_schema(key(&pk, KeyType::Hash)?)
-                .key_schema(key("id", KeyType::Range)?)
-                .projection(Projection::builder().projection_type(ProjectionType::All).build())
-                .build()
-                .map_err(|e| StoreError::Internal(e.to_string()))?,
-        );
+        request = request
+            .attribute_definitions(attribute(&pk, ScalarAttributeType::S)?)
+            .global_secondary_indexes(
+                GlobalSecondaryIndex::builder()
+                    .index_name(index)
+                    .key_schema(key(&pk, KeyType::Hash)?)
+                    .key_schema(key("id", KeyType::Range)?)
+                    .projection(
+                        Projection::builder()
+                            .projection_type(ProjectionType::All)
+                            .build(),
+                    )
+                    .build()
+                    .map_err(|e| StoreError::Internal(e.to_string()))?,
+            );
     }
     match request.send().await {
         Ok(_) => Ok(()),
         // Another process created it between our check and our create.
-        Err(err) if err.as_service_error().is_some_and(|e| e.is_resource_in_use_exception()) => Ok(()),
+        Err(err)
+            if err
+                .as_service_error()
+                .is_some_and(|e| e.is_resource_in_use_exception()) =>
+        {
+            Ok(())
+        }
         Err(err) => Err(classify(err)),
     }
 }
@@ -65,7 +77,13 @@ pub async fn create_data_table(client: &Client, table: &str) -> Result<(), Store
 pub async fn table_exists(client: &Client, table: &str) -> Result<bool, StoreError> {
     match client.describe_table().table_name(table).send().await {
         Ok(_) => Ok(true),
-        Err(err) if err.as_service_error().is_some_and(|e| e.is_resource_not_found_exception()) => Ok(false),
+        Err(err)
+            if err
+                .as_service_error()
+                .is_some_and(|e| e.is_resource_not_found_exception()) =>
+        {
+            Ok(false)
+        }
         Err(err) => Err(classify(err)),
     }
 }
