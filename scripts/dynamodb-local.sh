@@ -65,6 +65,8 @@ download_into() {
   tar -xzf "$tarball" -C "$tmp" package/emulator || return 1
   mkdir -p "$(dirname "$INSTALL_DIR")" || return 1
   rm -rf "$INSTALL_DIR.partial" "$INSTALL_DIR" || return 1
+  # Copy beside the target (tmp may be another file system), then rename:
+  # an interrupted install never looks installed.
   mv "$tmp/package/emulator" "$INSTALL_DIR.partial" && mv "$INSTALL_DIR.partial" "$INSTALL_DIR"
 }
 
@@ -86,7 +88,7 @@ port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 wait_ready() {
   local port="$1" pid="$2" logfile="$3" waited=0
   until answers "$port"; do
-    if ! kill -0 "$pid" 2>/dev/null; then
+    if ! alive "$pid"; then
       log "DynamoDB Local exited during start-up; its log:"
       tail -n 30 "$logfile" >&2 || true
       return 1
@@ -112,11 +114,20 @@ launch() {
   JAVA_PID=$!
 }
 
+# kill -0 alone would count a zombie (exited, not yet reaped) as running.
+alive() {
+  local stat
+  kill -0 "$1" 2>/dev/null || return 1
+  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 0
+  stat="${stat##*) }"
+  [[ "${stat%% *}" != Z ]]
+}
+
 running_pid() {
   [[ -f "$PID_FILE" ]] || return 1
   local pid
   pid="$(cat "$PID_FILE")"
-  kill -0 "$pid" 2>/dev/null || return 1
+  alive "$pid" || return 1
   echo "$pid"
 }
 
@@ -144,7 +155,7 @@ stop_pid() {
   local pid="$1" i
   kill "$pid" 2>/dev/null || return 0
   for i in $(seq 1 50); do
-    kill -0 "$pid" 2>/dev/null || return 0
+    alive "$pid" || return 0
     sleep 0.1
   done
   kill -9 "$pid" 2>/dev/null || true
@@ -176,21 +187,22 @@ cmd_status() {
 # however it ends, java goes with it.
 cmd_serve() {
   local port="${1:?usage: serve PORT PARENT_PID}" parent="${2:?usage: serve PORT PARENT_PID}"
-  local logfile="$LOG_DIR/dynamodb-$port.log"
+  # Globals, not locals: the EXIT trap runs after this function has returned.
+  SERVE_LOG="$LOG_DIR/dynamodb-$port.log"
   JAVA_PID=""
   # shellcheck disable=SC2317  # invoked by trap
   cleanup() {
     [[ -n "$JAVA_PID" ]] && stop_pid "$JAVA_PID"
     # One log per random port would pile up; keep it only when asked.
-    [[ -n "${DYNAMODB_KEEP_LOGS:-}" ]] || rm -f "$logfile"
+    [[ -n "${DYNAMODB_KEEP_LOGS:-}" ]] || rm -f "$SERVE_LOG"
   }
   trap cleanup EXIT
   trap 'exit 143' TERM
   trap 'exit 130' INT
-  launch "$port" "$logfile"
-  wait_ready "$port" "$JAVA_PID" "$logfile" || exit 1
+  launch "$port" "$SERVE_LOG"
+  wait_ready "$port" "$JAVA_PID" "$SERVE_LOG" || exit 1
   echo "ready $port"
-  while kill -0 "$parent" 2>/dev/null && kill -0 "$JAVA_PID" 2>/dev/null; do
+  while alive "$parent" && alive "$JAVA_PID"; do
     sleep 0.5
   done
 }
