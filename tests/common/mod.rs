@@ -16,21 +16,32 @@
 #![allow(dead_code)]
 
 use axum::body::Body;
+use axum::extract::ConnectInfo;
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Method, Request};
 use petstore::config::Config;
+use petstore::ratelimit::keys::{IssuedKey, NewApiKey};
+use petstore::ratelimit::window::Clock;
+use petstore::ratelimit::{Plan, SystemClock};
 use petstore::App;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
-use std::net::TcpListener;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, Mutex, OnceLock};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tower::ServiceExt;
 
 /// The header that carries the API key.
 pub const API_KEY_HEADER: &str = "x-api-key";
+
+/// The limits of the key every `TestApp` sends by default: an enterprise key
+/// no functional test comes near, so only the rate-limit tests meet a limit.
+pub const DEFAULT_KEY_LIMITS: (u64, u64) = (1_000_000, 10_000_000);
+
+/// The source address of requests, as the socket would give it locally.
+pub const DEFAULT_SOURCE_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1));
 
 /// How long DynamoDB Local may take to answer (it needs about 2 s; CI is slower).
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(90);
@@ -51,6 +62,12 @@ pub struct TestApp {
     pub rate_limit_table_name: String,
     /// Sent as `X-API-Key` with every request that does not set its own.
     pub api_key: Option<String>,
+    /// The id of the key created for this app (the default `api_key`).
+    pub key_id: u64,
+    /// Where requests come from (the `ConnectInfo` a socket would give).
+    pub source_ip: IpAddr,
+    /// The clock the rate limiter reads.
+    pub clock: Arc<dyn Clock>,
     router: axum::Router,
 }
 
@@ -64,6 +81,15 @@ impl TestApp {
     /// first (e.g. `BAN_THRESHOLD`, `SUNSET_AT`), then default. The table names
     /// are fresh unless `overrides` names them.
     pub async fn spawn_with(overrides: impl Fn(&str) -> Option<String>) -> TestApp {
+        TestApp::spawn_with_clock(overrides, Arc::new(SystemClock)).await
+    }
+
+    /// As [`TestApp::spawn_with`], the rate limiter reading the time from
+    /// `clock` (a `ManualClock` keeps a test inside one minute window).
+    pub async fn spawn_with_clock(
+        overrides: impl Fn(&str) -> Option<String>,
+        clock: Arc<dyn Clock>,
+    ) -> TestApp {
         let endpoint = dynamodb_endpoint().await;
         let suffix = format!("{:016x}", rand::random::<u64>());
         let table_name = format!("t-{suffix}");
@@ -78,23 +104,73 @@ impl TestApp {
         .expect("test configuration is valid");
         let table_name = config.table_name.clone();
         let rate_limit_table_name = config.rate_limit_table_name.clone();
-        let app = App::new(config, petstore::local_client(&endpoint).await);
-        app.create_tables().await.expect("tables are created in DynamoDB Local");
+        let app = App::with_clock(
+            config,
+            petstore::local_client(&endpoint).await,
+            clock.clone(),
+        );
+        app.create_tables()
+            .await
+            .expect("tables are created in DynamoDB Local");
         let router = petstore::http::local_router(app.clone());
-        TestApp {
+        let mut test_app = TestApp {
             app,
             endpoint,
             table_name,
             rate_limit_table_name,
             api_key: None,
+            key_id: 0,
+            source_ip: DEFAULT_SOURCE_IP,
+            clock,
             router,
+        };
+        let key = test_app
+            .create_key(Plan::Enterprise, Some(DEFAULT_KEY_LIMITS))
+            .await;
+        test_app.api_key = Some(key.key);
+        test_app.key_id = key.record.id;
+        test_app
+    }
+
+    /// Issues a key through the store function the admin tool uses; `limits`
+    /// (per minute, per day) only for enterprise.
+    pub async fn create_key(&self, plan: Plan, limits: Option<(u64, u64)>) -> IssuedKey {
+        let new =
+            NewApiKey::new(plan, limits, Some("test".into())).expect("the key request is valid");
+        self.app
+            .limiter
+            .keys()
+            .create(new, chrono::Utc::now())
+            .await
+            .expect("the key is stored in DynamoDB Local")
+    }
+
+    /// This app, sending a fresh key of `plan` (`limits` for enterprise).
+    pub async fn with_new_key(&self, plan: Plan, limits: Option<(u64, u64)>) -> TestApp {
+        let key = self.create_key(plan, limits).await;
+        TestApp {
+            api_key: Some(key.key),
+            key_id: key.record.id,
+            ..self.clone()
+        }
+    }
+
+    /// This app, its requests coming from `ip`.
+    pub fn with_source_ip(&self, ip: IpAddr) -> TestApp {
+        TestApp {
+            source_ip: ip,
+            ..self.clone()
         }
     }
 
     /// A second process serving the same tables with the same configuration,
     /// as another Lambda instance would (its own client and in-memory state).
     pub async fn another_instance(&self) -> TestApp {
-        let app = App::new(self.app.config.clone(), petstore::local_client(&self.endpoint).await);
+        let app = App::with_clock(
+            self.app.config.clone(),
+            petstore::local_client(&self.endpoint).await,
+            self.clock.clone(),
+        );
         let router = petstore::http::local_router(app.clone());
         TestApp {
             app,
@@ -105,9 +181,9 @@ impl TestApp {
 
     /// This app, sending `key` as `X-API-Key`.
     ///
-    /// Hook for key creation: once keys can be issued, `spawn` will create one
-    /// (plan `free`) and set it here; tests that need another plan or no key
-    /// call `with_key` / `without_key`.
+    /// `spawn` creates an enterprise key with limits no functional test
+    /// reaches ([`DEFAULT_KEY_LIMITS`]); tests that need another plan or no key
+    /// call [`TestApp::with_new_key`], `with_key` or `without_key`.
     pub fn with_key(&self, key: impl Into<String>) -> TestApp {
         TestApp {
             api_key: Some(key.into()),
@@ -126,6 +202,15 @@ impl TestApp {
     /// Sends `request` through the router, adding the API key unless the
     /// request carries one.
     pub async fn request(&self, mut request: Request<Body>) -> TestResponse {
+        if request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .is_none()
+        {
+            request
+                .extensions_mut()
+                .insert(ConnectInfo(SocketAddr::new(self.source_ip, 40_000)));
+        }
         if let Some(key) = &self.api_key {
             if !request.headers().contains_key(API_KEY_HEADER) {
                 let value = HeaderValue::from_str(key).expect("API key is a valid header value");
@@ -192,7 +277,9 @@ impl TestApp {
 
     /// Creates a category and returns its id.
     pub async fn create_category(&self, name: &str) -> u64 {
-        let response = self.post("/categories", serde_json::json!({ "name": name })).await;
+        let response = self
+            .post("/categories", serde_json::json!({ "name": name }))
+            .await;
         response.assert_status(201);
         response.id()
     }
@@ -235,7 +322,12 @@ impl TestResponse {
     /// Panics, showing the body, unless the status is `expected`.
     #[track_caller]
     pub fn assert_status(&self, expected: u16) {
-        assert_eq!(self.status, expected, "unexpected status; body: {}", self.text());
+        assert_eq!(
+            self.status,
+            expected,
+            "unexpected status; body: {}",
+            self.text()
+        );
     }
 
     /// Panics unless this is the Error record with `status` and `code`.
@@ -244,8 +336,14 @@ impl TestResponse {
         self.assert_status(status);
         let body = self.json();
         assert_eq!(body["code"], code, "unexpected error code; body: {body}");
-        assert_eq!(body["status"], status, "Error.status must equal the HTTP status; body: {body}");
-        assert!(body["message"].is_string(), "Error.message is required; body: {body}");
+        assert_eq!(
+            body["status"], status,
+            "Error.status must equal the HTTP status; body: {body}"
+        );
+        assert!(
+            body["message"].is_string(),
+            "Error.message is required; body: {body}"
+        );
     }
 
     /// The `id` field of the JSON body.
@@ -275,7 +373,7 @@ pub async fn dynamodb_endpoint() -> String {
     // Starting takes seconds: keep the blocking wait off the async runtime.
     tokio::task::spawn_blocking(|| ENDPOINT.get_or_init(find_or_start_dynamodb).clone())
         .await
-        .expect("starting DynamoDB Local panicked")
+        .unwrap_or_else(|error| std::panic::resume_unwind(error.into_panic()))
 }
 
 fn find_or_start_dynamodb() -> String {
@@ -344,7 +442,10 @@ fn start_dynamodb(root: &Path, port: u16) -> Result<String, String> {
     if line.trim() == format!("ready {port}") {
         // Drain stderr so the script can never block on a full pipe.
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).push(child);
+        CHILDREN
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(child);
         return Ok(format!("http://127.0.0.1:{port}"));
     }
 

@@ -23,12 +23,16 @@ use serde::Serialize;
 
 /// The routes of the `pets` function: pets and categories.
 pub fn pets_routes() -> Router<App> {
-    pets::routes().merge(categories::routes()).merge(openapi::routes())
+    pets::routes()
+        .merge(categories::routes())
+        .merge(openapi::routes())
 }
 
 /// The routes of the `store` function: orders and inventory.
 pub fn store_routes() -> Router<App> {
-    orders::routes().merge(inventory::routes()).merge(openapi::routes())
+    orders::routes()
+        .merge(inventory::routes())
+        .merge(openapi::routes())
 }
 
 /// A function's routes, ready to serve: unknown paths answer the JSON 404, and
@@ -59,9 +63,10 @@ pub(crate) fn json<T: Serialize>(status: StatusCode, value: &T) -> Response {
     match serde_json::to_vec(value) {
         Ok(body) => {
             let mut response = (status, body).into_response();
-            response
-                .headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
             response
         }
         Err(e) => ApiError::Internal(format!("response does not serialize: {e}")).into_response(),

@@ -5,16 +5,20 @@
 //! - gives the request an id (API Gateway's, or a fresh one locally) and logs under it;
 //! - refuses bodies over 64 KiB before any handler reads them;
 //! - turns the router's bare 405 into the contract's Error record, keeping `Allow`;
-//! - adds `X-Request-Id` to every response.
+//! - counts the request against its key's (or source IP's) limits before any
+//!   handler runs, answering 401, 429 or 503 itself (see [`crate::ratelimit`]);
+//!   a read's handler runs concurrently with the count;
+//! - adds `X-Request-Id` and the rate-limit headers to every response.
 
 use crate::error::ApiError;
 use crate::http::request::MAX_BODY_BYTES;
+use crate::ratelimit::Verdict;
 use crate::App;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
-use http::{header, HeaderValue, Request, StatusCode};
+use http::{header, HeaderValue, Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
@@ -65,7 +69,10 @@ impl RequestMeta {
     /// address when served locally.
     pub fn of<B>(req: &Request<B>) -> RequestMeta {
         let (mut request_id, mut source_ip) = (None, None);
-        if let Some(context) = req.extensions().get::<lambda_http::request::RequestContext>() {
+        if let Some(context) = req
+            .extensions()
+            .get::<lambda_http::request::RequestContext>()
+        {
             use lambda_http::request::RequestContext as Ctx;
             match context {
                 Ctx::ApiGatewayV2(c) => {
@@ -74,13 +81,20 @@ impl RequestMeta {
                 }
                 Ctx::ApiGatewayV1(c) => {
                     request_id = c.request_id.clone();
-                    source_ip = c.identity.source_ip.as_deref().and_then(|ip| ip.parse().ok());
+                    source_ip = c
+                        .identity
+                        .source_ip
+                        .as_deref()
+                        .and_then(|ip| ip.parse().ok());
                 }
                 _ => {}
             }
         }
         if source_ip.is_none() {
-            source_ip = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+            source_ip = req
+                .extensions()
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|c| c.0.ip());
         }
         RequestMeta {
             request_id: request_id.unwrap_or_else(fresh_request_id),
@@ -124,19 +138,63 @@ where
     }
 }
 
-async fn handle<S>(_app: App, inner: S, meta: RequestMeta, req: Request<Body>) -> Response
+async fn handle<S>(app: App, inner: S, meta: RequestMeta, req: Request<Body>) -> Response
 where
     S: Service<Request<Body>, Response = Response, Error = Infallible> + Send + 'static,
     S::Future: Send + 'static,
 {
-    let response = match limit_body(req).await {
+    let public = is_public(&req);
+    let limiter = &app.limiter;
+    let admission = limiter.admit(meta.api_key.as_deref(), meta.source_ip);
+    // A read's handler runs while the request is counted, and its response is
+    // dropped if the request is refused; only when the caller may be allowed
+    // in, so requests without a valid key cause no data reads.
+    let read = req.method() == Method::GET || req.method() == Method::HEAD;
+    let early = read && (public || limiter.may_be_valid(meta.api_key.as_deref()));
+    let mut waiting = None;
+    let (admission, served) = if early {
+        let (admission, response) = tokio::join!(admission, serve(inner, req));
+        (admission, Some(response))
+    } else {
+        waiting = Some((inner, req));
+        (admission.await, None)
+    };
+    let response = match admission.verdict {
+        Verdict::Refused(error) => error.into_response(),
+        Verdict::Admitted { authenticated } if !authenticated && !public => {
+            ApiError::Unauthorized.into_response()
+        }
+        Verdict::Admitted { .. } => match (served, waiting) {
+            (Some(response), _) => response,
+            (None, Some((inner, req))) => serve(inner, req).await,
+            (None, None) => {
+                ApiError::Internal("request neither served nor waiting".into()).into_response()
+            }
+        },
+    };
+    let mut response = finish(response, &meta);
+    admission.status.apply(response.headers_mut());
+    response
+}
+
+/// `GET /openapi.json` needs no key (it is still counted).
+fn is_public<B>(req: &Request<B>) -> bool {
+    req.method() == Method::GET && req.uri().path() == "/openapi.json"
+}
+
+/// Runs the router on a request whose body fits.
+async fn serve<S>(inner: S, req: Request<Body>) -> Response
+where
+    S: Service<Request<Body>, Response = Response, Error = Infallible> + Send + 'static,
+    S::Future: Send + 'static,
+{
+    match limit_body(req).await {
         Ok(req) => match inner.oneshot(req).await {
             Ok(response) => response,
             Err(never) => match never {},
         },
         Err(error) => error.into_response(),
-    };
-    finish(response, &meta)
+    }
 }
 
 /// Reads the body into memory, refusing it past 64 KiB.

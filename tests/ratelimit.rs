@@ -1,0 +1,362 @@
+//! API keys and rate limits (contract section 4) against DynamoDB Local.
+//!
+//! Every test that depends on which minute it is pins the limiter's clock
+//! (`ManualClock`), so no test can straddle a minute boundary and flake.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::{TestApp, TestResponse};
+use petstore::ratelimit::{ManualClock, Plan};
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+
+/// 2030-01-01T12:00:30Z: 30 s into a minute, 12 h into a day.
+const NOW: i64 = 1_893_499_230;
+const MINUTE_END: i64 = NOW + 30;
+const DAY_END: i64 = 1_893_542_400;
+
+/// A store whose limiter's clock stands at [`NOW`] until moved.
+async fn pinned(overrides: impl Fn(&str) -> Option<String>) -> (TestApp, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::new(NOW));
+    let app = TestApp::spawn_with_clock(overrides, clock.clone()).await;
+    (app, clock)
+}
+
+fn config(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+    move |name| {
+        pairs
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.to_string())
+    }
+}
+
+/// Panics unless the response carries these rate-limit numbers.
+#[track_caller]
+fn assert_limit_headers(response: &TestResponse, limit: u64, remaining: u64, reset: i64) {
+    let number = |name: &str| {
+        response
+            .header(name)
+            .unwrap_or_else(|| panic!("{name} is missing; status {}", response.status))
+            .to_string()
+    };
+    assert_eq!(number("x-ratelimit-limit"), limit.to_string());
+    assert_eq!(number("x-ratelimit-remaining"), remaining.to_string());
+    assert_eq!(number("x-ratelimit-reset"), reset.to_string());
+    let window = if reset == DAY_END { "day" } else { "minute" };
+    assert_eq!(
+        number("ratelimit"),
+        format!("\"{window}\";r={remaining};t={}", reset - NOW)
+    );
+}
+
+#[tokio::test]
+async fn exactly_the_limit_is_admitted_under_concurrency_across_instances() {
+    // Given a fresh key allowing 10 requests a minute, served by two instances
+    let (app, _clock) = pinned(config(&[("BAN_THRESHOLD", "1000")])).await;
+    let app = app.with_new_key(Plan::Enterprise, Some((10, 1_000))).await;
+    let other = app.another_instance().await;
+
+    // When 40 requests arrive at once, alternating between the instances
+    let requests = (0..40).map(|i| {
+        let instance = if i % 2 == 0 {
+            app.clone()
+        } else {
+            other.clone()
+        };
+        tokio::spawn(async move { instance.get("/categories").await })
+    });
+    let responses: Vec<TestResponse> = futures::future::join_all(requests)
+        .await
+        .into_iter()
+        .map(|joined| joined.expect("request task"))
+        .collect();
+
+    // Then exactly 10 succeed and the other 30 are refused
+    let ok = responses.iter().filter(|r| r.status == 200).count();
+    let limited: Vec<&TestResponse> = responses.iter().filter(|r| r.status == 429).collect();
+    assert_eq!(ok, 10);
+    assert_eq!(limited.len(), 30);
+    for response in limited {
+        response.assert_error(429, "RATE_LIMITED");
+        assert_eq!(response.header("retry-after"), Some("30"));
+        assert_limit_headers(response, 10, 0, MINUTE_END);
+    }
+}
+
+#[tokio::test]
+async fn responses_of_every_kind_carry_the_headers() {
+    let (app, _clock) = pinned(|_| None).await;
+    let pro = app.with_new_key(Plan::Pro, None).await;
+
+    // 200: the minute window has fewer remaining than the day
+    let response = pro.get("/categories").await;
+    response.assert_status(200);
+    assert_limit_headers(&response, 300, 299, MINUTE_END);
+    assert_eq!(
+        response.header("ratelimit-policy"),
+        Some("\"minute\";q=300;w=60, \"day\";q=10000;w=86400")
+    );
+
+    // 404, counted too
+    let response = pro.get("/categories/4242").await;
+    response.assert_error(404, "NOT_FOUND");
+    assert_limit_headers(&response, 300, 298, MINUTE_END);
+
+    // 401: counted per source IP on the free plan
+    let response = app.without_key().get("/categories").await;
+    response.assert_error(401, "UNAUTHORIZED");
+    assert_limit_headers(&response, 60, 59, MINUTE_END);
+    assert_eq!(
+        response.header("ratelimit-policy"),
+        Some("\"minute\";q=60;w=60, \"day\";q=1000;w=86400")
+    );
+
+    // 429 when a minute allows 2
+    let tight = app.with_new_key(Plan::Enterprise, Some((2, 100))).await;
+    tight.get("/categories").await.assert_status(200);
+    tight.get("/categories").await.assert_status(200);
+    let response = tight.get("/categories").await;
+    response.assert_error(429, "RATE_LIMITED");
+    assert_eq!(response.header("retry-after"), Some("30"));
+    assert_limit_headers(&response, 2, 0, MINUTE_END);
+
+    // The day is shown when it has fewer remaining
+    let daily = app.with_new_key(Plan::Enterprise, Some((100, 3))).await;
+    let response = daily.get("/categories").await;
+    assert_limit_headers(&response, 3, 2, DAY_END);
+}
+
+#[tokio::test]
+async fn a_tie_between_the_windows_shows_the_day() {
+    let (app, _clock) = pinned(|_| None).await;
+    let even = app.with_new_key(Plan::Enterprise, Some((5, 5))).await;
+    let response = even.get("/categories").await;
+    assert_limit_headers(&response, 5, 4, DAY_END);
+}
+
+#[tokio::test]
+async fn refused_requests_do_not_count_and_the_day_runs_out_at_midnight() {
+    // Given a key allowing 2 a minute and 3 a day
+    let (app, clock) = pinned(|_| None).await;
+    let app = app.with_new_key(Plan::Enterprise, Some((2, 3))).await;
+    app.get("/categories").await.assert_status(200);
+    app.get("/categories").await.assert_status(200);
+    // The minute is spent: refused, and not counted against the day
+    app.get("/categories")
+        .await
+        .assert_error(429, "RATE_LIMITED");
+
+    // When a new minute starts, one more fits the day
+    clock.advance(60);
+    let response = app.get("/categories").await;
+    response.assert_status(200);
+    let reset = response.header("x-ratelimit-reset").map(str::to_string);
+    assert_eq!(reset, Some(DAY_END.to_string()));
+    assert_eq!(response.header("x-ratelimit-remaining"), Some("0"));
+
+    // Then the day is spent: Retry-After runs to midnight UTC
+    let response = app.get("/categories").await;
+    response.assert_error(429, "RATE_LIMITED");
+    let now = NOW + 60;
+    assert_eq!(
+        response.header("retry-after"),
+        Some((DAY_END - now).to_string().as_str())
+    );
+
+    // And a new day starts afresh
+    clock.set(DAY_END);
+    app.get("/categories").await.assert_status(200);
+}
+
+#[tokio::test]
+async fn a_missing_unknown_or_revoked_key_is_unauthorized() {
+    let app = TestApp::spawn_with(config(&[("KEY_CACHE_SECONDS", "0")])).await;
+
+    let response = app.without_key().get("/pets").await;
+    response.assert_error(401, "UNAUTHORIZED");
+    assert!(response.header("x-ratelimit-limit").is_some());
+
+    let response = app.with_key("psk_not-a-key").get("/pets").await;
+    response.assert_error(401, "UNAUTHORIZED");
+    assert_eq!(response.header("x-ratelimit-limit"), Some("60"));
+
+    // A key works until it is revoked
+    let key = app.create_key(Plan::Free, None).await;
+    let holder = app.with_key(key.key.clone());
+    holder.get("/pets").await.assert_status(200);
+    let revoked = app.app.limiter.keys().revoke(key.record.id).await.unwrap();
+    assert!(revoked.is_some_and(|r| r.revoked));
+    let response = holder.get("/pets").await;
+    response.assert_error(401, "UNAUTHORIZED");
+
+    // Writes are refused before they happen
+    let response = app
+        .without_key()
+        .post("/categories", serde_json::json!({ "name": "Cats" }))
+        .await;
+    response.assert_error(401, "UNAUTHORIZED");
+    let listed = app.get("/categories").await.json();
+    assert_eq!(listed.as_array().map(Vec::len), Some(0));
+}
+
+#[tokio::test]
+async fn the_openapi_document_needs_no_key_but_is_metered() {
+    let (app, _clock) = pinned(|_| None).await;
+
+    // Without a key: served, counted per source IP
+    let anonymous = app.without_key();
+    let response = anonymous.get("/openapi.json").await;
+    response.assert_status(200);
+    assert!(response.json()["openapi"].is_string());
+    assert_limit_headers(&response, 60, 59, MINUTE_END);
+    let response = anonymous.get("/openapi.json").await;
+    assert_limit_headers(&response, 60, 58, MINUTE_END);
+
+    // Another address has its own count
+    let elsewhere = anonymous.with_source_ip(IpAddr::V4(Ipv4Addr::new(198, 51, 100, 7)));
+    let response = elsewhere.get("/openapi.json").await;
+    assert_limit_headers(&response, 60, 59, MINUTE_END);
+
+    // With a valid key: counted against the key
+    let pro = app.with_new_key(Plan::Pro, None).await;
+    let response = pro.get("/openapi.json").await;
+    response.assert_status(200);
+    assert_limit_headers(&response, 300, 299, MINUTE_END);
+
+    // An unknown key is no worse than none
+    let response = app.with_key("psk_unknown").get("/openapi.json").await;
+    response.assert_status(200);
+    assert_limit_headers(&response, 60, 57, MINUTE_END);
+}
+
+#[tokio::test]
+async fn anonymous_callers_are_limited_per_address_on_the_free_plan() {
+    let (app, _clock) = pinned(config(&[("BAN_THRESHOLD", "1000")])).await;
+    let anonymous = app.without_key();
+    for _ in 0..60 {
+        anonymous.get("/openapi.json").await.assert_status(200);
+    }
+    let response = anonymous.get("/openapi.json").await;
+    response.assert_error(429, "RATE_LIMITED");
+    // Over the limit, a missing key is answered 429, not 401
+    anonymous
+        .get("/pets")
+        .await
+        .assert_error(429, "RATE_LIMITED");
+}
+
+const BAN_CONFIG: &[(&str, &str)] = &[
+    ("BAN_THRESHOLD", "3"),
+    ("BAN_BASE_SECONDS", "120"),
+    ("BAN_MAX_SECONDS", "300"),
+    ("REFUSAL_FLUSH_EVERY", "5"),
+];
+
+/// Spends a 1-a-minute key's minute, then makes `refusals` refused calls.
+async fn provoke(app: &TestApp, refusals: usize) {
+    app.get("/categories").await.assert_status(200);
+    for _ in 0..refusals {
+        app.get("/categories")
+            .await
+            .assert_error(429, "RATE_LIMITED");
+    }
+}
+
+#[tokio::test]
+async fn calling_on_after_refusals_earns_a_ban_which_unban_lifts() {
+    // Given a key allowing 1 a minute, and a ban after 3 refusals
+    let (app, clock) = pinned(config(BAN_CONFIG)).await;
+    let app = app.with_new_key(Plan::Enterprise, Some((1, 1_000))).await;
+
+    // When it is refused 3 times
+    provoke(&app, 3).await;
+
+    // Then it is banned, here and on any other instance
+    for instance in [app.clone(), app.another_instance().await] {
+        let response = instance.get("/categories").await;
+        response.assert_error(429, "API_KEY_BANNED");
+        assert_eq!(response.header("retry-after"), Some("120"));
+        assert_eq!(response.header("x-ratelimit-remaining"), Some("0"));
+        let reset = (NOW + 120).to_string();
+        assert_eq!(response.header("x-ratelimit-reset"), Some(reset.as_str()));
+    }
+
+    // When the admin tool's unban runs
+    let was_banned = app.app.limiter.unban(app.key_id).await.unwrap();
+    assert!(was_banned);
+
+    // Then it is merely over its minute, and served in the next
+    app.get("/categories")
+        .await
+        .assert_error(429, "RATE_LIMITED");
+    clock.advance(60);
+    app.get("/categories").await.assert_status(200);
+}
+
+#[tokio::test]
+async fn a_second_ban_within_a_day_lasts_twice_as_long_up_to_the_cap() {
+    let (app, clock) = pinned(config(BAN_CONFIG)).await;
+    let app = app.with_new_key(Plan::Enterprise, Some((1, 1_000))).await;
+
+    provoke(&app, 3).await;
+    let response = app.get("/categories").await;
+    assert_eq!(response.header("retry-after"), Some("120"));
+
+    // After the ban, the same again: 240 s
+    clock.advance(180);
+    provoke(&app, 3).await;
+    let response = app.get("/categories").await;
+    response.assert_error(429, "API_KEY_BANNED");
+    assert_eq!(response.header("retry-after"), Some("240"));
+
+    // And again: capped at 300 s
+    clock.advance(300);
+    provoke(&app, 3).await;
+    let response = app.get("/categories").await;
+    response.assert_error(429, "API_KEY_BANNED");
+    assert_eq!(response.header("retry-after"), Some("300"));
+}
+
+#[tokio::test]
+async fn a_failing_counter_table_refuses_with_503() {
+    // Given the counter table is gone
+    let (app, _clock) = pinned(|_| None).await;
+    app.app
+        .store
+        .client()
+        .delete_table()
+        .table_name(&app.rate_limit_table_name)
+        .send()
+        .await
+        .unwrap();
+
+    // Then requests are refused, with Retry-After and the headers
+    let response = app.get("/categories").await;
+    response.assert_error(503, "SERVICE_UNAVAILABLE");
+    assert!(response.header("retry-after").is_some());
+    assert!(response.header("x-ratelimit-limit").is_some());
+}
+
+#[tokio::test]
+async fn failing_open_serves_uncounted() {
+    let (app, _clock) = pinned(config(&[("RATE_LIMIT_FAILURE_MODE", "open")])).await;
+    app.app
+        .store
+        .client()
+        .delete_table()
+        .table_name(&app.rate_limit_table_name)
+        .send()
+        .await
+        .unwrap();
+
+    let response = app.get("/categories").await;
+    response.assert_status(200);
+    assert!(response.header("x-ratelimit-limit").is_some());
+    // Keys are still checked
+    app.without_key()
+        .get("/categories")
+        .await
+        .assert_error(401, "UNAUTHORIZED");
+}
