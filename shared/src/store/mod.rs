@@ -12,11 +12,14 @@
 //! | category | `CATEGORY#<id>` | `CATEGORY` | `CATEGORY` | | |
 //! | category name guard | `CATEGORYNAME#<lowercased name>` | `CATEGORYNAME` | | | |
 //! | order | `ORDER#<id>` | `ORDER` | `ORDER` | `ORDER#COMPLETE#<bool>` | `ORDER#PET#<petId>` |
+//! | API key | `APIKEY#<sha256 hex of the key>` | `APIKEY` | `APIKEY` | | |
 //!
 //! Access patterns: get/put/delete by id on the table; list all of a kind on
 //! GSI1; pets by status and orders by completion on GSI2; pets by category and
 //! orders by pet on GSI3 (with the other filter, when both are given, as a
-//! filter expression on that query). Nothing on a request path scans.
+//! filter expression on that query); an API key by the hash of the key sent
+//! (see [`crate::ratelimit::keys`]). Nothing on a request path scans. Rate-limit
+//! counters live in a table of their own ([`crate::ratelimit::counter`]).
 //!
 //! A pet's inventory entry is not a separate item: `stock` and `openOrders`
 //! live on the pet item, so every stock rule is a condition on one item, and
