@@ -17,15 +17,16 @@ export DYNAMODB_PORT
 
 DYNAMODB := scripts/dynamodb-local.sh
 VENV := .venv
-CARGO_LAMBDA := $(VENV)/bin/cargo-lambda
-CARGO_LAMBDA_VERSION := 1.9.2
+# The Python tools (cargo-lambda, cfn-lint, sam, schemathesis), pinned in
+# requirements-dev.txt; reinstalled when that file changes.
+VENV_STAMP := $(VENV)/.requirements-dev.installed
 
 # What the service and the admin tool need to reach DynamoDB Local. The dummy
-# credentials are letters only: DynamoDB Local rejects some other characters.
+# credentials are letters and digits only, which DynamoDB Local requires.
 LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
-.PHONY: help run test key build bench dynamodb-install dynamodb-start dynamodb-stop
+.PHONY: help run test key build bench dynamodb-install dynamodb-start dynamodb-stop venv lint-template lint-openapi conformance
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
@@ -38,20 +39,36 @@ run: dynamodb-install ## Serve the API locally on PORT (3000) with DynamoDB Loca
 	$(DYNAMODB) start; \
 	$(LOCAL_AWS) PORT=$(PORT) cargo run --release -p petstore-local
 
-test: ## What CI runs: rustfmt check, clippy (warnings are errors), all tests on DynamoDB Local
+test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on DynamoDB Local, the template and OpenAPI lints, the conformance run
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(DYNAMODB) install
 	cargo test --workspace
+	$(MAKE) lint-template lint-openapi conformance
 
 key: ## Create an API key on the running local stack (make key ARGS="--plan pro")
 	$(LOCAL_AWS) cargo run -q -p petstore-admin -- keys create $(ARGS)
 
-build: $(CARGO_LAMBDA) ## Build both functions for Lambda (cargo lambda build --release --arm64)
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release $(LAMBDA_ARCH) -p pets -p store
+build: venv ## Build both functions for Lambda: target/lambda/{pets,store}/bootstrap.zip (release, arm64)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release $(LAMBDA_ARCH) --output-format zip -p pets -p store
+	@ls -l target/lambda/pets/bootstrap.zip target/lambda/store/bootstrap.zip
 
-bench: ## Load test (not written yet)
-	@echo "make bench: not written yet" >&2; exit 1
+lint-template: venv ## Lint template.yaml offline (cfn-lint, sam validate --lint)
+	scripts/lint-template.sh
+
+lint-openapi: node_modules/.package-lock.json ## Lint openapi.yaml with Spectral (spectral:oas, every rule)
+	npx --no-install spectral lint openapi.yaml --fail-severity=warn
+
+node_modules/.package-lock.json: package-lock.json
+	npm ci --no-audit --no-fund
+
+conformance: venv dynamodb-install ## Run schemathesis against the local stack (openapi.yaml vs the service)
+	scripts/conformance.sh
+
+venv: $(VENV_STAMP) ## Install the pinned Python tools into .venv (requirements-dev.txt)
+
+bench: dynamodb-install ## Measure cold start, warm latency, DynamoDB calls and cost, overhead, zip size (target/bench/results.json)
+	bash bench/run.sh
 
 dynamodb-install: ## Download DynamoDB Local into .local/dynamodb (once)
 	@$(DYNAMODB) install
@@ -62,6 +79,7 @@ dynamodb-start: dynamodb-install ## Start DynamoDB Local in the background on DY
 dynamodb-stop: ## Stop the DynamoDB Local that dynamodb-start started
 	@$(DYNAMODB) stop
 
-$(CARGO_LAMBDA):
-	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check cargo-lambda==$(CARGO_LAMBDA_VERSION)
+$(VENV_STAMP): requirements-dev.txt
+	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@

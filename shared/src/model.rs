@@ -461,11 +461,11 @@ mod tests {
     }
 
     #[test]
-    fn a_new_pet_defaults_to_available_and_names_missing_fields() -> Result<(), Box<dyn std::error::Error>> {
+    fn a_new_pet_defaults_to_available_and_names_missing_fields(
+    ) -> Result<(), Box<dyn std::error::Error>> {
         let pet = NewPet::parse(&object(
             json!({"name": "Rex", "categoryId": 3, "id": 99, "x": 1}),
-        ))
-        ?;
+        ))?;
         assert_eq!(pet.status, PetStatus::Available);
         let err = NewPet::parse(&object(json!({"name": "Rex"}))).unwrap_err();
         assert!(err.to_string().contains("categoryId"));
@@ -482,7 +482,8 @@ mod tests {
     }
 
     #[test]
-    fn a_pet_patch_merges_and_refuses_removing_required_fields() -> Result<(), Box<dyn std::error::Error>> {
+    fn a_pet_patch_merges_and_refuses_removing_required_fields(
+    ) -> Result<(), Box<dyn std::error::Error>> {
         let pet = Pet {
             id: Id(1),
             name: Name("Rex".into()),
@@ -496,9 +497,7 @@ mod tests {
         assert_eq!(merged.status, PetStatus::Pending);
         assert!(PetPatch::parse(&object(json!({"name": null}))).is_err());
         assert_eq!(
-            PetPatch::parse(&object(json!({"status": null})))
-                ?
-                .status,
+            PetPatch::parse(&object(json!({"status": null})))?.status,
             Some(PetStatus::Available)
         );
         Ok(())

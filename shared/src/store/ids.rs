@@ -28,13 +28,22 @@ mod tests {
 
     #[test]
     fn ids_are_valid_and_grow_with_time() -> Result<(), Box<dyn std::error::Error>> {
-        let early = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).single().ok_or("a valid instant")?;
-        let later = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 1).single().ok_or("a valid instant")?;
+        let early = Utc
+            .with_ymd_and_hms(2026, 1, 1, 0, 0, 0)
+            .single()
+            .ok_or("a valid instant")?;
+        let later = Utc
+            .with_ymd_and_hms(2026, 1, 1, 0, 0, 1)
+            .single()
+            .ok_or("a valid instant")?;
         let a = new_id(early);
         let b = new_id(later);
         assert!(a < b);
         assert!(b.get() <= crate::model::MAX_ID);
-        let far = Utc.with_ymd_and_hms(2090, 1, 1, 0, 0, 0).single().ok_or("a valid instant")?;
+        let far = Utc
+            .with_ymd_and_hms(2090, 1, 1, 0, 0, 0)
+            .single()
+            .ok_or("a valid instant")?;
         assert!(new_id(far).get() <= crate::model::MAX_ID);
         Ok(())
     }

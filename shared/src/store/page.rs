@@ -2,8 +2,6 @@
 
 use super::{classify, n, s, Item, Store, StoreError};
 use aws_sdk_dynamodb::types::AttributeValue;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
 use std::collections::HashMap;
 
 /// Where the next page starts: the id of the last record returned, tagged with
@@ -19,21 +17,27 @@ impl Cursor {
         Cursor { list, after }
     }
 
-    /// The form sent to clients. Opaque by contract: clients must not build one.
+    /// The form sent to clients: the list's initial and the id in 16 hex
+    /// digits. Opaque by contract (clients must not build one); plain enough
+    /// that `openapi.yaml` can give its exact pattern, so every cursor the
+    /// document calls valid is one the service accepts.
     pub fn encode(&self) -> String {
-        URL_SAFE_NO_PAD.encode(format!("v1:{}:{}", self.list, self.after))
+        format!("{}{:016x}", self.tag(), self.after)
     }
 
-    /// Reads a cursor sent back for `list`; `None` if it is not one of ours.
+    /// Reads a cursor sent back for `list`; `None` if this list did not issue it.
     pub fn decode(raw: &str, list: &'static str) -> Option<Cursor> {
-        let bytes = URL_SAFE_NO_PAD.decode(raw.trim_end_matches('=')).ok()?;
-        let text = String::from_utf8(bytes).ok()?;
-        let mut parts = text.splitn(3, ':');
-        if parts.next()? != "v1" || parts.next()? != list {
+        let cursor = Cursor { list, after: 0 };
+        let digits = raw.strip_prefix(cursor.tag())?;
+        if digits.len() != 16 || !digits.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
             return None;
         }
-        let after = parts.next()?.parse::<u64>().ok()?;
+        let after = u64::from_str_radix(digits, 16).ok()?;
         Some(Cursor { list, after })
+    }
+
+    fn tag(&self) -> char {
+        self.list.chars().next().unwrap_or('x')
     }
 
     pub fn after(&self) -> u64 {
@@ -66,7 +70,11 @@ impl<T> Page<T> {
 }
 
 /// A filter expression with its attribute names and values.
-pub(crate) type Filter<'a> = (&'a str, HashMap<String, String>, HashMap<String, AttributeValue>);
+pub(crate) type Filter<'a> = (
+    &'a str,
+    HashMap<String, String>,
+    HashMap<String, AttributeValue>,
+);
 
 /// A query on one GSI partition, in id order.
 pub(crate) struct IndexQuery<'a> {
@@ -161,5 +169,8 @@ mod tests {
         assert_eq!(Cursor::decode(&raw, "orders"), None);
         assert_eq!(Cursor::decode("not a cursor", "pets"), None);
         assert_eq!(Cursor::decode("", "pets"), None);
+        assert_eq!(raw, "p0000000000003039");
+        assert_eq!(Cursor::decode("P0000000000003039", "pets"), None);
+        assert_eq!(Cursor::decode("p000000000003039", "pets"), None);
     }
 }

@@ -1,0 +1,349 @@
+//! Every sample API Gateway event in `events/` (the ones `cargo lambda invoke
+//! --data-file` takes) replayed through the real Lambda path: `lambda_http`
+//! turns the event JSON into a request, exactly as `lambda_http::run` does, and
+//! the function's own service (`service(pets_routes(), app)` or the store's,
+//! the value each `main` hands to `lambda_http::run`) answers it.
+//!
+//! `events/expected.json` says, per file, which function the event is for and
+//! the status (and error code) it must get. Events that need records refer to
+//! them as `{{petId}}`, `{{categoryId}}`, ...: each replay gets a fresh store,
+//! creates just the records its event names, and substitutes their ids.
+
+mod common;
+mod deploy;
+
+use common::TestApp;
+use deploy::{repo_root, template_routes, TemplateRoute};
+use futures::StreamExt;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use tower::ServiceExt;
+
+/// The `x-api-key` every sample event carries. The replay swaps in a key the
+/// test app issued, when it has one.
+const DEMO_API_KEY: &str = "psk_events_demo_key";
+
+/// Placeholders, in the order they are created, with what each needs first.
+const PLACEHOLDERS: [(&str, &[&str]); 10] = [
+    ("uniqueName", &[]),
+    ("categoryId", &[]),
+    ("categoryName", &["categoryId"]),
+    ("emptyCategoryId", &[]),
+    ("usedCategoryId", &[]),
+    ("petId", &["categoryId"]),
+    ("soldPetId", &["categoryId"]),
+    ("orderedPetId", &["categoryId"]),
+    ("orderId", &["orderedPetId"]),
+    ("completeOrderId", &["categoryId"]),
+];
+
+#[derive(Debug, Clone)]
+struct Expected {
+    function: String,
+    status: u16,
+    code: Option<String>,
+}
+
+fn expectations() -> BTreeMap<String, Expected> {
+    let path = repo_root().join("events/expected.json");
+    let text = std::fs::read_to_string(&path).expect("events/expected.json is readable");
+    let table: BTreeMap<String, Value> =
+        serde_json::from_str(&text).expect("events/expected.json is a JSON object");
+    table
+        .into_iter()
+        .map(|(file, entry)| {
+            let expected = Expected {
+                function: entry["function"].as_str().expect("function").to_string(),
+                status: entry["status"].as_u64().expect("status") as u16,
+                code: entry["code"].as_str().map(str::to_string),
+            };
+            (file, expected)
+        })
+        .collect()
+}
+
+fn event_files() -> BTreeSet<String> {
+    std::fs::read_dir(repo_root().join("events"))
+        .expect("events/ is readable")
+        .map(|entry| {
+            entry
+                .expect("a directory entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|name| name.ends_with(".json") && name != "expected.json")
+        .collect()
+}
+
+#[test]
+fn every_event_has_an_expectation_and_every_expectation_an_event() {
+    let files = event_files();
+    let expected: BTreeSet<String> = expectations().into_keys().collect();
+    assert!(!files.is_empty(), "events/ has no sample events");
+    assert_eq!(
+        files.difference(&expected).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "events without an entry in events/expected.json"
+    );
+    assert_eq!(
+        expected.difference(&files).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "entries in events/expected.json without an event file"
+    );
+}
+
+/// Whether `path` (concrete) matches the route's `pattern` (`/pets/{petId}`).
+fn matches(pattern: &str, path: &str) -> bool {
+    let (pattern, path): (Vec<_>, Vec<_>) =
+        (pattern.split('/').collect(), path.split('/').collect());
+    pattern.len() == path.len()
+        && pattern
+            .iter()
+            .zip(&path)
+            .all(|(p, s)| (p.starts_with('{') && p.ends_with('}') && !s.is_empty()) || p == s)
+}
+
+/// The route API Gateway picks for a request: a method route, else the
+/// path's `ANY` route, else `$default`.
+fn route_for<'a>(routes: &'a [TemplateRoute], method: &str, path: &str) -> &'a TemplateRoute {
+    let on_path = |m: &str| {
+        routes.iter().find(|r| {
+            r.method.as_deref() == Some(m)
+                && r.path
+                    .as_deref()
+                    .is_some_and(|pattern| matches(pattern, path))
+        })
+    };
+    on_path(method)
+        .or_else(|| on_path("ANY"))
+        .or_else(|| routes.iter().find(|r| r.path.is_none()))
+        .expect("template.yaml has a $default route")
+}
+
+#[test]
+fn every_event_is_what_api_gateway_would_send_to_its_function() {
+    let routes = template_routes();
+    for (file, expected) in expectations() {
+        let event = read_event(&file);
+        let method = event["requestContext"]["http"]["method"]
+            .as_str()
+            .expect("http.method");
+        // Any id will do for picking the route.
+        let path = event["rawPath"]
+            .as_str()
+            .expect("rawPath")
+            .replace("{{", "")
+            .replace("}}", "");
+        let route = route_for(&routes, method, &path);
+        assert_eq!(event["routeKey"], route.route_key(), "{file}: routeKey");
+        assert_eq!(
+            event["requestContext"]["routeKey"],
+            route.route_key(),
+            "{file}: requestContext.routeKey"
+        );
+        assert_eq!(
+            route.function, expected.function,
+            "{file}: template.yaml sends it to {}",
+            route.function
+        );
+        assert_eq!(event["version"], "2.0", "{file}: payload format 2.0");
+        assert_eq!(
+            event["requestContext"]["http"]["path"], event["rawPath"],
+            "{file}: http.path"
+        );
+        assert!(
+            event["requestContext"]["requestId"].is_string(),
+            "{file}: requestId"
+        );
+        assert!(
+            event["requestContext"]["http"]["sourceIp"].is_string(),
+            "{file}: sourceIp"
+        );
+        assert_eq!(
+            event["headers"]["x-api-key"], DEMO_API_KEY,
+            "{file}: x-api-key"
+        );
+        let template_params: BTreeSet<String> = route
+            .path
+            .as_deref()
+            .unwrap_or("")
+            .split('/')
+            .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+            .map(str::to_string)
+            .collect();
+        let event_params: BTreeSet<String> = event["pathParameters"]
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default();
+        assert_eq!(event_params, template_params, "{file}: pathParameters");
+    }
+}
+
+fn read_event(file: &str) -> Value {
+    serde_json::from_str(&read_event_text(file))
+        .unwrap_or_else(|e| panic!("{file} is not JSON: {e}"))
+}
+
+fn read_event_text(file: &str) -> String {
+    let path = repo_root().join("events").join(file);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+/// Creates the records `text` names and returns the placeholder values.
+async fn fixtures(app: &TestApp, text: &str) -> BTreeMap<&'static str, String> {
+    let mut needed: BTreeSet<&str> = PLACEHOLDERS
+        .iter()
+        .map(|(name, _)| *name)
+        .filter(|name| text.contains(&format!("{{{{{name}}}}}")))
+        .collect();
+    for (name, deps) in PLACEHOLDERS.iter().rev() {
+        if needed.contains(name) {
+            needed.extend(deps.iter().copied());
+        }
+    }
+    let unique = || format!("Event {:08x}", rand::random::<u32>());
+    let mut values: BTreeMap<&'static str, String> = BTreeMap::new();
+    for (name, _) in PLACEHOLDERS {
+        if !needed.contains(name) {
+            continue;
+        }
+        let category = || values["categoryId"].parse::<u64>().unwrap();
+        let value = match name {
+            "uniqueName" => unique(),
+            "categoryId" => {
+                let category_name = unique();
+                values.insert("categoryName", category_name.clone());
+                app.create_category(&category_name).await.to_string()
+            }
+            "categoryName" => values["categoryName"].clone(),
+            "emptyCategoryId" => app.create_category(&unique()).await.to_string(),
+            "usedCategoryId" => {
+                let used = app.create_category(&unique()).await;
+                app.create_pet("Whiskers", used, "available").await;
+                used.to_string()
+            }
+            "petId" => app
+                .create_pet("Rex", category(), "available")
+                .await
+                .to_string(),
+            "soldPetId" => app
+                .create_pet("Old Tom", category(), "sold")
+                .await
+                .to_string(),
+            "orderedPetId" => {
+                let pet = app.create_pet("Fido", category(), "available").await;
+                let order = app.post("/store/orders", json!({ "petId": pet })).await;
+                order.assert_status(201);
+                values.insert("orderId", order.id().to_string());
+                pet.to_string()
+            }
+            "orderId" => values["orderId"].clone(),
+            "completeOrderId" => {
+                let pet = app.create_pet("Bella", category(), "available").await;
+                let order = app.post("/store/orders", json!({ "petId": pet })).await;
+                order.assert_status(201);
+                let id = order.id();
+                app.patch(&format!("/store/orders/{id}"), json!({ "complete": true }))
+                    .await
+                    .assert_status(200);
+                id.to_string()
+            }
+            other => unreachable!("{other}"),
+        };
+        values.insert(name, value);
+    }
+    values
+}
+
+/// Replays one event on a fresh store; `Err` says what went wrong.
+async fn replay(file: String, expected: Expected) -> Result<(), String> {
+    let app = TestApp::spawn().await;
+    let mut text = read_event_text(&file);
+    for (name, value) in fixtures(&app, &text).await {
+        text = text.replace(&format!("{{{{{name}}}}}"), &value);
+    }
+    if let Some(start) = text.find("{{") {
+        return Err(format!(
+            "{file}: unknown placeholder near `{}`",
+            &text[start..(start + 30).min(text.len())]
+        ));
+    }
+    if let Some(key) = &app.api_key {
+        text = text.replace(DEMO_API_KEY, key);
+    }
+    let request_id = read_event(&file)["requestContext"]["requestId"]
+        .as_str()
+        .expect("requestId")
+        .to_string();
+
+    // What lambda_http::run does with the event, then the function's own service.
+    let request = lambda_http::request::from_str(&text)
+        .map_err(|e| format!("{file}: not an API Gateway event: {e}"))?;
+    let service = match expected.function.as_str() {
+        "pets" => petstore::http::service(petstore::http::pets_routes(), app.app.clone()),
+        "store" => petstore::http::service(petstore::http::store_routes(), app.app.clone()),
+        other => return Err(format!("{file}: unknown function {other}")),
+    };
+    let response = service
+        .oneshot(request)
+        .await
+        .unwrap_or_else(|never| match never {});
+
+    let (parts, body) = response.into_parts();
+    let body = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .expect("body is read");
+    let text = String::from_utf8_lossy(&body);
+    let mut problems = Vec::new();
+    if parts.status.as_u16() != expected.status {
+        problems.push(format!(
+            "status {} (expected {})",
+            parts.status, expected.status
+        ));
+    }
+    if let Some(code) = &expected.code {
+        match serde_json::from_slice::<Value>(&body) {
+            Ok(error) if error["code"] == code.as_str() && error["status"] == expected.status => {}
+            _ => problems.push(format!("not the Error record with code {code}")),
+        }
+    }
+    let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
+    if header("x-request-id") != Some(request_id.as_str()) {
+        problems.push(format!(
+            "X-Request-Id {:?} is not the event's requestId {request_id:?}",
+            header("x-request-id")
+        ));
+    }
+    if !body.is_empty() && header("content-type") != Some("application/json") {
+        problems.push(format!("Content-Type {:?}", header("content-type")));
+    }
+    if expected.status == 201 && header("location").is_none() {
+        problems.push("201 without Location".into());
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{file} ({}): {}; body: {text}",
+            expected.function,
+            problems.join("; ")
+        ))
+    }
+}
+
+#[tokio::test]
+async fn every_event_gets_its_expected_answer_through_its_function() {
+    let results: Vec<Result<(), String>> = futures::stream::iter(expectations())
+        .map(|(file, expected)| replay(file, expected))
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    let failures: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+    assert!(
+        failures.is_empty(),
+        "{} event(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
