@@ -29,7 +29,11 @@ impl Cursor {
     pub fn decode(raw: &str, list: &'static str) -> Option<Cursor> {
         let cursor = Cursor { list, after: 0 };
         let digits = raw.strip_prefix(cursor.tag())?;
-        if digits.len() != 16 || !digits.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        if digits.len() != 16
+            || !digits
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        {
             return None;
         }
         let after = u64::from_str_radix(digits, 16).ok()?;
