@@ -37,7 +37,7 @@ help: ## List the targets
 run: dynamodb-install ## Serve the API locally on PORT (3000) with DynamoDB Local on DYNAMODB_PORT (8000); Ctrl-C stops both
 	@trap '$(DYNAMODB) stop' EXIT; trap 'exit 130' INT TERM; \
 	$(DYNAMODB) start; \
-	$(LOCAL_AWS) PORT=$(PORT) cargo run --release -p petstore-local
+	$(LOCAL_AWS) PORT=$(PORT) cargo run -p petstore-local
 
 test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on DynamoDB Local, the template and OpenAPI lints, the conformance run
 	cargo fmt --all -- --check
