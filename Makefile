@@ -43,8 +43,10 @@ test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on Dyna
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(DYNAMODB) install
-	cargo test --workspace
+	@mkdir -p .local
+	cargo test --workspace 2>&1 | tee .local/cargo-test.log
 	$(MAKE) lint-template lint-openapi conformance
+	@scripts/test-summary.sh .local/cargo-test.log
 
 key: ## Create an API key on the running local stack (make key ARGS="--plan pro")
 	$(LOCAL_AWS) cargo run -q -p petstore-admin -- keys create $(ARGS)
