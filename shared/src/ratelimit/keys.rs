@@ -347,7 +347,7 @@ mod tests {
             NewApiKey::new(Plan::Enterprise, None, None).unwrap_err(),
             KeyRequestError::EnterpriseNeedsLimits
         );
-        let key = NewApiKey::new(Plan::Enterprise, Some((10, 20)), None).unwrap();
-        assert_eq!(key.limits, Limits::new(10, 20));
+        let key = NewApiKey::new(Plan::Enterprise, Some((10, 20)), None);
+        assert_eq!(key.map(|k| k.limits), Ok(Limits::new(10, 20)));
     }
 }
