@@ -587,3 +587,49 @@ async fn racing_cancellations_and_orders_conserve_the_stock() {
         "at least the first 10 units were available: {placed}"
     );
 }
+
+#[tokio::test]
+async fn an_unreachable_database_answers_503_with_retry_after_never_500() {
+    // Given a store whose DynamoDB endpoint refuses connections (and a limiter
+    // set to serve uncounted, so the data path itself meets the outage)
+    let config = petstore::config::Config::from_lookup(|name| {
+        (name == "RATE_LIMIT_FAILURE_MODE").then(|| "open".to_string())
+    })
+    .expect("test configuration is valid");
+    let dead = petstore::local_client("http://127.0.0.1:9").await;
+    let router = petstore::http::local_router(petstore::App::new(config, dead));
+
+    for (method, path, body) in [
+        ("GET", "/store/orders", None),
+        ("POST", "/store/orders", Some(r#"{"petId": 1}"#)),
+        ("PUT", "/store/inventory/1", Some(r#"{"quantity": 1}"#)),
+    ] {
+        let request = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("content-type", "application/json")
+            .header("x-api-key", "psk_whatever")
+            .body(axum::body::Body::from(body.unwrap_or_default()))
+            .expect("request is valid");
+        // When a request arrives
+        let response = tower::ServiceExt::oneshot(router.clone(), request)
+            .await
+            .unwrap_or_else(|never| match never {});
+
+        // Then it is told to come back later, as an Error record
+        assert_eq!(response.status(), 503, "{method} {path}");
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok());
+        assert!(retry_after
+            .and_then(|s| s.parse::<u64>().ok())
+            .is_some_and(|s| s >= 1));
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        let record: Value = serde_json::from_slice(&body).expect("an Error record");
+        assert_eq!(record["code"], "SERVICE_UNAVAILABLE");
+        assert_eq!(record["status"], 503);
+    }
+}

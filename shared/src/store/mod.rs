@@ -283,3 +283,44 @@ pub(crate) fn to_item<T: serde::Serialize>(value: &T) -> Result<Item, StoreError
     serde_dynamo::to_item(value)
         .map_err(|e| StoreError::Internal(format!("item does not serialize: {e}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ApiError;
+
+    #[test]
+    fn a_lost_race_is_503_with_retry_after_and_a_refusal_its_own_code() {
+        let contended = ApiError::from(too_contended("place order"));
+        assert_eq!(contended.status(), 503);
+        assert_eq!(contended.code(), "SERVICE_UNAVAILABLE");
+        assert!(matches!(
+            contended,
+            ApiError::Unavailable { retry_after: 1 }
+        ));
+
+        let refused = ApiError::from(StoreError::from(Refusal::InsufficientStock {
+            in_stock: 0,
+            requested: 1,
+        }));
+        assert_eq!(
+            (refused.status().as_u16(), refused.code()),
+            (409, "INSUFFICIENT_STOCK")
+        );
+        let missing = ApiError::from(StoreError::from(Refusal::NotFound("pet 7".into())));
+        assert_eq!(
+            (missing.status().as_u16(), missing.code()),
+            (404, "NOT_FOUND")
+        );
+    }
+
+    #[test]
+    fn throttling_codes_are_told_from_bugs() {
+        assert!(is_throttling(Some(
+            "ProvisionedThroughputExceededException"
+        )));
+        assert!(is_throttling(Some("ThrottlingException")));
+        assert!(!is_throttling(Some("ValidationException")));
+        assert!(!is_throttling(None));
+    }
+}
