@@ -71,9 +71,8 @@ async fn list_pets(State(app): State<App>, query: QueryParams) -> Result<Respons
     if let Some(category) = filter.category_id {
         filters.push(("categoryId", category.to_string()));
     }
-    let pets: Vec<_> = found.items.into_iter().map(|p| p.pet).collect();
     Ok(page(
-        &pets,
+        &found.items,
         found
             .next_after
             .map(|after| next_link("/pets", &filters, &paging, after)),

@@ -1,6 +1,6 @@
 //! Category items, their case-insensitive name guards, and their pet counts.
 
-use super::page::IndexQuery;
+use super::page::{IndexQuery, Projection};
 use super::{
     backoff, from_item, n, new_id, s, to_item, too_contended, Page, Store, StoreError,
     TransactOutcome, MAX_ATTEMPTS,
@@ -167,11 +167,14 @@ impl Store {
             partition: "CATEGORY".into(),
             descending: false,
             filter: None,
-            projection: None,
+            projection: Projection {
+                expression: "id, #name, description",
+                names: &[("#name", "name")],
+            },
         };
         self.query_page(query, limit, after)
             .await?
-            .try_map(|item| from_item::<StoredCategory>(item).map(|c| c.category))
+            .try_map(from_item)
     }
 
     /// Replaces a category's name and description. A new name moves the name

@@ -1,18 +1,40 @@
 //! Inventory entries: the `stock` of each pet item, read and set.
 
-use super::pets::{self, pet_from, status_partition, PetFilter};
-use super::{classify, n, s, Page, Store, StoreError, MAX_ATTEMPTS};
+use super::page::Projection;
+use super::pets::{self, status_partition, PetFilter};
+use super::{classify, from_item, n, s, Page, Store, StoreError, MAX_ATTEMPTS};
 use crate::domain;
 use crate::model::{Id, InventoryItem, PetStatus, StockQuantity};
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::ReturnValue;
 
-fn inventory_item(pet: &pets::StoredPet) -> Result<InventoryItem, StoreError> {
+/// The attributes of a pet item an inventory entry is made of.
+#[derive(serde::Deserialize)]
+struct StockRow {
+    id: Id,
+    stock: u32,
+    status: PetStatus,
+}
+
+const STOCK_FIELDS: Projection = Projection {
+    expression: "id, stock, #status",
+    names: &[("#status", "status")],
+};
+
+fn inventory_item(row: StockRow) -> Result<InventoryItem, StoreError> {
     Ok(InventoryItem {
-        pet_id: pet.pet.id,
-        quantity: StockQuantity::new(pet.stock).ok_or_else(|| {
-            StoreError::Internal(format!("pet {} holds stock {}", pet.pet.id, pet.stock))
+        pet_id: row.id,
+        quantity: StockQuantity::new(row.stock).ok_or_else(|| {
+            StoreError::Internal(format!("pet {} holds stock {}", row.id, row.stock))
         })?,
+        status: row.status,
+    })
+}
+
+fn stored_inventory_item(pet: &pets::StoredPet) -> Result<InventoryItem, StoreError> {
+    inventory_item(StockRow {
+        id: pet.pet.id,
+        stock: pet.stock,
         status: pet.pet.status,
     })
 }
@@ -22,7 +44,7 @@ impl Store {
         self.get_pet(pet)
             .await?
             .as_ref()
-            .map(inventory_item)
+            .map(stored_inventory_item)
             .transpose()
     }
 
@@ -36,9 +58,9 @@ impl Store {
             status,
             category_id: None,
         };
-        self.query_page(filter.query(None), limit, after)
+        self.query_page(filter.query(STOCK_FIELDS), limit, after)
             .await?
-            .try_map(|item| inventory_item(&pet_from(item)?))
+            .try_map(|item| inventory_item(from_item(item)?))
     }
 
     /// Sets a pet's stock, moving its status as the stock rules say, in one

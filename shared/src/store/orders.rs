@@ -7,7 +7,7 @@
 //! above zero only needs `stock > :quantity`, and just the order that takes
 //! the last units pins `stock = :quantity` to make the pet pending.
 
-use super::page::IndexQuery;
+use super::page::{IndexQuery, Projection};
 use super::pets::{self, status_partition, StoredPet};
 use super::{
     backoff, from_item, n, new_id, s, to_item, too_contended, Page, Store, StoreError,
@@ -231,7 +231,10 @@ impl Store {
             partition,
             descending: true,
             filter,
-            projection: None,
+            projection: Projection {
+                expression: "id, petId, quantity, shipDate, complete",
+                names: &[],
+            },
         };
         self.query_page(query, limit, after)
             .await?

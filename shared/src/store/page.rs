@@ -73,6 +73,13 @@ impl<T> Page<T> {
     }
 }
 
+/// A projection expression and the names its placeholders stand for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Projection {
+    pub expression: &'static str,
+    pub names: &'static [(&'static str, &'static str)],
+}
+
 /// A filter expression with its attribute names and values.
 pub(crate) type Filter<'a> = (
     &'a str,
@@ -88,7 +95,9 @@ pub(crate) struct IndexQuery<'a> {
     pub descending: bool,
     /// An extra filter, for the second of two list filters.
     pub filter: Option<Filter<'a>>,
-    pub projection: Option<&'a str>,
+    /// The attributes to read: just what the response needs, since parsing
+    /// each attribute of each item is most of a list's CPU time.
+    pub projection: Projection,
 }
 
 impl Store {
@@ -138,8 +147,9 @@ impl Store {
                     request = request.expression_attribute_values(k, v.clone());
                 }
             }
-            if let Some(projection) = query.projection {
-                request = request.projection_expression(projection);
+            request = request.projection_expression(query.projection.expression);
+            for (placeholder, name) in query.projection.names {
+                request = request.expression_attribute_names(*placeholder, *name);
             }
             let out = request.send().await.map_err(classify)?;
             items.extend(out.items.unwrap_or_default());

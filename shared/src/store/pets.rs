@@ -1,6 +1,6 @@
 //! Pet items, which also hold the pet's inventory entry (`stock`, `openOrders`).
 
-use super::page::IndexQuery;
+use super::page::{IndexQuery, Projection};
 use super::{
     backoff, classify, from_item, n, new_id, s, to_item, too_contended, Item, Page, Store,
     StoreError, TransactOutcome, MAX_ATTEMPTS,
@@ -53,6 +53,12 @@ struct PetItem<'a> {
 
 pub(crate) const SK: &str = "PET";
 
+/// The attributes of a Pet record.
+const PET_FIELDS: Projection = Projection {
+    expression: "id, #name, categoryId, #status",
+    names: &[("#name", "name"), ("#status", "status")],
+};
+
 pub(crate) fn pk(id: Id) -> String {
     format!("PET#{id}")
 }
@@ -77,8 +83,8 @@ pub struct PetFilter {
 }
 
 impl PetFilter {
-    /// The GSI query for this filter. `projection` narrows the attributes read.
-    pub(crate) fn query<'a>(&self, projection: Option<&'a str>) -> IndexQuery<'a> {
+    /// The GSI query for this filter, reading the attributes in `projection`.
+    pub(crate) fn query<'a>(&self, projection: Projection) -> IndexQuery<'a> {
         let (index, partition, filter) = match (self.category_id, self.status) {
             (Some(category), status) => (
                 "GSI3",
@@ -227,10 +233,10 @@ impl Store {
         filter: PetFilter,
         limit: usize,
         after: Option<u64>,
-    ) -> Result<Page<StoredPet>, StoreError> {
-        self.query_page(filter.query(None), limit, after)
+    ) -> Result<Page<Pet>, StoreError> {
+        self.query_page(filter.query(PET_FIELDS), limit, after)
             .await?
-            .try_map(pet_from)
+            .try_map(from_item)
     }
 
     /// Replaces a pet's fields with what `change` makes of the current pet.
