@@ -281,3 +281,17 @@ async fn each_function_serves_the_routes_the_template_sends_it() {
         }
     }
 }
+
+#[test]
+fn the_template_projects_the_indexes_as_the_code_creates_them() {
+    let in_code: BTreeMap<String, BTreeSet<String>> = petstore::store::tables::INDEXES
+        .iter()
+        .map(|(name, attributes)| {
+            (
+                name.to_string(),
+                attributes.iter().map(|a| a.to_string()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(deploy::template_data_table_indexes(), in_code);
+}

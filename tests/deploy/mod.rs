@@ -9,7 +9,7 @@
 #![allow(dead_code)]
 
 use serde_yaml_ng::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The methods a route or an operation can have, as API Gateway writes them.
@@ -139,4 +139,30 @@ pub fn fill_params(path: &str, value: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// The data table's GSIs in `template.yaml`: name → projected non-key attributes.
+pub fn template_data_table_indexes() -> BTreeMap<String, BTreeSet<String>> {
+    let template = read_yaml("template.yaml");
+    let indexes = &template["Resources"]["DataTable"]["Properties"]["GlobalSecondaryIndexes"];
+    indexes
+        .as_sequence()
+        .unwrap_or_else(|| panic!("template.yaml: DataTable has no GlobalSecondaryIndexes"))
+        .iter()
+        .map(|index| {
+            let name = index["IndexName"].as_str().unwrap_or_default().to_string();
+            assert_eq!(
+                index["Projection"]["ProjectionType"].as_str(),
+                Some("INCLUDE"),
+                "template.yaml: {name} must project INCLUDE, as shared/src/store/tables.rs does"
+            );
+            let attributes = index["Projection"]["NonKeyAttributes"]
+                .as_sequence()
+                .into_iter()
+                .flatten()
+                .filter_map(|a| a.as_str().map(str::to_string))
+                .collect();
+            (name, attributes)
+        })
+        .collect()
 }
