@@ -118,6 +118,56 @@ fn canned() -> &'static Canned {
     })
 }
 
+/// The 20-pet Query answer with only the attributes the request projects, as
+/// DynamoDB answers it. Cached per projection, so after the first call the
+/// stub's own cost is one substring search.
+fn projected_query(body: &[u8]) -> String {
+    static ANSWERS: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<Vec<u8>, String>>,
+    > = std::sync::OnceLock::new();
+    let marker = b"\"ProjectionExpression\":\"";
+    let Some(start) = body.windows(marker.len()).position(|w| w == marker) else {
+        return canned().query_20.clone();
+    };
+    let rest = &body[start + marker.len()..];
+    let key = rest[..rest.iter().position(|b| *b == b'"').unwrap_or(rest.len())].to_vec();
+    let answers = ANSWERS.get_or_init(Default::default);
+    let mut answers = answers
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    answers
+        .entry(key)
+        .or_insert_with(|| {
+            let request: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+            let names = &request["ExpressionAttributeNames"];
+            let wanted: Vec<String> = request["ProjectionExpression"]
+                .as_str()
+                .unwrap_or_default()
+                .split(',')
+                .map(|a| {
+                    let a = a.trim();
+                    names[a].as_str().unwrap_or(a).to_string()
+                })
+                .collect();
+            let items: Vec<serde_json::Value> = (1..=20)
+                .map(|id| {
+                    let full: serde_json::Value =
+                        serde_json::from_str(&pet_item(id)).unwrap_or_default();
+                    let kept: serde_json::Map<String, serde_json::Value> = full
+                        .as_object()
+                        .into_iter()
+                        .flatten()
+                        .filter(|(k, _)| wanted.contains(k))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
+                    serde_json::Value::Object(kept)
+                })
+                .collect();
+            serde_json::json!({"Count": 20, "ScannedCount": 20, "Items": items}).to_string()
+        })
+        .clone()
+}
+
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
@@ -133,7 +183,7 @@ impl HttpConnector for StubDynamoDb {
             "GetItem" if contains(body, b"\"PET#") => c.get_pet.clone(),
             "GetItem" if contains(body, b"\"CATEGORY#") => c.get_category.clone(),
             "GetItem" if contains(body, b"\"ORDER#") => c.get_order.clone(),
-            "Query" => c.query_20.clone(),
+            "Query" => projected_query(body),
             "BatchGetItem" => c.batch_5.clone(),
             "UpdateItem" | "PutItem" | "DeleteItem" => "{\"Attributes\":{}}".into(),
             _ => "{}".into(),
