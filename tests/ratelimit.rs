@@ -360,3 +360,66 @@ async fn failing_open_serves_uncounted() {
         .await
         .assert_error(401, "UNAUTHORIZED");
 }
+
+/// Takes the counter table away, so any further call to it would fail (503).
+async fn drop_counter_table(app: &TestApp) {
+    app.app
+        .store
+        .client()
+        .delete_table()
+        .table_name(&app.rate_limit_table_name)
+        .send()
+        .await
+        .expect("the counter table can be deleted");
+}
+
+#[tokio::test]
+async fn a_process_that_knows_a_window_is_exhausted_answers_without_dynamodb() {
+    // Given a key allowing 2 requests a minute, used up, and the refusal seen
+    let (app, clock) = pinned(config(&[("BAN_THRESHOLD", "1000")])).await;
+    let app = app.with_new_key(Plan::Enterprise, Some((2, 1_000))).await;
+    app.get("/categories").await.assert_status(200);
+    app.get("/categories").await.assert_status(200);
+    app.get("/categories")
+        .await
+        .assert_error(429, "RATE_LIMITED");
+
+    // When the counter table can no longer be reached
+    drop_counter_table(&app).await;
+
+    // Then this process still refuses from what it knows: 429, not 503
+    for _ in 0..2 {
+        let response = app.get("/categories").await;
+        response.assert_error(429, "RATE_LIMITED");
+        assert_eq!(response.header("retry-after"), Some("30"));
+    }
+    // ...until the window resets, when it must ask the table again
+    clock.advance(30);
+    app.get("/categories")
+        .await
+        .assert_error(503, "SERVICE_UNAVAILABLE");
+}
+
+#[tokio::test]
+async fn a_warm_process_trusts_its_key_cache_until_it_expires() {
+    // Given a key this process has looked up, with look-ups cached for 20 s
+    let (app, clock) = pinned(config(&[("KEY_CACHE_SECONDS", "20")])).await;
+    let key = app.create_key(Plan::Free, None).await;
+    let holder = app.with_key(key.key.clone());
+    holder.get("/categories").await.assert_status(200);
+
+    // When the key is revoked
+    let revoked = app.app.limiter.keys().revoke(key.record.id).await;
+    assert!(revoked.is_ok_and(|r| r.is_some_and(|r| r.revoked)));
+
+    // Then the cached look-up still admits it, with no second look-up...
+    holder.get("/categories").await.assert_status(200);
+    clock.advance(19);
+    holder.get("/categories").await.assert_status(200);
+    // ...and once the cache expires the revocation takes effect
+    clock.advance(1);
+    holder
+        .get("/categories")
+        .await
+        .assert_error(401, "UNAUTHORIZED");
+}
