@@ -319,10 +319,8 @@ async fn a_second_ban_within_a_day_lasts_twice_as_long_up_to_the_cap() {
     assert_eq!(response.header("retry-after"), Some("300"));
 }
 
-#[tokio::test]
-async fn a_failing_counter_table_refuses_with_503() {
-    // Given the counter table is gone
-    let (app, _clock) = pinned(|_| None).await;
+/// Takes the counter table away, so any further call to it would fail (503).
+async fn drop_counter_table(app: &TestApp) {
     app.app
         .store
         .client()
@@ -330,7 +328,14 @@ async fn a_failing_counter_table_refuses_with_503() {
         .table_name(&app.rate_limit_table_name)
         .send()
         .await
-        .unwrap();
+        .expect("the counter table can be deleted");
+}
+
+#[tokio::test]
+async fn a_failing_counter_table_refuses_with_503() {
+    // Given the counter table is gone
+    let (app, _clock) = pinned(|_| None).await;
+    drop_counter_table(&app).await;
 
     // Then requests are refused, with Retry-After and the headers
     let response = app.get("/categories").await;
@@ -342,14 +347,7 @@ async fn a_failing_counter_table_refuses_with_503() {
 #[tokio::test]
 async fn failing_open_serves_uncounted() {
     let (app, _clock) = pinned(config(&[("RATE_LIMIT_FAILURE_MODE", "open")])).await;
-    app.app
-        .store
-        .client()
-        .delete_table()
-        .table_name(&app.rate_limit_table_name)
-        .send()
-        .await
-        .unwrap();
+    drop_counter_table(&app).await;
 
     let response = app.get("/categories").await;
     response.assert_status(200);
@@ -359,18 +357,6 @@ async fn failing_open_serves_uncounted() {
         .get("/categories")
         .await
         .assert_error(401, "UNAUTHORIZED");
-}
-
-/// Takes the counter table away, so any further call to it would fail (503).
-async fn drop_counter_table(app: &TestApp) {
-    app.app
-        .store
-        .client()
-        .delete_table()
-        .table_name(&app.rate_limit_table_name)
-        .send()
-        .await
-        .expect("the counter table can be deleted");
 }
 
 #[tokio::test]

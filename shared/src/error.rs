@@ -129,14 +129,10 @@ impl IntoResponse for ApiError {
         if let ApiError::MethodNotAllowed { allow } = &self {
             // Empty when axum has yet to add it: its route future sets `Allow`
             // on the way out, unless one is present already.
-            if let Ok(value) = HeaderValue::from_str(allow).map_err(drop).and_then(|v| {
-                if v.is_empty() {
-                    Err(())
-                } else {
-                    Ok(v)
+            if !allow.is_empty() {
+                if let Ok(value) = HeaderValue::from_str(allow) {
+                    headers.insert(header::ALLOW, value);
                 }
-            }) {
-                headers.insert(header::ALLOW, value);
             }
         }
         response

@@ -1,9 +1,9 @@
 //! `/categories`: list, create, read, replace, delete.
 
-use super::request::{next_link, path_id, JsonBody, QueryParams};
+use super::request::{next_link, JsonBody, QueryParams};
 use super::{created, json, no_content, page};
 use crate::error::ApiError;
-use crate::model::NewCategory;
+use crate::model::{Id, NewCategory};
 use crate::App;
 use axum::extract::{Path, State};
 use axum::response::Response;
@@ -48,7 +48,7 @@ async fn get_category(
     State(app): State<App>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
-    let id = path_id(&raw, "categoryId")?;
+    let id = Id::parse_param(&raw, "categoryId")?;
     match app.store.get_category(id).await? {
         Some(stored) => Ok(json(StatusCode::OK, &stored.category)),
         None => Err(ApiError::not_found("category", id)),
@@ -60,7 +60,7 @@ async fn replace_category(
     Path(raw): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    let id = path_id(&raw, "categoryId")?;
+    let id = Id::parse_param(&raw, "categoryId")?;
     let new = NewCategory::parse(&body)?;
     let category = app.store.replace_category(id, new).await?;
     Ok(json(StatusCode::OK, &category))
@@ -71,7 +71,7 @@ async fn delete_category(
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
     app.store
-        .delete_category(path_id(&raw, "categoryId")?)
+        .delete_category(Id::parse_param(&raw, "categoryId")?)
         .await?;
     Ok(no_content())
 }

@@ -1,9 +1,9 @@
 //! `/store/inventory` (beta): list stock, read one pet's stock, set it.
 
-use super::request::{next_link, path_id, JsonBody, QueryParams};
+use super::request::{next_link, JsonBody, QueryParams};
 use super::{json, page};
 use crate::error::ApiError;
-use crate::model::{InventoryUpdate, PetStatus};
+use crate::model::{Id, InventoryUpdate, PetStatus};
 use crate::App;
 use axum::extract::{Path, State};
 use axum::response::Response;
@@ -50,7 +50,7 @@ async fn get_inventory(
     State(app): State<App>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
-    let id = path_id(&raw, "petId")?;
+    let id = Id::parse_param(&raw, "petId")?;
     match app.store.get_inventory(id).await? {
         Some(item) => Ok(json(StatusCode::OK, &item)),
         None => Err(ApiError::not_found("pet", id)),
@@ -62,7 +62,7 @@ async fn set_inventory(
     Path(raw): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    let id = path_id(&raw, "petId")?;
+    let id = Id::parse_param(&raw, "petId")?;
     let update = InventoryUpdate::parse(&body)?;
     let item = app.store.set_stock(id, update.quantity).await?;
     Ok(json(StatusCode::OK, &item))

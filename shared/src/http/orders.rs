@@ -1,9 +1,9 @@
 //! `/store/orders`: list (newest first), place, read, complete, cancel.
 
-use super::request::{next_link, path_id, JsonBody, QueryParams};
+use super::request::{next_link, JsonBody, QueryParams};
 use super::{created, json, no_content, page};
 use crate::error::ApiError;
-use crate::model::{NewOrder, OrderPatch};
+use crate::model::{Id, NewOrder, OrderPatch};
 use crate::store::orders::OrderFilter;
 use crate::App;
 use axum::extract::{Path, State};
@@ -55,7 +55,7 @@ async fn place_order(
 }
 
 async fn get_order(State(app): State<App>, Path(raw): Path<String>) -> Result<Response, ApiError> {
-    let id = path_id(&raw, "orderId")?;
+    let id = Id::parse_param(&raw, "orderId")?;
     match app.store.get_order(id).await? {
         Some(order) => Ok(json(StatusCode::OK, &order)),
         None => Err(ApiError::not_found("order", id)),
@@ -67,7 +67,7 @@ async fn update_order(
     Path(raw): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    let id = path_id(&raw, "orderId")?;
+    let id = Id::parse_param(&raw, "orderId")?;
     let patch = OrderPatch::parse(&body)?;
     let order = app.store.update_order(id, patch, Utc::now()).await?;
     Ok(json(StatusCode::OK, &order))
@@ -77,6 +77,8 @@ async fn cancel_order(
     State(app): State<App>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
-    app.store.cancel_order(path_id(&raw, "orderId")?).await?;
+    app.store
+        .cancel_order(Id::parse_param(&raw, "orderId")?)
+        .await?;
     Ok(no_content())
 }

@@ -1,13 +1,13 @@
 //! `/pets`: list, create, read (deprecated), replace, patch, delete.
 
-use super::request::{next_link, path_id, JsonBody, QueryParams};
+use super::request::{next_link, JsonBody, QueryParams};
 use super::{created, json, no_content, page};
 use crate::error::ApiError;
 use crate::model::{Id, NewPet, PetPatch, PetStatus};
 use crate::store::pets::PetFilter;
 use crate::App;
 use axum::extract::{Path, State};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use chrono::Utc;
@@ -91,20 +91,7 @@ async fn create_pet(
 /// Deprecated in favour of `GET /pets?ids=`, and gone after the sunset.
 async fn get_pet(State(app): State<App>, Path(raw): Path<String>) -> Response {
     let config = &app.config;
-    let mut response = if Utc::now() >= config.sunset_at {
-        axum::response::IntoResponse::into_response(ApiError::Sunset)
-    } else {
-        match path_id(&raw, "petId") {
-            Ok(id) => match app.store.get_pet(id).await {
-                Ok(Some(pet)) => json(StatusCode::OK, &pet.pet),
-                Ok(None) => {
-                    axum::response::IntoResponse::into_response(ApiError::not_found("pet", id))
-                }
-                Err(e) => axum::response::IntoResponse::into_response(ApiError::from(e)),
-            },
-            Err(e) => axum::response::IntoResponse::into_response(e),
-        }
-    };
+    let mut response = read_pet(&app, &raw).await.into_response();
     let headers = response.headers_mut();
     let deprecation = format!("@{}", config.deprecated_at.timestamp());
     let sunset = config
@@ -123,12 +110,24 @@ async fn get_pet(State(app): State<App>, Path(raw): Path<String>) -> Response {
     response
 }
 
+/// The answer `GET /pets/{petId}` gives before its deprecation headers.
+async fn read_pet(app: &App, raw: &str) -> Result<Response, ApiError> {
+    if Utc::now() >= app.config.sunset_at {
+        return Err(ApiError::Sunset);
+    }
+    let id = Id::parse_param(raw, "petId")?;
+    match app.store.get_pet(id).await? {
+        Some(stored) => Ok(json(StatusCode::OK, &stored.pet)),
+        None => Err(ApiError::not_found("pet", id)),
+    }
+}
+
 async fn replace_pet(
     State(app): State<App>,
     Path(raw): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    let id = path_id(&raw, "petId")?;
+    let id = Id::parse_param(&raw, "petId")?;
     let new = NewPet::parse(&body)?;
     let pet = app.store.update_pet(id, |_| new.clone()).await?;
     Ok(json(StatusCode::OK, &pet))
@@ -139,7 +138,7 @@ async fn update_pet(
     Path(raw): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    let id = path_id(&raw, "petId")?;
+    let id = Id::parse_param(&raw, "petId")?;
     let patch = PetPatch::parse(&body)?;
     let pet = app
         .store
@@ -149,6 +148,8 @@ async fn update_pet(
 }
 
 async fn delete_pet(State(app): State<App>, Path(raw): Path<String>) -> Result<Response, ApiError> {
-    app.store.delete_pet(path_id(&raw, "petId")?).await?;
+    app.store
+        .delete_pet(Id::parse_param(&raw, "petId")?)
+        .await?;
     Ok(no_content())
 }

@@ -139,11 +139,6 @@ pub struct Paging {
     pub after: Option<u64>,
 }
 
-/// A path id, parsed and named.
-pub fn path_id(raw: &str, name: &str) -> Result<Id, ApiError> {
-    Id::parse_param(raw, name)
-}
-
 /// The `Link: <...>; rel="next"` value for the page after `next_after`,
 /// keeping the request's filters.
 pub fn next_link(

@@ -138,6 +138,14 @@ where
     }
 }
 
+/// Where the handler stands once the request has been counted.
+enum Handler<S> {
+    /// A read, served while it was counted.
+    Served(Response),
+    /// Not yet run: it runs only if the request is admitted.
+    Waiting(S, Request<Body>),
+}
+
 async fn handle<S>(app: App, inner: S, meta: RequestMeta, req: Request<Body>) -> Response
 where
     S: Service<Request<Body>, Response = Response, Error = Infallible> + Send + 'static,
@@ -151,25 +159,20 @@ where
     // in, so requests without a valid key cause no data reads.
     let read = req.method() == Method::GET || req.method() == Method::HEAD;
     let early = read && (public || limiter.may_be_valid(meta.api_key.as_deref()));
-    let mut waiting = None;
-    let (admission, served) = if early {
+    let (admission, handler) = if early {
         let (admission, response) = tokio::join!(admission, serve(inner, req));
-        (admission, Some(response))
+        (admission, Handler::Served(response))
     } else {
-        waiting = Some((inner, req));
-        (admission.await, None)
+        (admission.await, Handler::Waiting(inner, req))
     };
     let response = match admission.verdict {
         Verdict::Refused(error) => error.into_response(),
         Verdict::Admitted { authenticated } if !authenticated && !public => {
             ApiError::Unauthorized.into_response()
         }
-        Verdict::Admitted { .. } => match (served, waiting) {
-            (Some(response), _) => response,
-            (None, Some((inner, req))) => serve(inner, req).await,
-            (None, None) => {
-                ApiError::Internal("request neither served nor waiting".into()).into_response()
-            }
+        Verdict::Admitted { .. } => match handler {
+            Handler::Served(response) => response,
+            Handler::Waiting(inner, req) => serve(inner, req).await,
         },
     };
     let mut response = finish(response, &meta);

@@ -58,13 +58,6 @@ pub struct Page<T> {
 }
 
 impl<T> Page<T> {
-    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
-        Page {
-            items: self.items.into_iter().map(f).collect(),
-            next_after: self.next_after,
-        }
-    }
-
     pub fn try_map<U, E>(self, f: impl FnMut(T) -> Result<U, E>) -> Result<Page<U>, E> {
         Ok(Page {
             items: self.items.into_iter().map(f).collect::<Result<_, _>>()?,
