@@ -1,7 +1,7 @@
 //! Every sample API Gateway event in `events/` (the ones `cargo lambda invoke
 //! --data-file` takes) replayed through the real Lambda path: `lambda_http`
 //! turns the event JSON into a request, exactly as `lambda_http::run` does, and
-//! the function's own service (`service(pets_routes(), app)` or the store's,
+//! the function's own service (`service(pets::routes(), app)` or the store's,
 //! the value each `main` hands to `lambda_http::run`) answers it.
 //!
 //! `events/expected.json` says, per file, which function the event is for and
@@ -281,8 +281,8 @@ async fn replay(file: String, expected: Expected) -> Result<(), String> {
     let request = lambda_http::request::from_str(&text)
         .map_err(|e| format!("{file}: not an API Gateway event: {e}"))?;
     let service = match expected.function.as_str() {
-        "pets" => petstore::http::service(petstore::http::pets_routes(), app.app.clone()),
-        "store" => petstore::http::service(petstore::http::store_routes(), app.app.clone()),
+        "pets" => petstore::http::service(pets::routes(), app.app.clone()),
+        "store" => petstore::http::service(store::routes(), app.app.clone()),
         other => return Err(format!("{file}: unknown function {other}")),
     };
     let response = service

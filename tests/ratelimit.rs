@@ -322,7 +322,7 @@ async fn a_second_ban_within_a_day_lasts_twice_as_long_up_to_the_cap() {
 /// Takes the counter table away, so any further call to it would fail (503).
 async fn drop_counter_table(app: &TestApp) {
     app.app
-        .store
+        .db
         .client()
         .delete_table()
         .table_name(&app.rate_limit_table_name)

@@ -13,7 +13,7 @@ use axum::body::Body;
 use common::{TestApp, API_KEY_HEADER};
 use deploy::{fill_params, openapi_operations, template_routes, TemplateRoute};
 use http::{HeaderValue, Method, Request};
-use petstore::http::{pets_routes, service, store_routes};
+use petstore::http::service;
 use std::collections::{BTreeMap, BTreeSet};
 use tower::ServiceExt;
 
@@ -186,7 +186,7 @@ fn by_path(operations: &BTreeSet<Operation>) -> BTreeMap<String, BTreeSet<String
 #[tokio::test]
 async fn the_local_router_serves_exactly_the_documented_routes() {
     let app = TestApp::spawn().await;
-    let router = petstore::http::local_router(app.app.clone());
+    let router = petstore::http::service(pets::routes().merge(store::routes()), app.app.clone());
     let routes = template_routes();
     let expected: BTreeSet<Operation> = template_operations(&routes)
         .union(&openapi_operations())
@@ -242,8 +242,8 @@ async fn the_local_router_serves_exactly_the_documented_routes() {
 async fn each_function_serves_the_routes_the_template_sends_it() {
     let app = TestApp::spawn().await;
     let router_of = |function: &str| match function {
-        "pets" => service(pets_routes(), app.app.clone()),
-        "store" => service(store_routes(), app.app.clone()),
+        "pets" => service(pets::routes(), app.app.clone()),
+        "store" => service(store::routes(), app.app.clone()),
         other => panic!("template.yaml names an unknown function binary `{other}`"),
     };
     for route in template_routes() {
@@ -284,7 +284,7 @@ async fn each_function_serves_the_routes_the_template_sends_it() {
 
 #[test]
 fn the_template_projects_the_indexes_as_the_code_creates_them() {
-    let in_code: BTreeMap<String, BTreeSet<String>> = petstore::store::tables::INDEXES
+    let in_code: BTreeMap<String, BTreeSet<String>> = petstore::db::tables::INDEXES
         .iter()
         .map(|(name, attributes)| {
             (

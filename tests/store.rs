@@ -597,7 +597,10 @@ async fn an_unreachable_database_answers_503_with_retry_after_never_500() {
     })
     .expect("test configuration is valid");
     let dead = petstore::local_client("http://127.0.0.1:9").await;
-    let router = petstore::http::local_router(petstore::App::new(config, dead));
+    let router = petstore::http::service(
+        pets::routes().merge(store::routes()),
+        petstore::App::new(config, dead),
+    );
 
     for (method, path, body) in [
         ("GET", "/store/orders", None),

@@ -343,9 +343,9 @@ impl SdkCall {
 
 fn cases() -> Vec<Case> {
     let app = app();
-    let client = app.store.client().clone();
-    let pets = petstore::http::service(petstore::http::pets_routes(), app.clone());
-    let store = petstore::http::service(petstore::http::store_routes(), app);
+    let client = app.db.client().clone();
+    let pets = petstore::http::service(pets::routes(), app.clone());
+    let store = petstore::http::service(store::routes(), app);
     vec![
         Case::sdk(
             "SDK GetItem alone (reference)",

@@ -2,31 +2,36 @@
 //!
 //! Read it top-down, as the layers depend on each other:
 //!
-//! 1. [`model`]: the contract's records, and types that can only hold valid values;
-//! 2. [`domain`]: the stock, order and status rules, as pure functions;
-//! 3. [`store`]: DynamoDB items and expressions that apply those rules atomically;
+//! 1. [`records`]: the contract's records, and types that can only hold valid
+//!    values ([`records::ValidationError`] when they cannot);
+//! 2. [`rules`]: the stock, order and status rules, as pure functions
+//!    ([`rules::RuleViolation`] when the state forbids a change);
+//! 3. [`db`]: DynamoDB items and expressions that apply those rules atomically
+//!    ([`db::DbError`]);
 //! 4. [`ratelimit`]: API keys, and counting requests against their limits;
-//! 5. [`http`]: routes, the Error record ([`error`]), and the wrapper that every
+//! 5. [`http`]: the edge: request extractors, the one mapping of every error
+//!    to the Error record ([`http::error`]), responses, and the wrapper every
 //!    response passes through (which applies [`ratelimit`]).
 //!
-//! A function's `main` only builds an [`App`] and hands
-//! [`http::service`] to `lambda_http::run`.
+//! Each layer uses only the ones above it in this list. The routes are not
+//! here: each Lambda function's crate owns its own (`functions/pets`,
+//! `functions/store`), and its `main` only builds an [`App`] and hands
+//! [`http::service`] of its routes to `lambda_http::run`.
 
 pub mod config;
-pub mod domain;
-pub mod error;
+pub mod db;
 pub mod http;
-pub mod model;
 pub mod ratelimit;
-pub mod store;
+pub mod records;
+pub mod rules;
 pub mod telemetry;
 
 use aws_sdk_dynamodb::Client;
 use config::Config;
+use db::{Db, DbError};
 use ratelimit::window::Clock;
 use ratelimit::RateLimiter;
 use std::sync::Arc;
-use store::{Store, StoreError};
 
 /// What every handler needs, built once per process (cold start).
 #[derive(Clone)]
@@ -36,7 +41,7 @@ pub struct App {
 
 pub struct AppInner {
     pub config: Config,
-    pub store: Store,
+    pub db: Db,
     /// API keys and rate limits; see [`ratelimit`].
     pub limiter: RateLimiter,
 }
@@ -62,11 +67,11 @@ impl App {
             config.limits.clone(),
             clock,
         );
-        let store = Store::new(client, config.table_name.clone());
+        let db = Db::new(client, config.table_name.clone());
         App {
             inner: Arc::new(AppInner {
                 config,
-                store,
+                db,
                 limiter,
             }),
         }
@@ -81,10 +86,9 @@ impl App {
     }
 
     /// Creates the tables unless they exist; for local runs and tests.
-    pub async fn create_tables(&self) -> Result<(), StoreError> {
-        store::tables::create_data_table(self.store.client(), &self.config.table_name).await?;
-        ratelimit::create_counter_table(self.store.client(), &self.config.rate_limit_table_name)
-            .await
+    pub async fn create_tables(&self) -> Result<(), DbError> {
+        db::tables::create_data_table(self.db.client(), &self.config.table_name).await?;
+        ratelimit::create_counter_table(self.db.client(), &self.config.rate_limit_table_name).await
     }
 }
 

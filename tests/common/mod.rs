@@ -112,7 +112,7 @@ impl TestApp {
         app.create_tables()
             .await
             .expect("tables are created in DynamoDB Local");
-        let router = petstore::http::local_router(app.clone());
+        let router = petstore::http::service(pets::routes().merge(store::routes()), app.clone());
         let mut test_app = TestApp {
             app,
             endpoint,
@@ -171,7 +171,7 @@ impl TestApp {
             petstore::local_client(&self.endpoint).await,
             self.clock.clone(),
         );
-        let router = petstore::http::local_router(app.clone());
+        let router = petstore::http::service(pets::routes().merge(store::routes()), app.clone());
         TestApp {
             app,
             router,

@@ -6,5 +6,5 @@
 async fn main() -> Result<(), lambda_http::Error> {
     petstore::telemetry::init();
     let app = petstore::App::from_env().await?;
-    lambda_http::run(petstore::http::service(petstore::http::store_routes(), app)).await
+    lambda_http::run(petstore::http::service(store::routes(), app)).await
 }

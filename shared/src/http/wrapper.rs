@@ -10,8 +10,8 @@
 //!   a read's handler runs concurrently with the count;
 //! - adds `X-Request-Id` and the rate-limit headers to every response.
 
-use crate::error::ApiError;
-use crate::http::request::MAX_BODY_BYTES;
+use crate::http::error::ApiError;
+use crate::http::extract::MAX_BODY_BYTES;
 use crate::ratelimit::Verdict;
 use crate::App;
 use axum::body::Body;

@@ -31,8 +31,8 @@
 //! counted), banned, or just needs another variant (tried at once, bounded).
 
 use super::window::{ban_length, Limits, RateWindow, UnixSeconds, Usage};
-use crate::store::tables::table_exists;
-use crate::store::{classify, StoreError};
+use crate::db::tables::table_exists;
+use crate::db::{classify, DbError};
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
@@ -427,11 +427,11 @@ impl Counters {
 
 /// Creates the counter table unless it exists, with TTL on `expiresAt`; for
 /// local runs and tests (production's comes from `template.yaml`).
-pub async fn create_counter_table(client: &Client, table: &str) -> Result<(), StoreError> {
+pub async fn create_counter_table(client: &Client, table: &str) -> Result<(), DbError> {
     if table_exists(client, table).await? {
         return Ok(());
     }
-    let built = |e: aws_sdk_dynamodb::error::BuildError| StoreError::Internal(e.to_string());
+    let built = |e: aws_sdk_dynamodb::error::BuildError| DbError::internal(e);
     let created = client
         .create_table()
         .table_name(table)

@@ -12,8 +12,8 @@
 //! GSI1 (`GSI1PK = APIKEY`, sort key `id`), never a scan.
 
 use super::window::{Limits, Plan};
-use crate::model::Id;
-use crate::store::{classify, new_id, StoreError};
+use crate::db::{classify, new_id, DbError};
+use crate::records::Id;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -142,8 +142,8 @@ fn number(item: &HashMap<String, AttributeValue>, name: &str) -> Option<u64> {
         .and_then(|v| v.parse().ok())
 }
 
-fn record_from(item: &HashMap<String, AttributeValue>) -> Result<ApiKeyRecord, StoreError> {
-    let broken = |what: &str| StoreError::Internal(format!("stored API key has no valid {what}"));
+fn record_from(item: &HashMap<String, AttributeValue>) -> Result<ApiKeyRecord, DbError> {
+    let broken = |what: &str| DbError::internal(format!("stored API key has no valid {what}"));
     let plan = item
         .get("plan")
         .and_then(|v| v.as_s().ok())
@@ -185,11 +185,7 @@ impl KeyStore {
     }
 
     /// Issues a key: 256 random bits, returned once, stored as its hash.
-    pub async fn create(
-        &self,
-        new: NewApiKey,
-        now: DateTime<Utc>,
-    ) -> Result<IssuedKey, StoreError> {
+    pub async fn create(&self, new: NewApiKey, now: DateTime<Utc>) -> Result<IssuedKey, DbError> {
         let secret = URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>());
         let key = format!("{PREFIX}{secret}");
         let hash = ApiKeyHash::of(&key);
@@ -228,7 +224,7 @@ impl KeyStore {
     }
 
     /// The key with this hash, revoked or not.
-    pub async fn find(&self, hash: &ApiKeyHash) -> Result<Option<ApiKeyRecord>, StoreError> {
+    pub async fn find(&self, hash: &ApiKeyHash) -> Result<Option<ApiKeyRecord>, DbError> {
         let out = self
             .client
             .get_item()
@@ -243,7 +239,7 @@ impl KeyStore {
     }
 
     /// Every key, oldest first.
-    pub async fn list(&self) -> Result<Vec<ApiKeyRecord>, StoreError> {
+    pub async fn list(&self) -> Result<Vec<ApiKeyRecord>, DbError> {
         let mut records = Vec::new();
         let mut start = None;
         loop {
@@ -269,7 +265,7 @@ impl KeyStore {
     }
 
     /// The key with this id, and its stored hash.
-    async fn by_id(&self, id: u64) -> Result<Option<(ApiKeyHash, ApiKeyRecord)>, StoreError> {
+    async fn by_id(&self, id: u64) -> Result<Option<(ApiKeyHash, ApiKeyRecord)>, DbError> {
         let out = self
             .client
             .query()
@@ -289,18 +285,18 @@ impl KeyStore {
             .and_then(|v| v.as_s().ok())
             .and_then(|pk| pk.strip_prefix("APIKEY#"))
             .map(|h| ApiKeyHash(h.to_string()))
-            .ok_or_else(|| StoreError::Internal("stored API key has no valid PK".into()))?;
+            .ok_or_else(|| DbError::internal("stored API key has no valid PK"))?;
         Ok(Some((hash, record_from(item)?)))
     }
 
     /// Whether a key with this id exists.
-    pub async fn exists(&self, id: u64) -> Result<bool, StoreError> {
+    pub async fn exists(&self, id: u64) -> Result<bool, DbError> {
         Ok(self.by_id(id).await?.is_some())
     }
 
     /// Revokes the key with this id; `None` if there is none. Warm processes
     /// notice within their key cache's lifetime.
-    pub async fn revoke(&self, id: u64) -> Result<Option<ApiKeyRecord>, StoreError> {
+    pub async fn revoke(&self, id: u64) -> Result<Option<ApiKeyRecord>, DbError> {
         let Some((hash, mut record)) = self.by_id(id).await? else {
             return Ok(None);
         };

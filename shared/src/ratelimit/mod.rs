@@ -57,8 +57,8 @@ pub mod keys;
 pub mod window;
 
 use crate::config::LimitsConfig;
-use crate::error::ApiError;
-use crate::store::StoreError;
+use crate::db::DbError;
+use crate::http::error::ApiError;
 use aws_sdk_dynamodb::Client;
 use counter::{Counted, CounterError, Counters, Stored, Subject, Variant};
 use keys::{ApiKeyHash, ApiKeyRecord, KeyStore};
@@ -248,11 +248,7 @@ impl RateLimiter {
         now < since.saturating_add(ttl)
     }
 
-    async fn find_key(
-        &self,
-        key: &str,
-        now: UnixSeconds,
-    ) -> Result<Option<ApiKeyRecord>, StoreError> {
+    async fn find_key(&self, key: &str, now: UnixSeconds) -> Result<Option<ApiKeyRecord>, DbError> {
         let hash = ApiKeyHash::of(key);
         if let Some(cached) = lock(&self.key_cache).get(&hash) {
             if self.fresh(cached.fetched_at, now) {

@@ -25,7 +25,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     };
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     print_demo_keys(&app).await?;
-    let router = petstore::http::local_router(app);
+    // Both functions' routes on one port, as API Gateway presents them.
+    let router = petstore::http::service(pets::routes().merge(store::routes()), app);
     println!("Pet store API listening on http://127.0.0.1:{port} (DynamoDB at {endpoint})");
     axum::serve(
         listener,

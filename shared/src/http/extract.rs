@@ -3,9 +3,9 @@
 //! axum's own extractors answer with their own plain-text errors; these answer
 //! with the contract's Error record and name the field or parameter at fault.
 
-use crate::error::ApiError;
-use crate::model::{Id, JsonObject};
-use crate::store::Cursor;
+use super::error::ApiError;
+use crate::db::Cursor;
+use crate::records::{Id, JsonObject, ValidationError};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use http::request::Parts;
 use http::{header, HeaderMap};
@@ -13,6 +13,10 @@ use std::collections::HashMap;
 
 /// The largest body accepted: 64 KiB.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+fn invalid(message: impl Into<String>) -> ApiError {
+    ApiError::Validation(ValidationError::new(message))
+}
 
 /// A request body that is a JSON object, sent as JSON, at most 64 KiB.
 pub struct JsonBody(pub JsonObject);
@@ -79,7 +83,7 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         let raw = parts.uri.query().unwrap_or("");
         let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw)
-            .map_err(|_| ApiError::Validation("the query string is not valid".into()))?;
+            .map_err(|_| invalid("the query string is not valid"))?;
         Ok(QueryParams(pairs.into_iter().collect()))
     }
 }
@@ -93,6 +97,7 @@ impl QueryParams {
         self.get(name)
             .map(|raw| Id::parse_param(raw, name))
             .transpose()
+            .map_err(ApiError::from)
     }
 
     pub fn boolean(&self, name: &str) -> Result<Option<bool>, ApiError> {
@@ -100,40 +105,36 @@ impl QueryParams {
             .map(|raw| match raw {
                 "true" => Ok(true),
                 "false" => Ok(false),
-                _ => Err(ApiError::Validation(format!(
-                    "{name} must be true or false"
-                ))),
+                _ => Err(invalid(format!("{name} must be true or false"))),
             })
             .transpose()
     }
 
     /// `limit` (1–100, default 20) and `cursor`, for the list named `list`.
-    pub fn paging(&self, list: &'static str) -> Result<Paging, ApiError> {
+    pub fn page_request(&self, list: &'static str) -> Result<PageRequest, ApiError> {
         let limit = match self.get("limit") {
             None => 20,
             Some(raw) => raw
                 .parse::<usize>()
                 .ok()
                 .filter(|l| (1..=100).contains(l))
-                .ok_or_else(|| {
-                    ApiError::Validation("limit must be an integer from 1 to 100".into())
-                })?,
+                .ok_or_else(|| invalid("limit must be an integer from 1 to 100"))?,
         };
         let after = self
             .get("cursor")
             .map(|raw| {
                 Cursor::decode(raw, list)
                     .map(|c| c.after())
-                    .ok_or_else(|| ApiError::Validation("cursor is not valid for this list".into()))
+                    .ok_or_else(|| invalid("cursor is not valid for this list"))
             })
             .transpose()?;
-        Ok(Paging { list, limit, after })
+        Ok(PageRequest { list, limit, after })
     }
 }
 
 /// Where a list page starts and how long it is.
 #[derive(Debug, Clone, Copy)]
-pub struct Paging {
+pub struct PageRequest {
     pub list: &'static str,
     pub limit: usize,
     pub after: Option<u64>,
@@ -144,12 +145,12 @@ pub struct Paging {
 pub fn next_link(
     path: &str,
     filters: &[(&str, String)],
-    paging: &Paging,
+    page: &PageRequest,
     next_after: u64,
 ) -> String {
     let mut query = filters.to_vec();
-    query.push(("limit", paging.limit.to_string()));
-    query.push(("cursor", Cursor::new(paging.list, next_after).encode()));
+    query.push(("limit", page.limit.to_string()));
+    query.push(("cursor", Cursor::new(page.list, next_after).encode()));
     let encoded = serde_urlencoded::to_string(&query).unwrap_or_default();
     format!("<{path}?{encoded}>; rel=\"next\"")
 }

@@ -1,17 +1,17 @@
 //! `/pets`: list, create, read (deprecated), replace, patch, delete.
 
-use super::request::{next_link, JsonBody, QueryParams};
-use super::{created, json, no_content, page};
-use crate::error::ApiError;
-use crate::model::{Id, NewPet, PetPatch, PetStatus};
-use crate::store::pets::PetFilter;
-use crate::App;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use chrono::Utc;
 use http::{header, HeaderValue, StatusCode};
+use petstore::db::pets::PetFilter;
+use petstore::http::error::ApiError;
+use petstore::http::extract::{next_link, JsonBody, QueryParams};
+use petstore::http::respond::{created, json, list_page, no_content};
+use petstore::records::{Id, NewPet, PetPatch, PetStatus, ValidationError};
+use petstore::App;
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -34,9 +34,9 @@ fn parse_ids(raw: &str) -> Result<Vec<Id>, ApiError> {
         .map(|part| Id::parse_param(part, "ids"))
         .collect::<Result<Vec<_>, _>>()?;
     if ids.len() > MAX_BATCH_IDS {
-        return Err(ApiError::Validation(format!(
-            "ids may name at most {MAX_BATCH_IDS} pets"
-        )));
+        return Err(
+            ValidationError::new(format!("ids may name at most {MAX_BATCH_IDS} pets")).into(),
+        );
     }
     Ok(ids)
 }
@@ -49,21 +49,18 @@ async fn list_pets(State(app): State<App>, query: QueryParams) -> Result<Respons
             .transpose()?,
         category_id: query.id("categoryId")?,
     };
-    let paging = query.paging("pets")?;
+    let page = query.page_request("pets")?;
     if let Some(raw) = query.get("ids") {
         let ids = parse_ids(raw)?;
-        let pets = app.store.batch_get_pets(&ids).await?;
+        let pets = app.db.batch_get_pets(&ids).await?;
         let pets: Vec<_> = pets
             .into_iter()
             .filter(|p| filter.status.is_none_or(|s| p.status == s))
             .filter(|p| filter.category_id.is_none_or(|c| p.category_id == c))
             .collect();
-        return Ok(page(&pets, None));
+        return Ok(list_page(&pets, None));
     }
-    let found = app
-        .store
-        .list_pets(filter, paging.limit, paging.after)
-        .await?;
+    let found = app.db.list_pets(filter, page.limit, page.after).await?;
     let mut filters = Vec::new();
     if let Some(status) = filter.status {
         filters.push(("status", status.to_string()));
@@ -71,11 +68,11 @@ async fn list_pets(State(app): State<App>, query: QueryParams) -> Result<Respons
     if let Some(category) = filter.category_id {
         filters.push(("categoryId", category.to_string()));
     }
-    Ok(page(
+    Ok(list_page(
         &found.items,
         found
             .next_after
-            .map(|after| next_link("/pets", &filters, &paging, after)),
+            .map(|after| next_link("/pets", &filters, &page, after)),
     ))
 }
 
@@ -84,7 +81,7 @@ async fn create_pet(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let new = NewPet::parse(&body)?;
-    let pet = app.store.create_pet(new, Utc::now()).await?;
+    let pet = app.db.create_pet(new, Utc::now()).await?;
     Ok(created(format!("/pets/{}", pet.id), &pet))
 }
 
@@ -116,7 +113,7 @@ async fn read_pet(app: &App, raw: &str) -> Result<Response, ApiError> {
         return Err(ApiError::Sunset);
     }
     let id = Id::parse_param(raw, "petId")?;
-    match app.store.get_pet(id).await? {
+    match app.db.get_pet(id).await? {
         Some(stored) => Ok(json(StatusCode::OK, &stored.pet)),
         None => Err(ApiError::not_found("pet", id)),
     }
@@ -129,7 +126,7 @@ async fn replace_pet(
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "petId")?;
     let new = NewPet::parse(&body)?;
-    let pet = app.store.update_pet(id, |_| new.clone()).await?;
+    let pet = app.db.update_pet(id, |_| new.clone()).await?;
     Ok(json(StatusCode::OK, &pet))
 }
 
@@ -141,15 +138,13 @@ async fn update_pet(
     let id = Id::parse_param(&raw, "petId")?;
     let patch = PetPatch::parse(&body)?;
     let pet = app
-        .store
+        .db
         .update_pet(id, |current| patch.apply(current))
         .await?;
     Ok(json(StatusCode::OK, &pet))
 }
 
 async fn delete_pet(State(app): State<App>, Path(raw): Path<String>) -> Result<Response, ApiError> {
-    app.store
-        .delete_pet(Id::parse_param(&raw, "petId")?)
-        .await?;
+    app.db.delete_pet(Id::parse_param(&raw, "petId")?).await?;
     Ok(no_content())
 }

@@ -1,12 +1,12 @@
 //! Pet items, which also hold the pet's inventory entry (`stock`, `openOrders`).
 
-use super::page::{IndexQuery, Projection};
+use super::query::{IndexQuery, Projection};
 use super::{
-    backoff, classify, from_item, n, new_id, s, to_item, too_contended, Item, Page, Store,
-    StoreError, TransactOutcome, MAX_ATTEMPTS,
+    backoff, classify, from_item, n, new_id, s, to_item, too_contended, Db, DbError, Item, Page,
+    TransactOutcome, MAX_ATTEMPTS,
 };
-use crate::domain::{self, Refusal, StockState};
-use crate::model::{Id, NewPet, Pet, PetStatus};
+use crate::records::{Id, NewPet, Pet, PetStatus};
+use crate::rules::{self, RuleViolation, StockState};
 use aws_sdk_dynamodb::types::{
     AttributeValue, Delete, KeysAndAttributes, Put, TransactWriteItem, Update,
 };
@@ -110,12 +110,12 @@ impl PetFilter {
     }
 }
 
-pub(crate) fn pet_from(item: Item) -> Result<StoredPet, StoreError> {
+pub(crate) fn pet_from(item: Item) -> Result<StoredPet, DbError> {
     from_item(item)
 }
 
-impl Store {
-    fn pet_put(&self, pet: &StoredPet) -> Result<TransactWriteItem, StoreError> {
+impl Db {
+    fn pet_put(&self, pet: &StoredPet) -> Result<TransactWriteItem, DbError> {
         let item = to_item(&PetItem {
             pk: pk(pet.pet.id),
             sk: SK,
@@ -129,12 +129,12 @@ impl Store {
             .set_item(Some(item))
             .condition_expression("attribute_not_exists(PK)")
             .build()
-            .map_err(|e| StoreError::Internal(e.to_string()))?;
+            .map_err(DbError::internal)?;
         Ok(TransactWriteItem::builder().put(put).build())
     }
 
     /// Creates a pet and its inventory entry, counting it in its category.
-    pub async fn create_pet(&self, new: NewPet, now: DateTime<Utc>) -> Result<Pet, StoreError> {
+    pub async fn create_pet(&self, new: NewPet, now: DateTime<Utc>) -> Result<Pet, DbError> {
         for attempt in 0..MAX_ATTEMPTS {
             let pet = StoredPet {
                 pet: Pet {
@@ -143,7 +143,7 @@ impl Store {
                     category_id: new.category_id,
                     status: new.status,
                 },
-                stock: domain::initial_stock(new.status),
+                stock: rules::initial_stock(new.status),
                 open_orders: 0,
             };
             let items = vec![
@@ -153,11 +153,7 @@ impl Store {
             match self.transact(items).await? {
                 TransactOutcome::Done => return Ok(pet.pet),
                 TransactOutcome::ConditionFailed(1) => {
-                    return Err(Refusal::UnknownReference(format!(
-                        "categoryId {}",
-                        new.category_id
-                    ))
-                    .into())
+                    return Err(DbError::unknown_reference("categoryId", new.category_id))
                 }
                 // An id collision or a conflict: draw a new id and go again.
                 TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => {
@@ -169,19 +165,19 @@ impl Store {
     }
 
     /// Reads a pet and its stock.
-    pub async fn get_pet(&self, id: Id) -> Result<Option<StoredPet>, StoreError> {
+    pub async fn get_pet(&self, id: Id) -> Result<Option<StoredPet>, DbError> {
         self.get_item(pk(id), SK).await?.map(pet_from).transpose()
     }
 
     /// Reads a pet that must exist.
-    pub(crate) async fn existing_pet(&self, id: Id) -> Result<StoredPet, StoreError> {
+    pub(crate) async fn existing_pet(&self, id: Id) -> Result<StoredPet, DbError> {
         self.get_pet(id)
             .await?
-            .ok_or_else(|| Refusal::NotFound(format!("pet {id}")).into())
+            .ok_or_else(|| DbError::not_found("pet", id))
     }
 
     /// Reads many pets at once, in the order asked, leaving out missing ones.
-    pub async fn batch_get_pets(&self, ids: &[Id]) -> Result<Vec<Pet>, StoreError> {
+    pub async fn batch_get_pets(&self, ids: &[Id]) -> Result<Vec<Pet>, DbError> {
         let mut unique: Vec<Id> = ids.to_vec();
         unique.sort_unstable();
         unique.dedup();
@@ -192,7 +188,7 @@ impl Store {
                 KeysAndAttributes::builder()
                     .set_keys(Some(keys))
                     .build()
-                    .map_err(|e| StoreError::Internal(e.to_string()))?,
+                    .map_err(DbError::internal)?,
             );
             let mut attempt = 0;
             while let Some(request) = pending.take() {
@@ -233,7 +229,7 @@ impl Store {
         filter: PetFilter,
         limit: usize,
         after: Option<u64>,
-    ) -> Result<Page<Pet>, StoreError> {
+    ) -> Result<Page<Pet>, DbError> {
         self.query_page(filter.query(PET_FIELDS), limit, after)
             .await?
             .try_map(from_item)
@@ -247,11 +243,11 @@ impl Store {
         &self,
         id: Id,
         change: impl Fn(&Pet) -> NewPet,
-    ) -> Result<Pet, StoreError> {
+    ) -> Result<Pet, DbError> {
         for attempt in 0..MAX_ATTEMPTS {
             let current = self.existing_pet(id).await?;
             let target = change(&current.pet);
-            domain::check_transition(current.pet.status, target.status)?;
+            rules::check_transition(current.pet.status, target.status)?;
             let updated = Pet {
                 id,
                 name: target.name.clone(),
@@ -276,7 +272,7 @@ impl Store {
                 .expression_attribute_values(":old_status", s(current.pet.status.as_str()))
                 .expression_attribute_values(":old_category", n(current.pet.category_id))
                 .build()
-                .map_err(|e| StoreError::Internal(e.to_string()))?;
+                .map_err(DbError::internal)?;
             let mut items = vec![TransactWriteItem::builder().update(update).build()];
             if target.category_id != current.pet.category_id {
                 items.push(self.category_count(target.category_id, 1, true)?);
@@ -285,11 +281,7 @@ impl Store {
             match self.transact(items).await? {
                 TransactOutcome::Done => return Ok(updated),
                 TransactOutcome::ConditionFailed(1) => {
-                    return Err(Refusal::UnknownReference(format!(
-                        "categoryId {}",
-                        target.category_id
-                    ))
-                    .into())
+                    return Err(DbError::unknown_reference("categoryId", target.category_id))
                 }
                 TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => {
                     backoff(attempt).await
@@ -300,11 +292,11 @@ impl Store {
     }
 
     /// Deletes a pet with no incomplete orders, and its inventory entry.
-    pub async fn delete_pet(&self, id: Id) -> Result<(), StoreError> {
+    pub async fn delete_pet(&self, id: Id) -> Result<(), DbError> {
         for attempt in 0..MAX_ATTEMPTS {
             let current = self.existing_pet(id).await?;
             if current.open_orders > 0 {
-                return Err(Refusal::PetHasOpenOrders.into());
+                return Err(RuleViolation::PetHasOpenOrders.into());
             }
             let delete = Delete::builder()
                 .table_name(&self.table)
@@ -315,7 +307,7 @@ impl Store {
                 .expression_attribute_values(":zero", n(0))
                 .expression_attribute_values(":category", n(current.pet.category_id))
                 .build()
-                .map_err(|e| StoreError::Internal(e.to_string()))?;
+                .map_err(DbError::internal)?;
             let items = vec![
                 TransactWriteItem::builder().delete(delete).build(),
                 self.category_count(current.pet.category_id, -1, false)?,

@@ -1,16 +1,16 @@
 //! `/categories`: list, create, read, replace, delete.
 
-use super::request::{next_link, JsonBody, QueryParams};
-use super::{created, json, no_content, page};
-use crate::error::ApiError;
-use crate::model::{Id, NewCategory};
-use crate::App;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use chrono::Utc;
 use http::StatusCode;
+use petstore::http::error::ApiError;
+use petstore::http::extract::{next_link, JsonBody, QueryParams};
+use petstore::http::respond::{created, json, list_page, no_content};
+use petstore::records::{Id, NewCategory};
+use petstore::App;
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -24,15 +24,12 @@ pub fn routes() -> Router<App> {
 }
 
 async fn list_categories(State(app): State<App>, query: QueryParams) -> Result<Response, ApiError> {
-    let paging = query.paging("categories")?;
-    let found = app
-        .store
-        .list_categories(paging.limit, paging.after)
-        .await?;
+    let page = query.page_request("categories")?;
+    let found = app.db.list_categories(page.limit, page.after).await?;
     let next = found
         .next_after
-        .map(|after| next_link("/categories", &[], &paging, after));
-    Ok(page(&found.items, next))
+        .map(|after| next_link("/categories", &[], &page, after));
+    Ok(list_page(&found.items, next))
 }
 
 async fn create_category(
@@ -40,7 +37,7 @@ async fn create_category(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let new = NewCategory::parse(&body)?;
-    let category = app.store.create_category(new, Utc::now()).await?;
+    let category = app.db.create_category(new, Utc::now()).await?;
     Ok(created(format!("/categories/{}", category.id), &category))
 }
 
@@ -49,7 +46,7 @@ async fn get_category(
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "categoryId")?;
-    match app.store.get_category(id).await? {
+    match app.db.get_category(id).await? {
         Some(stored) => Ok(json(StatusCode::OK, &stored.category)),
         None => Err(ApiError::not_found("category", id)),
     }
@@ -62,7 +59,7 @@ async fn replace_category(
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "categoryId")?;
     let new = NewCategory::parse(&body)?;
-    let category = app.store.replace_category(id, new).await?;
+    let category = app.db.replace_category(id, new).await?;
     Ok(json(StatusCode::OK, &category))
 }
 
@@ -70,7 +67,7 @@ async fn delete_category(
     State(app): State<App>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
-    app.store
+    app.db
         .delete_category(Id::parse_param(&raw, "categoryId")?)
         .await?;
     Ok(no_content())

@@ -1,17 +1,17 @@
 //! `/store/orders`: list (newest first), place, read, complete, cancel.
 
-use super::request::{next_link, JsonBody, QueryParams};
-use super::{created, json, no_content, page};
-use crate::error::ApiError;
-use crate::model::{Id, NewOrder, OrderPatch};
-use crate::store::orders::OrderFilter;
-use crate::App;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use chrono::Utc;
 use http::StatusCode;
+use petstore::db::orders::OrderFilter;
+use petstore::http::error::ApiError;
+use petstore::http::extract::{next_link, JsonBody, QueryParams};
+use petstore::http::respond::{created, json, list_page, no_content};
+use petstore::records::{Id, NewOrder, OrderPatch};
+use petstore::App;
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -27,11 +27,8 @@ async fn list_orders(State(app): State<App>, query: QueryParams) -> Result<Respo
         pet_id: query.id("petId")?,
         complete: query.boolean("complete")?,
     };
-    let paging = query.paging("orders")?;
-    let found = app
-        .store
-        .list_orders(filter, paging.limit, paging.after)
-        .await?;
+    let page = query.page_request("orders")?;
+    let found = app.db.list_orders(filter, page.limit, page.after).await?;
     let mut filters = Vec::new();
     if let Some(pet) = filter.pet_id {
         filters.push(("petId", pet.to_string()));
@@ -41,8 +38,8 @@ async fn list_orders(State(app): State<App>, query: QueryParams) -> Result<Respo
     }
     let next = found
         .next_after
-        .map(|after| next_link("/store/orders", &filters, &paging, after));
-    Ok(page(&found.items, next))
+        .map(|after| next_link("/store/orders", &filters, &page, after));
+    Ok(list_page(&found.items, next))
 }
 
 async fn place_order(
@@ -50,13 +47,13 @@ async fn place_order(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let new = NewOrder::parse(&body)?;
-    let order = app.store.place_order(new, Utc::now()).await?;
+    let order = app.db.place_order(new, Utc::now()).await?;
     Ok(created(format!("/store/orders/{}", order.id), &order))
 }
 
 async fn get_order(State(app): State<App>, Path(raw): Path<String>) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "orderId")?;
-    match app.store.get_order(id).await? {
+    match app.db.get_order(id).await? {
         Some(order) => Ok(json(StatusCode::OK, &order)),
         None => Err(ApiError::not_found("order", id)),
     }
@@ -69,7 +66,7 @@ async fn update_order(
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "orderId")?;
     let patch = OrderPatch::parse(&body)?;
-    let order = app.store.update_order(id, patch, Utc::now()).await?;
+    let order = app.db.update_order(id, patch, Utc::now()).await?;
     Ok(json(StatusCode::OK, &order))
 }
 
@@ -77,7 +74,7 @@ async fn cancel_order(
     State(app): State<App>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
-    app.store
+    app.db
         .cancel_order(Id::parse_param(&raw, "orderId")?)
         .await?;
     Ok(no_content())

@@ -7,7 +7,7 @@
 //! put, and a create that collides simply draws again. Because ids grow with
 //! time, "newest first" is "highest id first".
 
-use crate::model::Id;
+use crate::records::Id;
 use chrono::{DateTime, Utc};
 
 /// 2024-01-01T00:00:00Z in Unix milliseconds.
@@ -39,12 +39,12 @@ mod tests {
         let a = new_id(early);
         let b = new_id(later);
         assert!(a < b);
-        assert!(b.get() <= crate::model::MAX_ID);
+        assert!(b.get() <= crate::records::MAX_ID);
         let far = Utc
             .with_ymd_and_hms(2090, 1, 1, 0, 0, 0)
             .single()
             .ok_or("a valid instant")?;
-        assert!(new_id(far).get() <= crate::model::MAX_ID);
+        assert!(new_id(far).get() <= crate::records::MAX_ID);
         Ok(())
     }
 }

@@ -1,11 +1,13 @@
 //! The one place an error becomes the contract's Error record.
 //!
-//! Lower layers have their own error types ([`crate::store::StoreError`],
-//! [`crate::domain::Refusal`]); they are converted into [`ApiError`] at the HTTP
-//! boundary, and only [`ApiError::into_response`] writes the body. Internal
+//! Lower layers have their own error types ([`ValidationError`],
+//! [`RuleViolation`], [`DbError`]); they are converted into [`ApiError`] here,
+//! at the HTTP boundary, and only [`ApiError::into_response`] writes the body. Internal
 //! details are logged with the request id and never shown to the caller.
 
-use crate::domain::Refusal;
+use crate::db::{BoxError, DbError};
+use crate::records::ValidationError;
+use crate::rules::RuleViolation;
 use axum::response::{IntoResponse, Response};
 use http::{header, HeaderValue, StatusCode};
 use serde::Serialize;
@@ -15,31 +17,33 @@ use serde::Serialize;
 pub enum ApiError {
     #[error("{0}")]
     MalformedJson(String),
-    #[error("{0}")]
-    Validation(String),
+    #[error(transparent)]
+    Validation(#[from] ValidationError),
     #[error("a valid API key is required in the X-API-Key header")]
     Unauthorized,
     #[error("{0}")]
     NotFound(String),
     #[error("this method is not allowed on this path; the Allow header lists those that are")]
     MethodNotAllowed { allow: String },
-    #[error("{0}")]
-    Refused(#[from] Refusal),
+    #[error(transparent)]
+    Conflict(#[from] RuleViolation),
     #[error("this operation passed its sunset date")]
     Sunset,
     #[error("the request body is larger than 64 KiB")]
     PayloadTooLarge,
     #[error("the request body must be sent as application/json")]
     UnsupportedMediaType,
+    #[error("{0}")]
+    UnknownReference(String),
     #[error("rate limit exceeded; retry after {retry_after} seconds")]
     RateLimited { retry_after: u64 },
     #[error("this API key is banned for repeated calls over its limit; retry after {retry_after} seconds")]
     Banned { retry_after: u64 },
     #[error("the service is temporarily unavailable; retry after {retry_after} seconds")]
     Unavailable { retry_after: u64 },
-    /// A bug. The text is logged, never sent.
-    #[error("internal error: {0}")]
-    Internal(String),
+    /// A bug. The cause is logged, never sent.
+    #[error("internal error")]
+    Internal(#[source] BoxError),
 }
 
 /// The contract's Error record.
@@ -56,13 +60,19 @@ impl ApiError {
         ApiError::NotFound(format!("{kind} {id} does not exist"))
     }
 
+    /// A bug, with its cause kept for the log.
+    pub fn internal(cause: impl Into<BoxError>) -> Self {
+        ApiError::Internal(cause.into())
+    }
+
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::MalformedJson(_) | ApiError::Validation(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::Refused(refusal) => refusal.status(),
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::UnknownReference(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Sunset => StatusCode::GONE,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -79,7 +89,8 @@ impl ApiError {
             ApiError::Unauthorized => "UNAUTHORIZED",
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::MethodNotAllowed { .. } => "METHOD_NOT_ALLOWED",
-            ApiError::Refused(refusal) => refusal.code(),
+            ApiError::Conflict(violation) => conflict_code(violation),
+            ApiError::UnknownReference(_) => "UNKNOWN_REFERENCE",
             ApiError::Sunset => "SUNSET",
             ApiError::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
             ApiError::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
@@ -104,12 +115,53 @@ impl ApiError {
     }
 }
 
+/// The contract's code for each 409.
+fn conflict_code(violation: &RuleViolation) -> &'static str {
+    match violation {
+        RuleViolation::PetNotAvailable => "PET_NOT_AVAILABLE",
+        RuleViolation::InsufficientStock { .. } => "INSUFFICIENT_STOCK",
+        RuleViolation::OrderComplete => "ORDER_COMPLETE",
+        RuleViolation::PetHasOpenOrders => "PET_HAS_OPEN_ORDERS",
+        RuleViolation::CategoryInUse => "CATEGORY_IN_USE",
+        RuleViolation::CategoryExists => "CATEGORY_EXISTS",
+        RuleViolation::InvalidStatusTransition { .. } => "INVALID_STATUS_TRANSITION",
+    }
+}
+
+/// An error and its causes, outermost first, for the log.
+fn cause_chain(error: &dyn std::error::Error) -> String {
+    let mut chain = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        chain.push_str(": ");
+        chain.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    chain
+}
+
+impl From<DbError> for ApiError {
+    fn from(err: DbError) -> Self {
+        match err {
+            DbError::NotFound { .. } => ApiError::NotFound(err.to_string()),
+            DbError::UnknownReference { .. } => ApiError::UnknownReference(err.to_string()),
+            DbError::Violation(violation) => ApiError::Conflict(violation),
+            DbError::Unavailable(_) | DbError::Contended { .. } => {
+                tracing::warn!(cause = %cause_chain(&err), "database unavailable");
+                ApiError::Unavailable { retry_after: 1 }
+            }
+            DbError::Internal(_) => ApiError::Internal(Box::new(err)),
+        }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        if let ApiError::Internal(detail) = &self {
-            tracing::error!(%detail, "internal error");
+        if let ApiError::Internal(_) = &self {
+            tracing::error!(cause = %cause_chain(&self), "internal error");
         }
         let status = self.status();
+        // An ErrorRecord is two strings and a number: it always serializes.
         let body = serde_json::to_vec(&self.record()).unwrap_or_default();
         let mut response = (status, body).into_response();
         let headers = response.headers_mut();
@@ -145,10 +197,41 @@ mod tests {
 
     #[test]
     fn internal_detail_is_never_sent() {
-        let record = ApiError::Internal("connection string secret".into()).record();
+        let record = ApiError::internal("connection string secret").record();
         assert_eq!(record.code, "INTERNAL_ERROR");
         assert_eq!(record.status, 500);
         assert!(!record.message.contains("secret"));
+    }
+
+    #[test]
+    fn a_lost_race_is_503_and_a_rule_violation_its_own_409() {
+        let contended = ApiError::from(DbError::Contended {
+            operation: "place order",
+            attempts: 8,
+        });
+        assert_eq!(contended.status(), 503);
+        assert!(matches!(
+            contended,
+            ApiError::Unavailable { retry_after: 1 }
+        ));
+        let refused = ApiError::from(DbError::from(RuleViolation::InsufficientStock {
+            in_stock: 0,
+            requested: 1,
+        }));
+        assert_eq!(
+            (refused.status().as_u16(), refused.code()),
+            (409, "INSUFFICIENT_STOCK")
+        );
+        let id = crate::records::Id::new(7).map(|id| DbError::not_found("pet", id));
+        let missing = ApiError::from(id.unwrap_or_else(|| DbError::internal("no id")));
+        assert_eq!(
+            (
+                missing.status().as_u16(),
+                missing.code(),
+                missing.to_string()
+            ),
+            (404, "NOT_FOUND", "pet 7 does not exist".to_string())
+        );
     }
 
     #[test]

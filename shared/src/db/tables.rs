@@ -1,7 +1,7 @@
 //! Creating the data table, for `make run` and the tests (production tables
 //! come from `template.yaml`, with the same schema).
 
-use super::{classify, StoreError};
+use super::{classify, DbError};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
     ProjectionType, ScalarAttributeType,
@@ -66,24 +66,24 @@ pub const INDEXES: [(&str, &[&str]); 3] = [
     ),
 ];
 
-fn attribute(name: &str, kind: ScalarAttributeType) -> Result<AttributeDefinition, StoreError> {
+fn attribute(name: &str, kind: ScalarAttributeType) -> Result<AttributeDefinition, DbError> {
     AttributeDefinition::builder()
         .attribute_name(name)
         .attribute_type(kind)
         .build()
-        .map_err(|e| StoreError::Internal(e.to_string()))
+        .map_err(DbError::internal)
 }
 
-fn key(name: &str, kind: KeyType) -> Result<KeySchemaElement, StoreError> {
+fn key(name: &str, kind: KeyType) -> Result<KeySchemaElement, DbError> {
     KeySchemaElement::builder()
         .attribute_name(name)
         .key_type(kind)
         .build()
-        .map_err(|e| StoreError::Internal(e.to_string()))
+        .map_err(DbError::internal)
 }
 
 /// Creates the data table unless it exists already.
-pub async fn create_data_table(client: &Client, table: &str) -> Result<(), StoreError> {
+pub async fn create_data_table(client: &Client, table: &str) -> Result<(), DbError> {
     if table_exists(client, table).await? {
         return Ok(());
     }
@@ -114,7 +114,7 @@ pub async fn create_data_table(client: &Client, table: &str) -> Result<(), Store
                             .build(),
                     )
                     .build()
-                    .map_err(|e| StoreError::Internal(e.to_string()))?,
+                    .map_err(DbError::internal)?,
             );
     }
     match request.send().await {
@@ -132,7 +132,7 @@ pub async fn create_data_table(client: &Client, table: &str) -> Result<(), Store
 }
 
 /// Whether `table` exists.
-pub async fn table_exists(client: &Client, table: &str) -> Result<bool, StoreError> {
+pub async fn table_exists(client: &Client, table: &str) -> Result<bool, DbError> {
     match client.describe_table().table_name(table).send().await {
         Ok(_) => Ok(true),
         Err(err)

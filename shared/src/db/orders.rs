@@ -2,19 +2,19 @@
 //!
 //! Placing, completing and cancelling an order each write the order and its
 //! pet in one transaction. The pet update is conditioned on exactly what its
-//! plan depended on (see [`crate::domain`]), written so that concurrent orders
+//! plan depended on (see [`crate::rules`]), written so that concurrent orders
 //! of a well-stocked pet do not invalidate each other: a plan that leaves stock
 //! above zero only needs `stock > :quantity`, and just the order that takes
 //! the last units pins `stock = :quantity` to make the pet pending.
 
-use super::page::{IndexQuery, Projection};
 use super::pets::{self, status_partition, StoredPet};
+use super::query::{IndexQuery, Projection};
 use super::{
-    backoff, from_item, n, new_id, s, to_item, too_contended, Page, Store, StoreError,
-    TransactOutcome, MAX_ATTEMPTS,
+    backoff, from_item, n, new_id, s, to_item, too_contended, Db, DbError, Page, TransactOutcome,
+    MAX_ATTEMPTS,
 };
-use crate::domain::{self, Refusal};
-use crate::model::{Id, NewOrder, Order, OrderPatch};
+use crate::records::{Id, NewOrder, Order, OrderPatch};
+use crate::rules::{self, RuleViolation};
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
@@ -64,10 +64,6 @@ pub struct OrderFilter {
     pub complete: Option<bool>,
 }
 
-fn build_error(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Internal(e.to_string())
-}
-
 /// The pet side of an order transaction: an update and its condition.
 struct PetChange {
     set: Vec<&'static str>,
@@ -100,14 +96,14 @@ impl PetChange {
     }
 
     /// Moves the pet to `status`, keeping its status index in step.
-    fn status(self, status: crate::model::PetStatus) -> PetChange {
+    fn status(self, status: crate::records::PetStatus) -> PetChange {
         self.set("#status = :new_status")
             .set("GSI2PK = :new_gsi2")
             .value(":new_status", s(status.as_str()))
             .value(":new_gsi2", s(status_partition(status)))
     }
 
-    fn build(self, store: &Store, pet: Id) -> Result<TransactWriteItem, StoreError> {
+    fn build(self, store: &Db, pet: Id) -> Result<TransactWriteItem, DbError> {
         let update_expression = format!("SET {}", self.set.join(", "));
         let condition_expression = self.condition.join(" AND ");
         // DynamoDB refuses a name placeholder that no expression uses.
@@ -124,25 +120,21 @@ impl PetChange {
             )
             .set_expression_attribute_values(Some(self.values))
             .build()
-            .map_err(build_error)?;
+            .map_err(DbError::internal)?;
         Ok(TransactWriteItem::builder().update(update).build())
     }
 }
 
-impl Store {
+impl Db {
     /// Stores an order and takes its units from stock, in one transaction.
-    pub async fn place_order(
-        &self,
-        new: NewOrder,
-        now: DateTime<Utc>,
-    ) -> Result<Order, StoreError> {
+    pub async fn place_order(&self, new: NewOrder, now: DateTime<Utc>) -> Result<Order, DbError> {
         let quantity = new.quantity.get();
         for attempt in 0..MAX_ATTEMPTS {
             let pet: StoredPet = self
                 .get_pet(new.pet_id)
                 .await?
-                .ok_or_else(|| Refusal::UnknownReference(format!("petId {}", new.pet_id)))?;
-            let planned = domain::place_order(pet.state(), quantity)?;
+                .ok_or_else(|| DbError::unknown_reference("petId", new.pet_id))?;
+            let planned = rules::place_order(pet.state(), quantity)?;
             let order = Order {
                 id: new_id(now),
                 pet_id: new.pet_id,
@@ -162,7 +154,7 @@ impl Store {
                 })?))
                 .condition_expression("attribute_not_exists(PK)")
                 .build()
-                .map_err(build_error)?;
+                .map_err(DbError::internal)?;
             let change = PetChange::new()
                 .set("openOrders = openOrders + :one")
                 .value(":one", n(1))
@@ -194,17 +186,17 @@ impl Store {
         Err(too_contended("place order"))
     }
 
-    pub async fn get_order(&self, id: Id) -> Result<Option<Order>, StoreError> {
+    pub async fn get_order(&self, id: Id) -> Result<Option<Order>, DbError> {
         self.get_item(format!("ORDER#{id}"), SK)
             .await?
             .map(from_item)
             .transpose()
     }
 
-    async fn existing_order(&self, id: Id) -> Result<Order, StoreError> {
+    async fn existing_order(&self, id: Id) -> Result<Order, DbError> {
         self.get_order(id)
             .await?
-            .ok_or_else(|| Refusal::NotFound(format!("order {id}")).into())
+            .ok_or_else(|| DbError::not_found("order", id))
     }
 
     /// Lists orders, newest first.
@@ -213,7 +205,7 @@ impl Store {
         filter: OrderFilter,
         limit: usize,
         after: Option<u64>,
-    ) -> Result<Page<Order>, StoreError> {
+    ) -> Result<Page<Order>, DbError> {
         let complete_filter = |complete: bool| {
             (
                 "complete = :complete",
@@ -250,14 +242,14 @@ impl Store {
         id: Id,
         patch: OrderPatch,
         now: DateTime<Utc>,
-    ) -> Result<Order, StoreError> {
+    ) -> Result<Order, DbError> {
         for attempt in 0..MAX_ATTEMPTS {
             let order = self.existing_order(id).await?;
             if order.complete {
                 if patch.complete.is_none() && patch.ship_date.is_none() {
                     return Ok(order);
                 }
-                return Err(Refusal::OrderComplete.into());
+                return Err(RuleViolation::OrderComplete.into());
             }
             let completing = patch.complete == Some(true);
             let ship_date = patch.ship_date.or(order.ship_date);
@@ -294,11 +286,11 @@ impl Store {
             let update = update
                 .update_expression(format!("SET {}", set.join(", ")))
                 .build()
-                .map_err(build_error)?;
+                .map_err(DbError::internal)?;
             let mut items = vec![TransactWriteItem::builder().update(update).build()];
             if completing {
                 let pet = self.existing_pet(order.pet_id).await?;
-                let planned = domain::complete_order(pet.state());
+                let planned = rules::complete_order(pet.state());
                 let change = PetChange::new()
                     .set("openOrders = openOrders - :one")
                     .value(":one", n(1))
@@ -324,22 +316,22 @@ impl Store {
     }
 
     /// Cancels an incomplete order: deletes it and returns its units to stock.
-    pub async fn cancel_order(&self, id: Id) -> Result<(), StoreError> {
+    pub async fn cancel_order(&self, id: Id) -> Result<(), DbError> {
         for attempt in 0..MAX_ATTEMPTS {
             let order = self.existing_order(id).await?;
             if order.complete {
-                return Err(Refusal::OrderComplete.into());
+                return Err(RuleViolation::OrderComplete.into());
             }
             let quantity = order.quantity.get();
             let pet = self.existing_pet(order.pet_id).await?;
-            let planned = domain::cancel_order(pet.state(), quantity);
+            let planned = rules::cancel_order(pet.state(), quantity);
             let delete = Delete::builder()
                 .table_name(self.table())
                 .set_key(Some(key(id)))
                 .condition_expression("complete = :false")
                 .expression_attribute_values(":false", AttributeValue::Bool(false))
                 .build()
-                .map_err(build_error)?;
+                .map_err(DbError::internal)?;
             let change = PetChange::new()
                 .set("stock = stock + :quantity")
                 .set("openOrders = openOrders - :one")

@@ -1,6 +1,6 @@
 //! Paged queries on the GSIs, and the opaque cursor that continues them.
 
-use super::{classify, n, s, Item, Store, StoreError};
+use super::{classify, n, s, Db, DbError, Item};
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
 
@@ -93,7 +93,7 @@ pub(crate) struct IndexQuery<'a> {
     pub projection: Projection,
 }
 
-impl Store {
+impl Db {
     /// Reads up to `limit` items after `after`, and whether more exist.
     ///
     /// A filter expression applies after DynamoDB's own limit, so a filtered
@@ -104,7 +104,7 @@ impl Store {
         query: IndexQuery<'_>,
         limit: usize,
         after: Option<u64>,
-    ) -> Result<Page<Item>, StoreError> {
+    ) -> Result<Page<Item>, DbError> {
         let pk_attr = format!("{}PK", query.index);
         let mut key_condition = "#pk = :pk".to_string();
         if after.is_some() {

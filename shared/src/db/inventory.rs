@@ -1,10 +1,10 @@
 //! Inventory entries: the `stock` of each pet item, read and set.
 
-use super::page::Projection;
 use super::pets::{self, status_partition, PetFilter};
-use super::{classify, from_item, n, s, Page, Store, StoreError, MAX_ATTEMPTS};
-use crate::domain;
-use crate::model::{Id, InventoryItem, PetStatus, StockQuantity};
+use super::query::Projection;
+use super::{classify, from_item, n, s, Db, DbError, Page, MAX_ATTEMPTS};
+use crate::records::{Id, InventoryItem, PetStatus, StockQuantity};
+use crate::rules;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::ReturnValue;
 
@@ -21,17 +21,17 @@ const STOCK_FIELDS: Projection = Projection {
     names: &[("#status", "status")],
 };
 
-fn inventory_item(row: StockRow) -> Result<InventoryItem, StoreError> {
+fn inventory_item(row: StockRow) -> Result<InventoryItem, DbError> {
     Ok(InventoryItem {
         pet_id: row.id,
         quantity: StockQuantity::new(row.stock).ok_or_else(|| {
-            StoreError::Internal(format!("pet {} holds stock {}", row.id, row.stock))
+            DbError::internal(format!("pet {} holds stock {}", row.id, row.stock))
         })?,
         status: row.status,
     })
 }
 
-fn stored_inventory_item(pet: &pets::StoredPet) -> Result<InventoryItem, StoreError> {
+fn stored_inventory_item(pet: &pets::StoredPet) -> Result<InventoryItem, DbError> {
     inventory_item(StockRow {
         id: pet.pet.id,
         stock: pet.stock,
@@ -39,8 +39,8 @@ fn stored_inventory_item(pet: &pets::StoredPet) -> Result<InventoryItem, StoreEr
     })
 }
 
-impl Store {
-    pub async fn get_inventory(&self, pet: Id) -> Result<Option<InventoryItem>, StoreError> {
+impl Db {
+    pub async fn get_inventory(&self, pet: Id) -> Result<Option<InventoryItem>, DbError> {
         self.get_pet(pet)
             .await?
             .as_ref()
@@ -53,7 +53,7 @@ impl Store {
         status: Option<PetStatus>,
         limit: usize,
         after: Option<u64>,
-    ) -> Result<Page<InventoryItem>, StoreError> {
+    ) -> Result<Page<InventoryItem>, DbError> {
         let filter = PetFilter {
             status,
             category_id: None,
@@ -70,10 +70,10 @@ impl Store {
         &self,
         pet_id: Id,
         quantity: StockQuantity,
-    ) -> Result<InventoryItem, StoreError> {
+    ) -> Result<InventoryItem, DbError> {
         for _ in 0..MAX_ATTEMPTS {
             let pet = self.existing_pet(pet_id).await?;
-            let planned = domain::set_stock(pet.state(), quantity);
+            let planned = rules::set_stock(pet.state(), quantity);
             let mut condition = vec!["attribute_exists(PK)", "#status = :old_status"];
             let mut request = self
                 .client

@@ -1,12 +1,12 @@
 //! Category items, their case-insensitive name guards, and their pet counts.
 
-use super::page::{IndexQuery, Projection};
+use super::query::{IndexQuery, Projection};
 use super::{
-    backoff, from_item, n, new_id, s, to_item, too_contended, Page, Store, StoreError,
-    TransactOutcome, MAX_ATTEMPTS,
+    backoff, from_item, n, new_id, s, to_item, too_contended, Db, DbError, Page, TransactOutcome,
+    MAX_ATTEMPTS,
 };
-use crate::domain::Refusal;
-use crate::model::{Category, Id, Name, NewCategory};
+use crate::records::{Category, Id, Name, NewCategory};
+use crate::rules::RuleViolation;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -57,11 +57,7 @@ struct CategoryItem<'a> {
     pet_count: u64,
 }
 
-fn build_error(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Internal(e.to_string())
-}
-
-impl Store {
+impl Db {
     /// A transaction step that moves a category's pet count by `delta`;
     /// `must_exist` makes it the check that a pet's category exists.
     pub(crate) fn category_count(
@@ -69,7 +65,7 @@ impl Store {
         category: Id,
         delta: i64,
         must_exist: bool,
-    ) -> Result<TransactWriteItem, StoreError> {
+    ) -> Result<TransactWriteItem, DbError> {
         let mut update = Update::builder()
             .table_name(&self.table)
             .set_key(Some(key(category)))
@@ -79,11 +75,11 @@ impl Store {
             update = update.condition_expression("attribute_exists(PK)");
         }
         Ok(TransactWriteItem::builder()
-            .update(update.build().map_err(build_error)?)
+            .update(update.build().map_err(DbError::internal)?)
             .build())
     }
 
-    fn name_guard_put(&self, name: &Name, id: Id) -> Result<TransactWriteItem, StoreError> {
+    fn name_guard_put(&self, name: &Name, id: Id) -> Result<TransactWriteItem, DbError> {
         let mut item = name_key(name);
         item.insert("categoryId".into(), n(id));
         let put = Put::builder()
@@ -91,16 +87,16 @@ impl Store {
             .set_item(Some(item))
             .condition_expression("attribute_not_exists(PK)")
             .build()
-            .map_err(build_error)?;
+            .map_err(DbError::internal)?;
         Ok(TransactWriteItem::builder().put(put).build())
     }
 
-    fn name_guard_delete(&self, name: &Name) -> Result<TransactWriteItem, StoreError> {
+    fn name_guard_delete(&self, name: &Name) -> Result<TransactWriteItem, DbError> {
         let delete = Delete::builder()
             .table_name(&self.table)
             .set_key(Some(name_key(name)))
             .build()
-            .map_err(build_error)?;
+            .map_err(DbError::internal)?;
         Ok(TransactWriteItem::builder().delete(delete).build())
     }
 
@@ -109,7 +105,7 @@ impl Store {
         &self,
         new: NewCategory,
         now: DateTime<Utc>,
-    ) -> Result<Category, StoreError> {
+    ) -> Result<Category, DbError> {
         for attempt in 0..MAX_ATTEMPTS {
             let category = Category {
                 id: new_id(now),
@@ -128,14 +124,16 @@ impl Store {
                 .set_item(Some(item))
                 .condition_expression("attribute_not_exists(PK)")
                 .build()
-                .map_err(build_error)?;
+                .map_err(DbError::internal)?;
             let items = vec![
                 TransactWriteItem::builder().put(put).build(),
                 self.name_guard_put(&category.name, category.id)?,
             ];
             match self.transact(items).await? {
                 TransactOutcome::Done => return Ok(category),
-                TransactOutcome::ConditionFailed(1) => return Err(Refusal::CategoryExists.into()),
+                TransactOutcome::ConditionFailed(1) => {
+                    return Err(RuleViolation::CategoryExists.into())
+                }
                 TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => {
                     backoff(attempt).await
                 }
@@ -144,24 +142,24 @@ impl Store {
         Err(too_contended("create category"))
     }
 
-    pub async fn get_category(&self, id: Id) -> Result<Option<StoredCategory>, StoreError> {
+    pub async fn get_category(&self, id: Id) -> Result<Option<StoredCategory>, DbError> {
         self.get_item(format!("CATEGORY#{id}"), SK)
             .await?
             .map(from_item)
             .transpose()
     }
 
-    async fn existing_category(&self, id: Id) -> Result<StoredCategory, StoreError> {
+    async fn existing_category(&self, id: Id) -> Result<StoredCategory, DbError> {
         self.get_category(id)
             .await?
-            .ok_or_else(|| Refusal::NotFound(format!("category {id}")).into())
+            .ok_or_else(|| DbError::not_found("category", id))
     }
 
     pub async fn list_categories(
         &self,
         limit: usize,
         after: Option<u64>,
-    ) -> Result<Page<Category>, StoreError> {
+    ) -> Result<Page<Category>, DbError> {
         let query = IndexQuery {
             index: "GSI1",
             partition: "CATEGORY".into(),
@@ -179,7 +177,7 @@ impl Store {
 
     /// Replaces a category's name and description. A new name moves the name
     /// guard in the same transaction, so two renames can never take one name.
-    pub async fn replace_category(&self, id: Id, new: NewCategory) -> Result<Category, StoreError> {
+    pub async fn replace_category(&self, id: Id, new: NewCategory) -> Result<Category, DbError> {
         for attempt in 0..MAX_ATTEMPTS {
             let current = self.existing_category(id).await?.category;
             let updated = Category {
@@ -201,7 +199,7 @@ impl Store {
                 None => update.update_expression("SET #name = :name REMOVE description"),
             };
             let mut items = vec![TransactWriteItem::builder()
-                .update(update.build().map_err(build_error)?)
+                .update(update.build().map_err(DbError::internal)?)
                 .build()];
             if new.name.folded() != current.name.folded() {
                 items.push(self.name_guard_delete(&current.name)?);
@@ -209,7 +207,9 @@ impl Store {
             }
             match self.transact(items).await? {
                 TransactOutcome::Done => return Ok(updated),
-                TransactOutcome::ConditionFailed(2) => return Err(Refusal::CategoryExists.into()),
+                TransactOutcome::ConditionFailed(2) => {
+                    return Err(RuleViolation::CategoryExists.into())
+                }
                 TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => {
                     backoff(attempt).await
                 }
@@ -219,11 +219,11 @@ impl Store {
     }
 
     /// Deletes a category that no pet is in, and frees its name.
-    pub async fn delete_category(&self, id: Id) -> Result<(), StoreError> {
+    pub async fn delete_category(&self, id: Id) -> Result<(), DbError> {
         for attempt in 0..MAX_ATTEMPTS {
             let current = self.existing_category(id).await?;
             if current.pet_count > 0 {
-                return Err(Refusal::CategoryInUse.into());
+                return Err(RuleViolation::CategoryInUse.into());
             }
             let delete = Delete::builder()
                 .table_name(&self.table)
@@ -233,7 +233,7 @@ impl Store {
                 .expression_attribute_values(":zero", n(0))
                 .expression_attribute_values(":name", s(current.category.name.as_str()))
                 .build()
-                .map_err(build_error)?;
+                .map_err(DbError::internal)?;
             let items = vec![
                 TransactWriteItem::builder().delete(delete).build(),
                 self.name_guard_delete(&current.category.name)?,
@@ -249,6 +249,6 @@ impl Store {
     }
 }
 
-fn to_item_value<T: Serialize>(value: &T) -> Result<AttributeValue, StoreError> {
-    serde_dynamo::to_attribute_value(value).map_err(build_error)
+fn to_item_value<T: Serialize>(value: &T) -> Result<AttributeValue, DbError> {
+    serde_dynamo::to_attribute_value(value).map_err(DbError::internal)
 }

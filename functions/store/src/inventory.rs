@@ -1,15 +1,15 @@
 //! `/store/inventory` (beta): list stock, read one pet's stock, set it.
 
-use super::request::{next_link, JsonBody, QueryParams};
-use super::{json, page};
-use crate::error::ApiError;
-use crate::model::{Id, InventoryUpdate, PetStatus};
-use crate::App;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use http::{HeaderValue, StatusCode};
+use petstore::http::error::ApiError;
+use petstore::http::extract::{next_link, JsonBody, QueryParams};
+use petstore::http::respond::{json, list_page};
+use petstore::records::{Id, InventoryUpdate, PetStatus};
+use petstore::App;
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -34,16 +34,16 @@ async fn list_inventory(State(app): State<App>, query: QueryParams) -> Result<Re
         .get("status")
         .map(|s| PetStatus::parse(s, "status"))
         .transpose()?;
-    let paging = query.paging("inventory")?;
+    let page = query.page_request("inventory")?;
     let found = app
-        .store
-        .list_inventory(status, paging.limit, paging.after)
+        .db
+        .list_inventory(status, page.limit, page.after)
         .await?;
     let filters: Vec<_> = status.iter().map(|s| ("status", s.to_string())).collect();
     let next = found
         .next_after
-        .map(|after| next_link("/store/inventory", &filters, &paging, after));
-    Ok(page(&found.items, next))
+        .map(|after| next_link("/store/inventory", &filters, &page, after));
+    Ok(list_page(&found.items, next))
 }
 
 async fn get_inventory(
@@ -51,7 +51,7 @@ async fn get_inventory(
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "petId")?;
-    match app.store.get_inventory(id).await? {
+    match app.db.get_inventory(id).await? {
         Some(item) => Ok(json(StatusCode::OK, &item)),
         None => Err(ApiError::not_found("pet", id)),
     }
@@ -64,6 +64,6 @@ async fn set_inventory(
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "petId")?;
     let update = InventoryUpdate::parse(&body)?;
-    let item = app.store.set_stock(id, update.quantity).await?;
+    let item = app.db.set_stock(id, update.quantity).await?;
     Ok(json(StatusCode::OK, &item))
 }

@@ -1,22 +1,19 @@
 //! The rules of section 3 of the contract: stock, orders and pet status.
 //!
 //! Each rule is a pure function from the state a pet is in to the state it
-//! should move to. The store reads the state, plans with these functions, and
-//! writes the plan with a condition that the state is still the one it planned
-//! from; if another request got there first the condition fails and the store
-//! plans again from the fresh state. So the rules live here, once, and the
-//! atomicity lives in [`crate::store`].
+//! should move to. The database layer ([`crate::db`]) reads the state, plans
+//! with these functions, and writes the plan with a condition that the state is
+//! still the one it planned from; if another request got there first the
+//! condition fails and it plans again from the fresh state.
+//!
+//! This layer knows records, not HTTP or DynamoDB: a forbidden change is a
+//! [`RuleViolation`], which the HTTP edge maps to its status once.
 
-use crate::model::{PetStatus, StockQuantity};
-use http::StatusCode;
+use crate::records::{PetStatus, StockQuantity};
 
-/// Why the current state forbids a request (the 404, 409 and 422 answers).
+/// Why the current state forbids a change (the contract's 409 answers).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
-    #[error("{0} does not exist")]
-    NotFound(String),
-    #[error("{0} names no record")]
-    UnknownReference(String),
+pub enum RuleViolation {
     #[error("the pet is not available for ordering")]
     PetNotAvailable,
     #[error("only {in_stock} in stock, {requested} requested")]
@@ -33,30 +30,6 @@ pub enum Refusal {
     InvalidStatusTransition { from: PetStatus, to: PetStatus },
 }
 
-impl Refusal {
-    pub fn status(&self) -> StatusCode {
-        match self {
-            Refusal::NotFound(_) => StatusCode::NOT_FOUND,
-            Refusal::UnknownReference(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            _ => StatusCode::CONFLICT,
-        }
-    }
-
-    pub fn code(&self) -> &'static str {
-        match self {
-            Refusal::NotFound(_) => "NOT_FOUND",
-            Refusal::UnknownReference(_) => "UNKNOWN_REFERENCE",
-            Refusal::PetNotAvailable => "PET_NOT_AVAILABLE",
-            Refusal::InsufficientStock { .. } => "INSUFFICIENT_STOCK",
-            Refusal::OrderComplete => "ORDER_COMPLETE",
-            Refusal::PetHasOpenOrders => "PET_HAS_OPEN_ORDERS",
-            Refusal::CategoryInUse => "CATEGORY_IN_USE",
-            Refusal::CategoryExists => "CATEGORY_EXISTS",
-            Refusal::InvalidStatusTransition { .. } => "INVALID_STATUS_TRANSITION",
-        }
-    }
-}
-
 /// What the stock rules need to know about a pet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StockState {
@@ -67,7 +40,7 @@ pub struct StockState {
 }
 
 /// A direct status change (PUT/PATCH on a pet) must be one of the allowed moves.
-pub fn check_transition(from: PetStatus, to: PetStatus) -> Result<(), Refusal> {
+pub fn check_transition(from: PetStatus, to: PetStatus) -> Result<(), RuleViolation> {
     use PetStatus::*;
     match (from, to) {
         (a, b) if a == b => Ok(()),
@@ -76,7 +49,7 @@ pub fn check_transition(from: PetStatus, to: PetStatus) -> Result<(), Refusal> {
         | (Pending, Available)
         | (Pending, Sold)
         | (Sold, Available) => Ok(()),
-        (from, to) => Err(Refusal::InvalidStatusTransition { from, to }),
+        (from, to) => Err(RuleViolation::InvalidStatusTransition { from, to }),
     }
 }
 
@@ -89,12 +62,12 @@ pub fn initial_stock(status: PetStatus) -> u32 {
 }
 
 /// The state after an order of `quantity` units is placed.
-pub fn place_order(state: StockState, quantity: u32) -> Result<StockState, Refusal> {
+pub fn place_order(state: StockState, quantity: u32) -> Result<StockState, RuleViolation> {
     if state.status != PetStatus::Available {
-        return Err(Refusal::PetNotAvailable);
+        return Err(RuleViolation::PetNotAvailable);
     }
     if state.stock < quantity {
-        return Err(Refusal::InsufficientStock {
+        return Err(RuleViolation::InsufficientStock {
             in_stock: state.stock,
             requested: quantity,
         });
@@ -191,8 +164,11 @@ mod tests {
             }
         }
         assert_eq!(
-            check_transition(Sold, Pending).unwrap_err().code(),
-            "INVALID_STATUS_TRANSITION"
+            check_transition(Sold, Pending),
+            Err(RuleViolation::InvalidStatusTransition {
+                from: Sold,
+                to: Pending
+            })
         );
     }
 
@@ -207,15 +183,18 @@ mod tests {
     fn an_order_needs_an_available_pet_and_enough_stock() {
         assert_eq!(
             place_order(state(Pending, 5, 0), 1),
-            Err(Refusal::PetNotAvailable)
+            Err(RuleViolation::PetNotAvailable)
         );
         assert_eq!(
             place_order(state(Sold, 5, 0), 1),
-            Err(Refusal::PetNotAvailable)
+            Err(RuleViolation::PetNotAvailable)
         );
         assert_eq!(
-            place_order(state(Available, 2, 0), 3).unwrap_err().code(),
-            "INSUFFICIENT_STOCK"
+            place_order(state(Available, 2, 0), 3),
+            Err(RuleViolation::InsufficientStock {
+                in_stock: 2,
+                requested: 3
+            })
         );
         assert_eq!(
             place_order(state(Available, 5, 0), 2),

@@ -1,0 +1,53 @@
+//! Categories: the record and the body that creates or replaces one.
+
+use super::json::{optional, required, string, JsonObject};
+use super::{Description, Id, Name, ValidationError};
+use serde::{Deserialize, Serialize};
+
+/// A category, as the API shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Category {
+    pub id: Id,
+    pub name: Name,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<Description>,
+}
+
+/// The body of `POST /categories` and `PUT /categories/{categoryId}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewCategory {
+    pub name: Name,
+    pub description: Option<Description>,
+}
+
+impl NewCategory {
+    pub fn parse(body: &JsonObject) -> Result<NewCategory, ValidationError> {
+        Ok(NewCategory {
+            name: Name::parse(string(required(body, "name")?, "name")?, "name")?,
+            description: optional(body, "description")
+                .map(|v| Description::parse(string(v, "description")?))
+                .transpose()?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn absent_optional_fields_are_omitted_not_null() -> Result<(), Box<dyn std::error::Error>> {
+        let category = Category {
+            id: Id::clamped(1),
+            name: Name::parse("Dogs", "name")?,
+            description: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&category)?,
+            json!({"id": 1, "name": "Dogs"})
+        );
+        Ok(())
+    }
+}

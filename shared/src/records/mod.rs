@@ -1,0 +1,39 @@
+//! The contract's records, and the types that can only hold valid values.
+//!
+//! Requests are parsed in two steps: the HTTP edge reads the body into a JSON
+//! object, then each body type's `parse` checks the fields it knows, naming
+//! the field at fault in a [`ValidationError`] (a 400 at the edge). Once
+//! parsed, a value is valid: an [`Id`] is in range, a [`Name`] is trimmed and
+//! bounded, an [`OrderQuantity`] is 1–1000.
+//!
+//! This layer depends on nothing else in the crate.
+
+mod category;
+mod id;
+mod inventory;
+mod json;
+mod order;
+mod pet;
+mod quantity;
+mod text;
+
+pub use category::{Category, NewCategory};
+pub use id::{Id, MAX_ID};
+pub use inventory::{InventoryItem, InventoryUpdate};
+pub use json::JsonObject;
+pub use order::{NewOrder, Order, OrderPatch};
+pub use pet::{NewPet, Pet, PetPatch, PetStatus};
+pub use quantity::{OrderQuantity, StockQuantity};
+pub use text::{Description, Name};
+
+/// A field or parameter that is missing, of the wrong type or out of range;
+/// the message names it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ValidationError(String);
+
+impl ValidationError {
+    pub fn new(message: impl Into<String>) -> ValidationError {
+        ValidationError(message.into())
+    }
+}
