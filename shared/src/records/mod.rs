@@ -8,6 +8,7 @@
 //!
 //! This layer depends on nothing else in the crate.
 
+mod caller;
 mod category;
 mod id;
 mod inventory;
@@ -17,6 +18,7 @@ mod pet;
 mod quantity;
 mod text;
 
+pub use caller::{Caller, OrderScope, Role};
 pub use category::{Category, NewCategory};
 pub use id::{Id, MAX_ID};
 pub use inventory::{InventoryItem, InventoryUpdate};

@@ -1,0 +1,66 @@
+//! Who is calling: the API key identity and its role (contract section 4a).
+
+use super::{Id, ValidationError};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// What a key may do. Customers read the catalogue and place, read and cancel
+/// their own orders; staff may do everything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    #[default]
+    Customer,
+    Staff,
+}
+
+impl Role {
+    pub const ALL: [Role; 2] = [Role::Customer, Role::Staff];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Customer => "customer",
+            Role::Staff => "staff",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Result<Role, ValidationError> {
+        Role::ALL
+            .into_iter()
+            .find(|role| role.as_str() == raw)
+            .ok_or_else(|| ValidationError::new("role must be customer or staff"))
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An authenticated caller: the key identity (which survives key rotation) and
+/// its role. The wrapper puts one on every admitted request with a valid key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller {
+    pub key_id: Id,
+    pub role: Role,
+}
+
+impl Caller {
+    /// Which orders this caller may see and change: its own, or (staff) all.
+    pub fn order_scope(&self) -> OrderScope {
+        match self.role {
+            Role::Staff => OrderScope::All,
+            Role::Customer => OrderScope::OwnedBy(self.key_id),
+        }
+    }
+}
+
+/// The orders an operation may touch. A customer's scope is part of every
+/// read's check and every write's DynamoDB condition, so another customer's
+/// order behaves exactly like a missing one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrderScope {
+    All,
+    OwnedBy(Id),
+}
