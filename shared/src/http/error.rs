@@ -21,6 +21,8 @@ pub enum ApiError {
     Validation(#[from] ValidationError),
     #[error("a valid API key is required in the X-API-Key header")]
     Unauthorized,
+    #[error("this API key's role may not call this operation")]
+    Forbidden,
     #[error("{0}")]
     NotFound(String),
     #[error("this method is not allowed on this path; the Allow header lists those that are")]
@@ -69,6 +71,7 @@ impl ApiError {
         match self {
             ApiError::MalformedJson(_) | ApiError::Validation(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
@@ -87,6 +90,7 @@ impl ApiError {
             ApiError::MalformedJson(_) => "MALFORMED_JSON",
             ApiError::Validation(_) => "VALIDATION_FAILED",
             ApiError::Unauthorized => "UNAUTHORIZED",
+            ApiError::Forbidden => "FORBIDDEN",
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::MethodNotAllowed { .. } => "METHOD_NOT_ALLOWED",
             ApiError::Conflict(violation) => conflict_code(violation),

@@ -1,33 +1,74 @@
-//! The HTTP edge: reading requests, the Error record, responses, and the
-//! wrapper every request and response passes through.
+//! The HTTP edge: reading requests, who may call what, the Error record,
+//! responses, and the wrapper every request and response passes through.
 //!
 //! Each Lambda function's crate owns its routes (`pets::routes()`,
-//! `store::routes()`); [`service`] makes a function's routes servable: the
-//! public `GET /openapi.json`, the JSON 404 fallback, and the
-//! [`wrapper::ApiLayer`]. The same value is handed to `lambda_http::run` in
-//! Lambda and to `axum::serve` by `petstore-local`, so local runs go through
-//! exactly the code that runs in Lambda.
+//! `store::routes()`); [`service`] makes a function's routes servable. The
+//! same value is handed to `lambda_http::run` in Lambda and to `axum::serve`
+//! by `petstore-local`, so local runs go through exactly the code that runs
+//! in Lambda.
 
+pub mod access;
+pub mod admission;
 pub mod error;
 pub mod extract;
 pub mod openapi;
+pub mod request_id;
 pub mod respond;
-pub mod wrapper;
 
 use crate::App;
+use axum::response::{IntoResponse, Response};
 use axum::Router;
 use error::ApiError;
+use http::{header, HeaderName, StatusCode};
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::request_id::PropagateRequestIdLayer;
+use tower_http::set_header::SetRequestHeaderLayer;
 
-/// A function's routes, ready to serve: `GET /openapi.json` is added, unknown
-/// paths answer the JSON 404, and every request goes through the wrapper.
+/// A function's routes, ready to serve. From the outside in:
+/// - the request id (API Gateway's, or fresh), on the request and the response;
+/// - [`admission::admit`]: count, answer 401/429/503, the rate-limit headers;
+/// - the 64 KiB body limit (its bare 413 becomes the Error record);
+/// - the router: `GET /openapi.json` added, the JSON 404 for unknown paths,
+///   the JSON 405 (axum adds `Allow`) for unserved methods.
 pub fn service(routes: Router<App>, app: App) -> Router {
+    let request_id = HeaderName::from_static(admission::REQUEST_ID);
     routes
         .merge(openapi::routes())
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .with_state(app.clone())
-        .layer(wrapper::ApiLayer::new(app))
+        // Each `layer` wraps everything above it: the last one is outermost.
+        .layer(RequestBodyLimitLayer::new(extract::MAX_BODY_BYTES))
+        .layer(axum::middleware::map_response(payload_too_large_record))
+        .layer(axum::middleware::from_fn_with_state(app, admission::admit))
+        .layer(PropagateRequestIdLayer::new(request_id.clone()))
+        .layer(SetRequestHeaderLayer::overriding(
+            request_id,
+            request_id::request_id,
+        ))
 }
 
 async fn not_found() -> ApiError {
     ApiError::NotFound("no such route".into())
+}
+
+async fn method_not_allowed() -> ApiError {
+    // axum adds `Allow` on the way out of this fallback.
+    ApiError::MethodNotAllowed {
+        allow: String::new(),
+    }
+}
+
+/// tower-http's body limit answers a plain-text 413; the contract wants the
+/// Error record.
+async fn payload_too_large_record(response: Response) -> Response {
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if response.status() == StatusCode::PAYLOAD_TOO_LARGE && !is_json {
+        ApiError::PayloadTooLarge.into_response()
+    } else {
+        response
+    }
 }

@@ -1,0 +1,134 @@
+//! Who may call what: the one table of (method, route) → roles (contract 4a).
+//!
+//! [`authorize`] runs as a route layer, so it sees the route axum matched and
+//! runs before the handler: before the body is read and before any data is
+//! touched. A route the router serves but this table does not list is refused
+//! to everyone (deny by default); a test holds this table to the routes of
+//! `openapi.yaml` and `template.yaml`. Unknown paths (404) and unserved
+//! methods (405) never reach it.
+
+use super::error::ApiError;
+use crate::records::{Caller, Role};
+use axum::extract::{MatchedPath, Request};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::Method;
+
+/// Who may call an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone, with or without a key (still counted).
+    Public,
+    /// Callers with one of these roles.
+    Roles(&'static [Role]),
+}
+
+const EVERY_ROLE: Access = Access::Roles(&[Role::Customer, Role::Staff]);
+const STAFF: Access = Access::Roles(&[Role::Staff]);
+
+/// Every operation of the contract and who may call it. Customers may read
+/// the catalogue and place, read and cancel their own orders (ownership is
+/// enforced by the database layer); everything else is staff's.
+pub const ACCESS: &[(Method, &str, Access)] = &[
+    (Method::GET, "/openapi.json", Access::Public),
+    (Method::GET, "/pets", EVERY_ROLE),
+    (Method::POST, "/pets", STAFF),
+    (Method::GET, "/pets/{petId}", EVERY_ROLE),
+    (Method::PUT, "/pets/{petId}", STAFF),
+    (Method::PATCH, "/pets/{petId}", STAFF),
+    (Method::DELETE, "/pets/{petId}", STAFF),
+    (Method::GET, "/categories", EVERY_ROLE),
+    (Method::POST, "/categories", STAFF),
+    (Method::GET, "/categories/{categoryId}", EVERY_ROLE),
+    (Method::PUT, "/categories/{categoryId}", STAFF),
+    (Method::DELETE, "/categories/{categoryId}", STAFF),
+    (Method::GET, "/store/orders", EVERY_ROLE),
+    (Method::POST, "/store/orders", EVERY_ROLE),
+    (Method::GET, "/store/orders/{orderId}", EVERY_ROLE),
+    (Method::PATCH, "/store/orders/{orderId}", STAFF),
+    (Method::DELETE, "/store/orders/{orderId}", EVERY_ROLE),
+    (Method::GET, "/store/inventory", EVERY_ROLE),
+    (Method::GET, "/store/inventory/{petId}", EVERY_ROLE),
+    (Method::PUT, "/store/inventory/{petId}", STAFF),
+];
+
+/// Who may call `method` on `route` (a route template, as axum matched it);
+/// `None` for an operation the table does not list. `HEAD` is a `GET`.
+pub fn access(method: &Method, route: &str) -> Option<Access> {
+    let method = if method == Method::HEAD {
+        &Method::GET
+    } else {
+        method
+    };
+    ACCESS
+        .iter()
+        .find(|(m, r, _)| m == method && *r == route)
+        .map(|(_, _, access)| *access)
+}
+
+/// Whether `path` may be called without a key, before any route is matched
+/// (the wrapper needs to know before it counts).
+pub fn is_public(method: &Method, path: &str) -> bool {
+    access(method, path) == Some(Access::Public)
+}
+
+/// Whether `caller` may call `method` on `route`.
+pub fn permits(method: &Method, route: &str, caller: Option<&Caller>) -> bool {
+    match access(method, route) {
+        Some(Access::Public) => true,
+        Some(Access::Roles(roles)) => caller.is_some_and(|c| roles.contains(&c.role)),
+        None => false,
+    }
+}
+
+/// The route layer: 403 `FORBIDDEN` unless the table lets this caller in.
+pub async fn authorize(matched: Option<MatchedPath>, req: Request, next: Next) -> Response {
+    let route = matched.as_ref().map_or("", MatchedPath::as_str);
+    if permits(req.method(), route, req.extensions().get::<Caller>()) {
+        next.run(req).await
+    } else {
+        ApiError::Forbidden.into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::Id;
+
+    fn caller(role: Role) -> Option<Caller> {
+        Id::new(1).map(|key_id| Caller { key_id, role })
+    }
+
+    #[test]
+    fn customers_read_the_catalogue_and_order_staff_do_everything() {
+        let customer = caller(Role::Customer);
+        let staff = caller(Role::Staff);
+        for (method, route, _) in ACCESS {
+            assert!(permits(method, route, staff.as_ref()), "{method} {route}");
+        }
+        assert!(permits(&Method::GET, "/pets", customer.as_ref()));
+        assert!(permits(&Method::HEAD, "/pets", customer.as_ref()));
+        assert!(permits(&Method::POST, "/store/orders", customer.as_ref()));
+        assert!(!permits(&Method::POST, "/pets", customer.as_ref()));
+        assert!(!permits(
+            &Method::PATCH,
+            "/store/orders/{orderId}",
+            customer.as_ref()
+        ));
+        assert!(!permits(
+            &Method::PUT,
+            "/store/inventory/{petId}",
+            customer.as_ref()
+        ));
+    }
+
+    #[test]
+    fn an_unlisted_operation_is_refused_to_everyone() {
+        let staff = caller(Role::Staff);
+        assert!(!permits(&Method::POST, "/store/inventory", staff.as_ref()));
+        assert!(!permits(&Method::GET, "/admin", staff.as_ref()));
+        assert!(!permits(&Method::GET, "/pets", None));
+        assert!(permits(&Method::GET, "/openapi.json", None));
+    }
+}

@@ -1,0 +1,112 @@
+//! Admission: the one layer of the wrapper that is ours.
+//!
+//! For every request, in Lambda and locally, it counts the request against
+//! its key's (or source IP's) limits before any handler runs, answering 401,
+//! 429 or 503 itself (see [`crate::ratelimit`]); lets a read's handler run
+//! while the request is counted; and puts the rate-limit headers on every
+//! response. The request id, the body limit and the 405 record come from
+//! tower-http and axum (see [`super::service`]).
+
+use super::access;
+use super::error::ApiError;
+use crate::ratelimit::{Admission, Verdict};
+use crate::App;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::Method;
+use std::net::{IpAddr, SocketAddr};
+use tracing::Instrument;
+
+/// The header API Gateway's (or a fresh) request id travels in.
+pub const REQUEST_ID: &str = "x-request-id";
+
+/// Who sent a request, as far as the wrapper can tell before routing it.
+#[derive(Debug, Clone)]
+pub struct Sender {
+    pub source_ip: Option<IpAddr>,
+    pub api_key: Option<String>,
+}
+
+impl Sender {
+    /// API Gateway's source IP in Lambda, the socket's locally, and the key.
+    pub fn of<B>(req: &http::Request<B>) -> Sender {
+        let from_gateway = req
+            .extensions()
+            .get::<lambda_http::request::RequestContext>()
+            .and_then(|context| {
+                use lambda_http::request::RequestContext as Ctx;
+                match context {
+                    Ctx::ApiGatewayV2(c) => c.http.source_ip.as_deref(),
+                    Ctx::ApiGatewayV1(c) => c.identity.source_ip.as_deref(),
+                    _ => None,
+                }
+            })
+            .and_then(|ip| ip.parse().ok());
+        let from_socket = || {
+            req.extensions()
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|c| c.0.ip())
+        };
+        Sender {
+            source_ip: from_gateway.or_else(from_socket),
+            api_key: req
+                .headers()
+                .get("x-api-key")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+        }
+    }
+}
+
+/// The middleware: count, then serve (or serve while counting), then add the
+/// rate-limit headers. Runs inside a span carrying the request id.
+pub async fn admit(State(app): State<App>, req: Request, next: Next) -> Response {
+    let request_id = req
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let span = tracing::info_span!("request", request_id = %request_id, method = %req.method(), path = %req.uri().path());
+    admit_and_serve(app, req, next).instrument(span).await
+}
+
+async fn admit_and_serve(app: App, req: Request, next: Next) -> Response {
+    let sender = Sender::of(&req);
+    let public = access::is_public(req.method(), req.uri().path());
+    let limiter = &app.limiter;
+    let counting = limiter.admit(sender.api_key.as_deref(), sender.source_ip);
+    // A read's handler runs while the request is counted, and its answer is
+    // dropped if the request is refused; only for callers that may be let in,
+    // so requests without a valid key cause no data reads.
+    let read = req.method() == Method::GET || req.method() == Method::HEAD;
+    let (admission, served) = if read && (public || limiter.may_be_valid(sender.api_key.as_deref()))
+    {
+        let (admission, response) = tokio::join!(counting, next.run(req));
+        (admission, Ok(response))
+    } else {
+        (counting.await, Err((req, next)))
+    };
+    let Admission { status, verdict } = admission;
+    let mut response = match answer_of(verdict, public) {
+        Some(refusal) => refusal,
+        None => match served {
+            Ok(response) => response,
+            Err((req, next)) => next.run(req).await,
+        },
+    };
+    status.apply(response.headers_mut());
+    response
+}
+
+/// The answer the admission itself gives, if it refuses the request.
+fn answer_of(verdict: Verdict, public: bool) -> Option<Response> {
+    match verdict {
+        Verdict::Refused(error) => Some(error.into_response()),
+        Verdict::Admitted { authenticated } if !authenticated && !public => {
+            Some(ApiError::Unauthorized.into_response())
+        }
+        Verdict::Admitted { .. } => None,
+    }
+}
