@@ -123,6 +123,62 @@ mod tests {
         ));
     }
 
+    /// The contract's operations, as (method, path, x-roles), from the
+    /// document the service serves. `template.yaml` and the routers are held
+    /// to the same route set by the integration tests (`routes`).
+    fn documented_operations() -> Vec<(Method, String, Vec<String>, bool)> {
+        let document: serde_json::Value =
+            serde_json::from_str(crate::http::openapi::OPENAPI_JSON).unwrap_or_default();
+        let mut operations = Vec::new();
+        let paths = document["paths"].as_object().cloned().unwrap_or_default();
+        for (path, item) in paths {
+            for (method, operation) in item.as_object().cloned().unwrap_or_default() {
+                const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
+                if !METHODS.contains(&method.as_str()) {
+                    continue; // `parameters` and other keys of a path item
+                }
+                let Ok(method) = method.to_uppercase().parse::<Method>() else {
+                    continue;
+                };
+                let roles = operation["x-roles"]
+                    .as_array()
+                    .map(|roles| {
+                        roles
+                            .iter()
+                            .filter_map(|r| r.as_str())
+                            .map(String::from)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let public = operation["security"].as_array().is_some_and(Vec::is_empty);
+                operations.push((method, path.clone(), roles, public));
+            }
+        }
+        operations
+    }
+
+    #[test]
+    fn the_table_is_the_contract_s_x_roles_operation_for_operation() {
+        let documented = documented_operations();
+        assert_eq!(documented.len(), ACCESS.len(), "{documented:?}");
+        for (method, path, roles, public) in &documented {
+            let expected = match access(method, path) {
+                Some(Access::Public) => {
+                    assert!(
+                        public,
+                        "{method} {path} is public here, not in the document"
+                    );
+                    vec!["customer".to_string(), "staff".to_string()]
+                }
+                Some(Access::Roles(listed)) => {
+                    listed.iter().map(|r| r.as_str().to_string()).collect()
+                }
+                None => panic!("{method} {path} is documented but missing from ACCESS"),
+            };
+            assert_eq!(roles, &expected, "x-roles of {method} {path}");
+        }
+    }
+
     #[test]
     fn an_unlisted_operation_is_refused_to_everyone() {
         let staff = caller(Role::Staff);
