@@ -26,7 +26,7 @@ VENV_STAMP := $(VENV)/.requirements-dev.installed
 LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
-.PHONY: help run test key build bench dynamodb-install dynamodb-start dynamodb-stop venv lint-template lint-openapi conformance
+.PHONY: help run test key build bench dynamodb-install dynamodb-start dynamodb-stop dynamodb-status venv lint-template lint-openapi conformance
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
@@ -34,9 +34,12 @@ help: ## List the targets
 	@echo
 	@echo "  Variables: PORT=$(PORT) DYNAMODB_PORT=$(DYNAMODB_PORT) ARGS=..."
 
+# The stop trap is set only once `start` has succeeded: a start refused because
+# the port is taken must not stop the DynamoDB Local that holds it.
 run: dynamodb-install ## Serve the API locally on PORT (3000) with DynamoDB Local on DYNAMODB_PORT (8000); Ctrl-C stops both
-	@trap '$(DYNAMODB) stop' EXIT; trap 'exit 130' INT TERM; \
+	@trap 'exit 130' INT TERM; \
 	$(DYNAMODB) start; \
+	trap '$(DYNAMODB) stop' EXIT; \
 	$(LOCAL_AWS) PORT=$(PORT) cargo run -p petstore-local
 
 test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on DynamoDB Local, the template and OpenAPI lints, the conformance run
@@ -78,8 +81,11 @@ dynamodb-install: ## Download DynamoDB Local into .local/dynamodb (once)
 dynamodb-start: dynamodb-install ## Start DynamoDB Local in the background on DYNAMODB_PORT
 	@$(DYNAMODB) start
 
-dynamodb-stop: ## Stop the DynamoDB Local that dynamodb-start started
+dynamodb-stop: ## Stop the DynamoDB Local that dynamodb-start started on DYNAMODB_PORT (nothing else)
 	@$(DYNAMODB) stop
+
+dynamodb-status: ## Which DynamoDB Locals started by dynamodb-start or run are running, per port
+	@$(DYNAMODB) status --all
 
 $(VENV_STAMP): requirements-dev.txt
 	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
