@@ -58,7 +58,7 @@ build: venv ## Build both functions for Lambda: target/lambda/{pets,store}/boots
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release $(LAMBDA_ARCH) --output-format zip -p pets -p store
 	@ls -l target/lambda/pets/bootstrap.zip target/lambda/store/bootstrap.zip
 
-lint-template: venv ## Lint template.yaml offline (cfn-lint, sam validate --lint)
+lint-template: venv ## Lint template.yaml offline (cfn-lint, sam validate --lint, the dashboard's JSON)
 	scripts/lint-template.sh
 
 lint-openapi: node_modules/.package-lock.json ## Lint openapi.yaml with Spectral (spectral:oas, every rule)
