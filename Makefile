@@ -26,7 +26,7 @@ VENV_STAMP := $(VENV)/.requirements-dev.installed
 LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
-.PHONY: help run test key build bench dynamodb-install dynamodb-start dynamodb-stop venv lint-template lint-openapi conformance
+.PHONY: help run test key build bench dynamodb-install dynamodb-start dynamodb-stop dynamodb-status venv lint-template lint-openapi conformance clients
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
@@ -34,18 +34,21 @@ help: ## List the targets
 	@echo
 	@echo "  Variables: PORT=$(PORT) DYNAMODB_PORT=$(DYNAMODB_PORT) ARGS=..."
 
+# The stop trap is set only once `start` has succeeded: a start refused because
+# the port is taken must not stop the DynamoDB Local that holds it.
 run: dynamodb-install ## Serve the API locally on PORT (3000) with DynamoDB Local on DYNAMODB_PORT (8000); Ctrl-C stops both
-	@trap '$(DYNAMODB) stop' EXIT; trap 'exit 130' INT TERM; \
+	@trap 'exit 130' INT TERM; \
 	$(DYNAMODB) start; \
+	trap '$(DYNAMODB) stop' EXIT; \
 	$(LOCAL_AWS) PORT=$(PORT) cargo run -p petstore-local
 
-test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on DynamoDB Local, the template and OpenAPI lints, the conformance run
+test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on DynamoDB Local, the template and OpenAPI lints, the conformance run, the generated clients
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(DYNAMODB) install
 	@mkdir -p .local
 	cargo test --workspace 2>&1 | tee .local/cargo-test.log
-	$(MAKE) lint-template lint-openapi conformance
+	$(MAKE) lint-template lint-openapi conformance clients
 	@scripts/test-summary.sh .local/cargo-test.log
 
 key: ## Create an API key on the running local stack (make key ARGS="--plan pro")
@@ -55,7 +58,7 @@ build: venv ## Build both functions for Lambda: target/lambda/{pets,store}/boots
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release $(LAMBDA_ARCH) --output-format zip -p pets -p store
 	@ls -l target/lambda/pets/bootstrap.zip target/lambda/store/bootstrap.zip
 
-lint-template: venv ## Lint template.yaml offline (cfn-lint, sam validate --lint)
+lint-template: venv ## Lint template.yaml offline (cfn-lint, sam validate --lint, the dashboard's JSON)
 	scripts/lint-template.sh
 
 lint-openapi: node_modules/.package-lock.json ## Lint openapi.yaml with Spectral (spectral:oas, every rule)
@@ -66,6 +69,9 @@ node_modules/.package-lock.json: package-lock.json
 
 conformance: venv dynamodb-install ## Run schemathesis against the local stack (openapi.yaml vs the service)
 	scripts/conformance.sh
+
+clients: venv dynamodb-install node_modules/.package-lock.json ## Generate Python and TypeScript clients from openapi.yaml (.local/clients), type-check the TypeScript flow, run the Python flow on the local stack
+	scripts/clients.sh
 
 venv: $(VENV_STAMP) ## Install the pinned Python tools into .venv (requirements-dev.txt)
 
@@ -78,8 +84,11 @@ dynamodb-install: ## Download DynamoDB Local into .local/dynamodb (once)
 dynamodb-start: dynamodb-install ## Start DynamoDB Local in the background on DYNAMODB_PORT
 	@$(DYNAMODB) start
 
-dynamodb-stop: ## Stop the DynamoDB Local that dynamodb-start started
+dynamodb-stop: ## Stop the DynamoDB Local that dynamodb-start started on DYNAMODB_PORT (nothing else)
 	@$(DYNAMODB) stop
+
+dynamodb-status: ## Which DynamoDB Locals started by dynamodb-start or run are running, per port
+	@$(DYNAMODB) status --all
 
 $(VENV_STAMP): requirements-dev.txt
 	test -x $(VENV)/bin/python || python3 -m venv $(VENV)

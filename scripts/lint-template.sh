@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Lints template.yaml offline: cfn-lint, then `sam validate --lint` (which also
-# runs the SAM transform). Both come from .venv (requirements-dev.txt).
+# runs the SAM transform), then scripts/check-dashboard.py (the dashboard's JSON
+# body, which cfn-lint does not look into). All from .venv (requirements-dev.txt).
 #
 #   scripts/lint-template.sh [TEMPLATE]      default: template.yaml
 set -euo pipefail
@@ -27,3 +28,5 @@ echo "cfn-lint $TEMPLATE" >&2
 "$VENV/bin/cfn-lint" "$TEMPLATE"
 echo "sam validate --lint $TEMPLATE" >&2
 HOME="$SAM_HOME" "$VENV/bin/sam" validate --lint --template-file "$TEMPLATE"
+echo "check-dashboard $TEMPLATE" >&2
+"$VENV/bin/python" "$ROOT/scripts/check-dashboard.py" "$TEMPLATE"

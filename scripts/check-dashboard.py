@@ -1,0 +1,65 @@
+"""Checks what cfn-lint cannot see: the dashboard bodies in template.yaml.
+
+A dashboard body is a JSON string inside `!Sub`; CloudFormation would only
+reject a broken one at deploy time. Each `${...}` must name a parameter, a
+resource (`${Res}`, `${Res.Attr}`) or a pseudo parameter; then, with every
+`${...}` replaced by a number, the body must be JSON with widgets whose metric
+widgets name a region and metrics. Run by scripts/lint-template.sh.
+
+    python scripts/check-dashboard.py template.yaml
+"""
+
+import json
+import re
+import sys
+
+from cfnlint.decode import decode  # the same YAML loader cfn-lint uses
+
+VARIABLE = re.compile(r"\$\{([^}!][^}]*)\}")
+
+
+def bodies(template):
+    for name, resource in template.get("Resources", {}).items():
+        if resource.get("Type") == "AWS::CloudWatch::Dashboard":
+            body = resource.get("Properties", {}).get("DashboardBody")
+            if isinstance(body, dict) and "Fn::Sub" in body:
+                body = body["Fn::Sub"]
+            yield name, body
+
+
+def problems(template):
+    known = set(template.get("Parameters", {})) | set(template.get("Resources", {}))
+    for name, body in bodies(template):
+        if not isinstance(body, str):
+            yield f"{name}: DashboardBody is not a string or a plain !Sub of one"
+            continue
+        for variable in sorted(set(VARIABLE.findall(body))):
+            if not variable.startswith("AWS::") and variable.split(".")[0] not in known:
+                yield f"{name}: ${{{variable}}} names no parameter or resource"
+        try:
+            document = json.loads(VARIABLE.sub("0", body))
+        except json.JSONDecodeError as error:
+            yield f"{name}: DashboardBody is not JSON: {error}"
+            continue
+        for index, widget in enumerate(document.get("widgets") or [None]):
+            if not isinstance(widget, dict):
+                yield f"{name}: widget {index} is missing or not an object"
+            elif widget.get("type") == "metric":
+                properties = widget.get("properties", {})
+                if not properties.get("region") or not properties.get("metrics"):
+                    yield f"{name}: metric widget {index} ({properties.get('title')}) lacks region or metrics"
+
+
+def main() -> int:
+    template, matches = decode(sys.argv[1])
+    if matches or template is None:
+        print(f"check-dashboard: cannot read {sys.argv[1]}", file=sys.stderr)
+        return 1
+    found = list(problems(template))
+    for problem in found:
+        print(f"check-dashboard: {problem}", file=sys.stderr)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
