@@ -8,12 +8,9 @@
 //! assert_eq!(response.status, 201);
 //! ```
 //!
-//! DynamoDB Local is started once per test binary (or taken from
+//! DynamoDB Local is started once for the test binary (or taken from
 //! `AWS_ENDPOINT_URL_DYNAMODB`); every test gets its own tables, so tests run
 //! in parallel without seeing each other's records.
-
-// Each test binary compiles this module and uses only part of it.
-#![allow(dead_code)]
 
 use axum::body::Body;
 use axum::extract::ConnectInfo;
@@ -56,8 +53,6 @@ pub struct TestApp {
     pub app: App,
     /// The DynamoDB endpoint the app uses.
     pub endpoint: String,
-    /// This test's data table.
-    pub table_name: String,
     /// This test's rate-limit table.
     pub rate_limit_table_name: String,
     /// Sent as `X-API-Key` with every request that does not set its own.
@@ -102,7 +97,6 @@ impl TestApp {
             })
         })
         .expect("test configuration is valid");
-        let table_name = config.table_name.clone();
         let rate_limit_table_name = config.rate_limit_table_name.clone();
         let app = App::with_clock(
             config,
@@ -116,7 +110,6 @@ impl TestApp {
         let mut test_app = TestApp {
             app,
             endpoint,
-            table_name,
             rate_limit_table_name,
             api_key: None,
             key_id: 0,
@@ -357,7 +350,7 @@ impl TestResponse {
 }
 
 /// The repository root (this crate lives in `tests/`).
-fn repo_root() -> PathBuf {
+pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("tests/ has a parent")

@@ -1,11 +1,8 @@
 //! Pets and categories (contract sections 1, 2 (Pets), 3 (direct status
 //! changes), 5, 6 and 7), rule by rule, against DynamoDB Local.
 
-#[path = "common/mod.rs"]
-mod common;
-
+use crate::helpers::{TestApp, TestResponse};
 use axum::body::Body;
-use common::{TestApp, TestResponse};
 use futures::future::join_all;
 use http::{header, Method, Request};
 use serde_json::{json, Value};

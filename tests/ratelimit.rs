@@ -3,10 +3,7 @@
 //! Every test that depends on which minute it is pins the limiter's clock
 //! (`ManualClock`), so no test can straddle a minute boundary and flake.
 
-#[path = "common/mod.rs"]
-mod common;
-
-use common::{TestApp, TestResponse};
+use crate::helpers::{TestApp, TestResponse};
 use petstore::ratelimit::{ManualClock, Plan};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;

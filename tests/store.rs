@@ -1,10 +1,7 @@
 //! Orders and inventory (contract sections 2 and 3, tag Store), rule by rule,
 //! against DynamoDB Local.
 
-#[path = "common/mod.rs"]
-mod common;
-
-use common::{TestApp, TestResponse};
+use crate::helpers::{TestApp, TestResponse};
 use futures::future::join_all;
 use serde_json::{json, Value};
 use std::collections::HashSet;
