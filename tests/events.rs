@@ -9,11 +9,8 @@
 //! them as `{{petId}}`, `{{categoryId}}`, ...: each replay gets a fresh store,
 //! creates just the records its event names, and substitutes their ids.
 
-mod common;
-mod deploy;
-
-use common::TestApp;
-use deploy::{repo_root, template_routes, TemplateRoute};
+use crate::deploy::{template_routes, TemplateRoute};
+use crate::helpers::{repo_root, TestApp};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};

@@ -3,10 +3,9 @@
 //! Every test that depends on which minute it is pins the limiter's clock
 //! (`ManualClock`), so no test can straddle a minute boundary and flake.
 
-#[path = "common/mod.rs"]
-mod common;
+mod bans;
 
-use common::{TestApp, TestResponse};
+use crate::helpers::{TestApp, TestResponse};
 use petstore::ratelimit::{ManualClock, Plan};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
@@ -245,78 +244,6 @@ async fn anonymous_callers_are_limited_per_address_on_the_free_plan() {
         .get("/pets")
         .await
         .assert_error(429, "RATE_LIMITED");
-}
-
-const BAN_CONFIG: &[(&str, &str)] = &[
-    ("BAN_THRESHOLD", "3"),
-    ("BAN_BASE_SECONDS", "120"),
-    ("BAN_MAX_SECONDS", "300"),
-    ("REFUSAL_FLUSH_EVERY", "5"),
-];
-
-/// Spends a 1-a-minute key's minute, then makes `refusals` refused calls.
-async fn provoke(app: &TestApp, refusals: usize) {
-    app.get("/categories").await.assert_status(200);
-    for _ in 0..refusals {
-        app.get("/categories")
-            .await
-            .assert_error(429, "RATE_LIMITED");
-    }
-}
-
-#[tokio::test]
-async fn calling_on_after_refusals_earns_a_ban_which_unban_lifts() {
-    // Given a key allowing 1 a minute, and a ban after 3 refusals
-    let (app, clock) = pinned(config(BAN_CONFIG)).await;
-    let app = app.with_new_key(Plan::Enterprise, Some((1, 1_000))).await;
-
-    // When it is refused 3 times
-    provoke(&app, 3).await;
-
-    // Then it is banned, here and on any other instance
-    for instance in [app.clone(), app.another_instance().await] {
-        let response = instance.get("/categories").await;
-        response.assert_error(429, "API_KEY_BANNED");
-        assert_eq!(response.header("retry-after"), Some("120"));
-        assert_eq!(response.header("x-ratelimit-remaining"), Some("0"));
-        let reset = (NOW + 120).to_string();
-        assert_eq!(response.header("x-ratelimit-reset"), Some(reset.as_str()));
-    }
-
-    // When the admin tool's unban runs
-    let was_banned = app.app.limiter.unban(app.key_id).await.unwrap();
-    assert!(was_banned);
-
-    // Then it is merely over its minute, and served in the next
-    app.get("/categories")
-        .await
-        .assert_error(429, "RATE_LIMITED");
-    clock.advance(60);
-    app.get("/categories").await.assert_status(200);
-}
-
-#[tokio::test]
-async fn a_second_ban_within_a_day_lasts_twice_as_long_up_to_the_cap() {
-    let (app, clock) = pinned(config(BAN_CONFIG)).await;
-    let app = app.with_new_key(Plan::Enterprise, Some((1, 1_000))).await;
-
-    provoke(&app, 3).await;
-    let response = app.get("/categories").await;
-    assert_eq!(response.header("retry-after"), Some("120"));
-
-    // After the ban, the same again: 240 s
-    clock.advance(180);
-    provoke(&app, 3).await;
-    let response = app.get("/categories").await;
-    response.assert_error(429, "API_KEY_BANNED");
-    assert_eq!(response.header("retry-after"), Some("240"));
-
-    // And again: capped at 300 s
-    clock.advance(300);
-    provoke(&app, 3).await;
-    let response = app.get("/categories").await;
-    response.assert_error(429, "API_KEY_BANNED");
-    assert_eq!(response.header("retry-after"), Some("300"));
 }
 
 /// Takes the counter table away, so any further call to it would fail (503).

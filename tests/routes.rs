@@ -6,12 +6,9 @@
 //! router's own "no such route" 404 or a 405, and a method they do not serve on
 //! a path answers 405 with `Allow` listing exactly the methods they do.
 
-mod common;
-mod deploy;
-
+use crate::deploy::{self, fill_params, openapi_operations, template_routes, TemplateRoute};
+use crate::helpers::{TestApp, API_KEY_HEADER};
 use axum::body::Body;
-use common::{TestApp, API_KEY_HEADER};
-use deploy::{fill_params, openapi_operations, template_routes, TemplateRoute};
 use http::{HeaderValue, Method, Request};
 use petstore::http::service;
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,13 +1,11 @@
 //! Orders and inventory (contract sections 2 and 3, tag Store), rule by rule,
 //! against DynamoDB Local.
 
-#[path = "common/mod.rs"]
-mod common;
+mod inventory;
+mod races;
 
-use common::{TestApp, TestResponse};
-use futures::future::join_all;
+use crate::helpers::{TestApp, TestResponse};
 use serde_json::{json, Value};
-use std::collections::HashSet;
 
 /// A category and one pet in it with the given status; returns the pet id.
 async fn pet(app: &TestApp, status: &str) -> u64 {
@@ -46,19 +44,6 @@ async fn order(app: &TestApp, pet: u64, quantity: u64) -> TestResponse {
         json!({ "petId": pet, "quantity": quantity }),
     )
     .await
-}
-
-#[tokio::test]
-async fn a_new_pet_has_one_unit_when_available_and_none_otherwise() {
-    let app = TestApp::spawn().await;
-    for (status, stock) in [("available", 1), ("pending", 0), ("sold", 0)] {
-        let id = pet(&app, status).await;
-        let item = inventory(&app, id).await;
-        assert_eq!(
-            item,
-            json!({ "petId": id, "quantity": stock, "status": status })
-        );
-    }
 }
 
 #[tokio::test]
@@ -264,55 +249,6 @@ async fn cancelling_returns_the_units_and_frees_a_pending_pet() {
 }
 
 #[tokio::test]
-async fn setting_stock_moves_the_status() {
-    let app = TestApp::spawn().await;
-
-    // Above 0 makes a pending or sold pet available.
-    for status in ["pending", "sold"] {
-        let id = pet(&app, status).await;
-        let response = set_stock(&app, id, 4).await;
-        response.assert_status(200);
-        assert_eq!(
-            response.json(),
-            json!({ "petId": id, "quantity": 4, "status": "available" })
-        );
-    }
-
-    // 0 makes an available pet sold when it has no open orders...
-    let id = pet(&app, "available").await;
-    assert_eq!(set_stock(&app, id, 0).await.json()["status"], "sold");
-
-    // ...and pending when it has.
-    let id = pet(&app, "available").await;
-    set_stock(&app, id, 3).await.assert_status(200);
-    order(&app, id, 1).await.assert_status(201);
-    assert_eq!(set_stock(&app, id, 0).await.json()["status"], "pending");
-    assert_eq!(pet_status(&app, id).await, "pending");
-}
-
-#[tokio::test]
-async fn stock_updates_are_validated_and_need_a_pet() {
-    let app = TestApp::spawn().await;
-    let id = pet(&app, "available").await;
-    for body in [
-        json!({}),
-        json!({ "quantity": -1 }),
-        json!({ "quantity": 1_000_001 }),
-        json!({ "quantity": "3" }),
-    ] {
-        app.put(&format!("/store/inventory/{id}"), body)
-            .await
-            .assert_error(400, "VALIDATION_FAILED");
-    }
-    set_stock(&app, 4_242_424_242, 1)
-        .await
-        .assert_error(404, "NOT_FOUND");
-    app.get("/store/inventory/4242424242")
-        .await
-        .assert_error(404, "NOT_FOUND");
-}
-
-#[tokio::test]
 async fn a_pet_with_open_orders_cannot_be_deleted() {
     let app = TestApp::spawn().await;
     let id = pet(&app, "available").await;
@@ -331,80 +267,6 @@ async fn a_pet_with_open_orders_cannot_be_deleted() {
     app.get(&format!("/store/inventory/{id}"))
         .await
         .assert_error(404, "NOT_FOUND");
-}
-
-#[tokio::test]
-async fn inventory_operations_are_marked_beta() {
-    let app = TestApp::spawn().await;
-    let id = pet(&app, "available").await;
-    for response in [
-        app.get("/store/inventory").await,
-        app.get(&format!("/store/inventory/{id}")).await,
-        set_stock(&app, id, 2).await,
-        app.get("/store/inventory/4242424242").await,
-    ] {
-        assert_eq!(response.header("x-api-stability"), Some("beta"));
-    }
-    let orders = app.get("/store/orders").await;
-    assert_eq!(
-        orders.header("x-api-stability"),
-        None,
-        "orders are not beta"
-    );
-}
-
-#[tokio::test]
-async fn inventory_lists_filter_by_status_and_page() {
-    let app = TestApp::spawn().await;
-    let category = app.create_category("Fish").await;
-    let mut available = Vec::new();
-    for i in 0..3 {
-        available.push(
-            app.create_pet(&format!("A{i}"), category, "available")
-                .await,
-        );
-    }
-    let sold = app.create_pet("S", category, "sold").await;
-
-    let all = app.get("/store/inventory").await.json();
-    assert_eq!(all.as_array().map(Vec::len), Some(4));
-
-    let first = app.get("/store/inventory?status=available&limit=2").await;
-    first.assert_status(200);
-    let ids: Vec<u64> = first
-        .json()
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|i| i["petId"].as_u64())
-        .collect();
-    assert_eq!(ids, available[..2]);
-    let link = first.header("link").unwrap_or_default().to_string();
-    assert!(
-        link.ends_with("; rel=\"next\"") && link.contains("status=available"),
-        "{link}"
-    );
-    let next = link
-        .trim_start_matches('<')
-        .split('>')
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    let second = app.get(&next).await;
-    assert_eq!(
-        second.json(),
-        json!([{ "petId": available[2], "quantity": 1, "status": "available" }])
-    );
-    assert!(second.header("link").is_none());
-    assert!(!app
-        .get("/store/inventory?status=sold")
-        .await
-        .text()
-        .contains(&available[0].to_string()));
-    assert_eq!(
-        app.get("/store/inventory?status=sold").await.json()[0]["petId"],
-        sold
-    );
 }
 
 #[tokio::test]
@@ -469,123 +331,6 @@ async fn orders_list_newest_first_with_filters_and_paging() {
     app.get("/store/orders?cursor=bogus")
         .await
         .assert_error(400, "VALIDATION_FAILED");
-}
-
-#[tokio::test]
-async fn concurrent_orders_never_sell_more_than_the_stock() {
-    // Given a pet with 12 units
-    let app = TestApp::spawn().await;
-    let id = pet(&app, "available").await;
-    set_stock(&app, id, 12).await.assert_status(200);
-
-    // When 50 orders of one unit arrive at once
-    let responses = join_all((0..50).map(|_| {
-        let app = app.clone();
-        tokio::spawn(async move { order(&app, id, 1).await })
-    }))
-    .await;
-    let responses: Vec<TestResponse> = responses
-        .into_iter()
-        .map(|r| r.expect("task ran"))
-        .collect();
-
-    // Then exactly 12 succeed with distinct ids, and the rest are refused as the state forbids
-    let placed: Vec<u64> = responses
-        .iter()
-        .filter(|r| r.status == 201)
-        .map(TestResponse::id)
-        .collect();
-    assert_eq!(
-        placed.len(),
-        12,
-        "statuses: {:?}",
-        responses.iter().map(|r| r.status).collect::<Vec<_>>()
-    );
-    assert_eq!(
-        placed.iter().collect::<HashSet<_>>().len(),
-        12,
-        "order ids are distinct"
-    );
-    for refused in responses.iter().filter(|r| r.status != 201) {
-        refused.assert_status(409);
-        let code = refused.json()["code"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        assert!(
-            code == "INSUFFICIENT_STOCK" || code == "PET_NOT_AVAILABLE",
-            "{code}"
-        );
-    }
-    assert_eq!(
-        inventory(&app, id).await,
-        json!({ "petId": id, "quantity": 0, "status": "pending" })
-    );
-    let stored = app
-        .get(&format!("/store/orders?petId={id}&limit=100"))
-        .await
-        .json();
-    assert_eq!(stored.as_array().map(Vec::len), Some(12));
-}
-
-#[tokio::test]
-async fn racing_cancellations_and_orders_conserve_the_stock() {
-    // Given a pet with 20 units, 10 of them in 10 open orders
-    let app = TestApp::spawn().await;
-    let id = pet(&app, "available").await;
-    set_stock(&app, id, 20).await.assert_status(200);
-    let mut open = Vec::new();
-    for _ in 0..10 {
-        open.push(order(&app, id, 1).await.id());
-    }
-
-    // When those 10 are cancelled while 30 new orders race them
-    let cancels = open.iter().map(|order_id| {
-        let app = app.clone();
-        let path = format!("/store/orders/{order_id}");
-        tokio::spawn(async move { app.delete(&path).await })
-    });
-    let orders = (0..30).map(|_| {
-        let app = app.clone();
-        tokio::spawn(async move { order(&app, id, 1).await })
-    });
-    let cancelled = join_all(cancels).await;
-    let placed = join_all(orders).await;
-
-    // Then every cancellation succeeded, and stock + open units is still 20
-    for response in cancelled {
-        response.expect("task ran").assert_status(204);
-    }
-    let placed = placed
-        .into_iter()
-        .map(|r| r.expect("task ran"))
-        .filter(|r| r.status == 201)
-        .count() as u64;
-    let stock = inventory(&app, id).await["quantity"]
-        .as_u64()
-        .unwrap_or(u64::MAX);
-    let open_orders = app
-        .get(&format!(
-            "/store/orders?petId={id}&complete=false&limit=100"
-        ))
-        .await
-        .json();
-    let open_units: u64 = open_orders
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|o| o["quantity"].as_u64())
-        .sum();
-    assert_eq!(open_units, placed);
-    assert_eq!(
-        stock + open_units,
-        20,
-        "stock {stock} + open units {open_units}"
-    );
-    assert!(
-        placed >= 10,
-        "at least the first 10 units were available: {placed}"
-    );
 }
 
 #[tokio::test]

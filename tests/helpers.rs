@@ -8,16 +8,16 @@
 //! assert_eq!(response.status, 201);
 //! ```
 //!
-//! DynamoDB Local is started once per test binary (or taken from
+//! DynamoDB Local is started once for the test binary (or taken from
 //! `AWS_ENDPOINT_URL_DYNAMODB`); every test gets its own tables, so tests run
 //! in parallel without seeing each other's records.
 
-// Each test binary compiles this module and uses only part of it.
-#![allow(dead_code)]
+mod dynamodb;
 
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use bytes::Bytes;
+use dynamodb::dynamodb_endpoint;
 use http::{header, HeaderMap, HeaderValue, Method, Request};
 use petstore::config::Config;
 use petstore::ratelimit::keys::{IssuedKey, NewApiKey};
@@ -25,12 +25,9 @@ use petstore::ratelimit::window::Clock;
 use petstore::ratelimit::{Plan, SystemClock};
 use petstore::App;
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::sync::Arc;
 use tower::ServiceExt;
 
 /// The header that carries the API key.
@@ -43,9 +40,6 @@ pub const DEFAULT_KEY_LIMITS: (u64, u64) = (1_000_000, 10_000_000);
 /// The source address of requests, as the socket would give it locally.
 pub const DEFAULT_SOURCE_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1));
 
-/// How long DynamoDB Local may take to answer (it needs about 2 s; CI is slower).
-const STARTUP_TIMEOUT: Duration = Duration::from_secs(90);
-
 /// One pet store with its own tables: what a test talks to.
 ///
 /// Cloning is cheap (the app and router are shared), so a test can move clones
@@ -56,8 +50,6 @@ pub struct TestApp {
     pub app: App,
     /// The DynamoDB endpoint the app uses.
     pub endpoint: String,
-    /// This test's data table.
-    pub table_name: String,
     /// This test's rate-limit table.
     pub rate_limit_table_name: String,
     /// Sent as `X-API-Key` with every request that does not set its own.
@@ -102,7 +94,6 @@ impl TestApp {
             })
         })
         .expect("test configuration is valid");
-        let table_name = config.table_name.clone();
         let rate_limit_table_name = config.rate_limit_table_name.clone();
         let app = App::with_clock(
             config,
@@ -116,7 +107,6 @@ impl TestApp {
         let mut test_app = TestApp {
             app,
             endpoint,
-            table_name,
             rate_limit_table_name,
             api_key: None,
             key_id: 0,
@@ -357,105 +347,9 @@ impl TestResponse {
 }
 
 /// The repository root (this crate lives in `tests/`).
-fn repo_root() -> PathBuf {
+pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("tests/ has a parent")
         .to_path_buf()
-}
-
-/// DynamoDB Local's endpoint, started on first use in this test binary.
-pub async fn dynamodb_endpoint() -> String {
-    static ENDPOINT: OnceLock<String> = OnceLock::new();
-    if let Some(endpoint) = ENDPOINT.get() {
-        return endpoint.clone();
-    }
-    // Starting takes seconds: keep the blocking wait off the async runtime.
-    tokio::task::spawn_blocking(|| ENDPOINT.get_or_init(find_or_start_dynamodb).clone())
-        .await
-        .unwrap_or_else(|error| std::panic::resume_unwind(error.into_panic()))
-}
-
-fn find_or_start_dynamodb() -> String {
-    if let Some(endpoint) = std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
-        .ok()
-        .filter(|v| !v.is_empty())
-    {
-        return endpoint;
-    }
-    let root = repo_root();
-    let jar = root.join(".local/dynamodb/DynamoDBLocal.jar");
-    assert!(
-        jar.is_file(),
-        "DynamoDB Local is not installed ({} is missing).\n\
-         Run `make test` (which installs it), or `scripts/dynamodb-local.sh install` \
-         and then `cargo test`, or point AWS_ENDPOINT_URL_DYNAMODB at a running DynamoDB.",
-        jar.display()
-    );
-    let mut last_error = String::new();
-    // A free port can be taken between our probe and java's bind: retry.
-    for _ in 0..3 {
-        match start_dynamodb(&root, free_port()) {
-            Ok(endpoint) => return endpoint,
-            Err(error) => last_error = error,
-        }
-    }
-    panic!("could not start DynamoDB Local: {last_error}");
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free local port")
-        .port()
-}
-
-/// Runs `scripts/dynamodb-local.sh serve`, which stops java when this process
-/// ends, and waits for its "ready" line.
-fn start_dynamodb(root: &Path, port: u16) -> Result<String, String> {
-    // The child is kept for the life of the test binary; the script watches
-    // our pid, so nothing is left running once the binary exits, however it exits.
-    static CHILDREN: Mutex<Vec<Child>> = Mutex::new(Vec::new());
-
-    let mut child = Command::new("bash")
-        .arg(root.join("scripts/dynamodb-local.sh"))
-        .arg("serve")
-        .arg(port.to_string())
-        .arg(std::process::id().to_string())
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run scripts/dynamodb-local.sh: {e}"))?;
-
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let mut stderr = child.stderr.take().expect("stderr is piped");
-    let (ready_tx, ready_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = ready_tx.send(line);
-    });
-
-    let line = ready_rx.recv_timeout(STARTUP_TIMEOUT).unwrap_or_default();
-    if line.trim() == format!("ready {port}") {
-        // Drain stderr so the script can never block on a full pipe.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        CHILDREN
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(child);
-        return Ok(format!("http://127.0.0.1:{port}"));
-    }
-
-    // SIGTERM, not SIGKILL: the script then stops java on its way out.
-    let _ = Command::new("kill").arg(child.id().to_string()).status();
-    let _ = child.wait();
-    let mut output = String::new();
-    let _ = stderr.read_to_string(&mut output);
-    Err(format!(
-        "DynamoDB Local did not become ready on port {port} within {}s; its output:\n{output}",
-        STARTUP_TIMEOUT.as_secs()
-    ))
 }

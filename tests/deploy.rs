@@ -5,23 +5,12 @@
 //! `!Sub`); serde_yaml_ng keeps them as [`Value::Tagged`], so the file parses
 //! as plain YAML and the tagged values are simply not looked into.
 
-// Each test binary uses only part of this module.
-#![allow(dead_code)]
-
+use crate::helpers::repo_root;
 use serde_yaml_ng::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 
 /// The methods a route or an operation can have, as API Gateway writes them.
 pub const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
-
-/// The repository root (this crate lives in `tests/`).
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ has a parent")
-        .to_path_buf()
-}
 
 fn read_yaml(name: &str) -> Value {
     let path = repo_root().join(name);

@@ -1,0 +1,17 @@
+//! The integration tests: one test binary with a module per area, so the
+//! helpers are compiled once and one DynamoDB Local serves every test.
+//!
+//! Run one area with its module path as the filter:
+//! `cargo test -p petstore-tests --test api store::`.
+
+// What the tests share: the test app and its DynamoDB Local (helpers), and
+// what template.yaml and openapi.yaml say (deploy).
+mod deploy;
+mod helpers;
+
+// The areas.
+mod events;
+mod pets;
+mod ratelimit;
+mod routes;
+mod store;

@@ -1,0 +1,142 @@
+//! Inventory: a pet's stock, how setting it moves the pet's status, and the
+//! inventory operations (beta) and their lists.
+
+use super::{inventory, order, pet, pet_status, set_stock};
+use crate::helpers::TestApp;
+use serde_json::json;
+
+#[tokio::test]
+async fn a_new_pet_has_one_unit_when_available_and_none_otherwise() {
+    let app = TestApp::spawn().await;
+    for (status, stock) in [("available", 1), ("pending", 0), ("sold", 0)] {
+        let id = pet(&app, status).await;
+        let item = inventory(&app, id).await;
+        assert_eq!(
+            item,
+            json!({ "petId": id, "quantity": stock, "status": status })
+        );
+    }
+}
+
+#[tokio::test]
+async fn setting_stock_moves_the_status() {
+    let app = TestApp::spawn().await;
+
+    // Above 0 makes a pending or sold pet available.
+    for status in ["pending", "sold"] {
+        let id = pet(&app, status).await;
+        let response = set_stock(&app, id, 4).await;
+        response.assert_status(200);
+        assert_eq!(
+            response.json(),
+            json!({ "petId": id, "quantity": 4, "status": "available" })
+        );
+    }
+
+    // 0 makes an available pet sold when it has no open orders...
+    let id = pet(&app, "available").await;
+    assert_eq!(set_stock(&app, id, 0).await.json()["status"], "sold");
+
+    // ...and pending when it has.
+    let id = pet(&app, "available").await;
+    set_stock(&app, id, 3).await.assert_status(200);
+    order(&app, id, 1).await.assert_status(201);
+    assert_eq!(set_stock(&app, id, 0).await.json()["status"], "pending");
+    assert_eq!(pet_status(&app, id).await, "pending");
+}
+
+#[tokio::test]
+async fn stock_updates_are_validated_and_need_a_pet() {
+    let app = TestApp::spawn().await;
+    let id = pet(&app, "available").await;
+    for body in [
+        json!({}),
+        json!({ "quantity": -1 }),
+        json!({ "quantity": 1_000_001 }),
+        json!({ "quantity": "3" }),
+    ] {
+        app.put(&format!("/store/inventory/{id}"), body)
+            .await
+            .assert_error(400, "VALIDATION_FAILED");
+    }
+    set_stock(&app, 4_242_424_242, 1)
+        .await
+        .assert_error(404, "NOT_FOUND");
+    app.get("/store/inventory/4242424242")
+        .await
+        .assert_error(404, "NOT_FOUND");
+}
+
+#[tokio::test]
+async fn inventory_operations_are_marked_beta() {
+    let app = TestApp::spawn().await;
+    let id = pet(&app, "available").await;
+    for response in [
+        app.get("/store/inventory").await,
+        app.get(&format!("/store/inventory/{id}")).await,
+        set_stock(&app, id, 2).await,
+        app.get("/store/inventory/4242424242").await,
+    ] {
+        assert_eq!(response.header("x-api-stability"), Some("beta"));
+    }
+    let orders = app.get("/store/orders").await;
+    assert_eq!(
+        orders.header("x-api-stability"),
+        None,
+        "orders are not beta"
+    );
+}
+
+#[tokio::test]
+async fn inventory_lists_filter_by_status_and_page() {
+    let app = TestApp::spawn().await;
+    let category = app.create_category("Fish").await;
+    let mut available = Vec::new();
+    for i in 0..3 {
+        available.push(
+            app.create_pet(&format!("A{i}"), category, "available")
+                .await,
+        );
+    }
+    let sold = app.create_pet("S", category, "sold").await;
+
+    let all = app.get("/store/inventory").await.json();
+    assert_eq!(all.as_array().map(Vec::len), Some(4));
+
+    let first = app.get("/store/inventory?status=available&limit=2").await;
+    first.assert_status(200);
+    let ids: Vec<u64> = first
+        .json()
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["petId"].as_u64())
+        .collect();
+    assert_eq!(ids, available[..2]);
+    let link = first.header("link").unwrap_or_default().to_string();
+    assert!(
+        link.ends_with("; rel=\"next\"") && link.contains("status=available"),
+        "{link}"
+    );
+    let next = link
+        .trim_start_matches('<')
+        .split('>')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let second = app.get(&next).await;
+    assert_eq!(
+        second.json(),
+        json!([{ "petId": available[2], "quantity": 1, "status": "available" }])
+    );
+    assert!(second.header("link").is_none());
+    assert!(!app
+        .get("/store/inventory?status=sold")
+        .await
+        .text()
+        .contains(&available[0].to_string()));
+    assert_eq!(
+        app.get("/store/inventory?status=sold").await.json()[0]["petId"],
+        sold
+    );
+}

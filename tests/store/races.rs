@@ -1,0 +1,125 @@
+//! Orders and cancellations racing each other: the stock is never oversold,
+//! and no unit is lost or made up.
+
+use super::{inventory, order, pet, set_stock};
+use crate::helpers::{TestApp, TestResponse};
+use futures::future::join_all;
+use serde_json::json;
+use std::collections::HashSet;
+
+#[tokio::test]
+async fn concurrent_orders_never_sell_more_than_the_stock() {
+    // Given a pet with 12 units
+    let app = TestApp::spawn().await;
+    let id = pet(&app, "available").await;
+    set_stock(&app, id, 12).await.assert_status(200);
+
+    // When 50 orders of one unit arrive at once
+    let responses = join_all((0..50).map(|_| {
+        let app = app.clone();
+        tokio::spawn(async move { order(&app, id, 1).await })
+    }))
+    .await;
+    let responses: Vec<TestResponse> = responses
+        .into_iter()
+        .map(|r| r.expect("task ran"))
+        .collect();
+
+    // Then exactly 12 succeed with distinct ids, and the rest are refused as the state forbids
+    let placed: Vec<u64> = responses
+        .iter()
+        .filter(|r| r.status == 201)
+        .map(TestResponse::id)
+        .collect();
+    assert_eq!(
+        placed.len(),
+        12,
+        "statuses: {:?}",
+        responses.iter().map(|r| r.status).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        placed.iter().collect::<HashSet<_>>().len(),
+        12,
+        "order ids are distinct"
+    );
+    for refused in responses.iter().filter(|r| r.status != 201) {
+        refused.assert_status(409);
+        let code = refused.json()["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            code == "INSUFFICIENT_STOCK" || code == "PET_NOT_AVAILABLE",
+            "{code}"
+        );
+    }
+    assert_eq!(
+        inventory(&app, id).await,
+        json!({ "petId": id, "quantity": 0, "status": "pending" })
+    );
+    let stored = app
+        .get(&format!("/store/orders?petId={id}&limit=100"))
+        .await
+        .json();
+    assert_eq!(stored.as_array().map(Vec::len), Some(12));
+}
+
+#[tokio::test]
+async fn racing_cancellations_and_orders_conserve_the_stock() {
+    // Given a pet with 20 units, 10 of them in 10 open orders
+    let app = TestApp::spawn().await;
+    let id = pet(&app, "available").await;
+    set_stock(&app, id, 20).await.assert_status(200);
+    let mut open = Vec::new();
+    for _ in 0..10 {
+        open.push(order(&app, id, 1).await.id());
+    }
+
+    // When those 10 are cancelled while 30 new orders race them
+    let cancels = open.iter().map(|order_id| {
+        let app = app.clone();
+        let path = format!("/store/orders/{order_id}");
+        tokio::spawn(async move { app.delete(&path).await })
+    });
+    let orders = (0..30).map(|_| {
+        let app = app.clone();
+        tokio::spawn(async move { order(&app, id, 1).await })
+    });
+    let cancelled = join_all(cancels).await;
+    let placed = join_all(orders).await;
+
+    // Then every cancellation succeeded, and stock + open units is still 20
+    for response in cancelled {
+        response.expect("task ran").assert_status(204);
+    }
+    let placed = placed
+        .into_iter()
+        .map(|r| r.expect("task ran"))
+        .filter(|r| r.status == 201)
+        .count() as u64;
+    let stock = inventory(&app, id).await["quantity"]
+        .as_u64()
+        .unwrap_or(u64::MAX);
+    let open_orders = app
+        .get(&format!(
+            "/store/orders?petId={id}&complete=false&limit=100"
+        ))
+        .await
+        .json();
+    let open_units: u64 = open_orders
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o["quantity"].as_u64())
+        .sum();
+    assert_eq!(open_units, placed);
+    assert_eq!(
+        stock + open_units,
+        20,
+        "stock {stock} + open units {open_units}"
+    );
+    assert!(
+        placed >= 10,
+        "at least the first 10 units were available: {placed}"
+    );
+}
