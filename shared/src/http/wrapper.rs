@@ -166,7 +166,7 @@ where
         (admission.await, Handler::Waiting(inner, req))
     };
     let response = match admission.verdict {
-        Verdict::Refused(error) => error.into_response(),
+        Verdict::Refused(refusal) => ApiError::from(refusal).into_response(),
         Verdict::Admitted { authenticated } if !authenticated && !public => {
             ApiError::Unauthorized.into_response()
         }
