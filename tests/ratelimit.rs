@@ -191,7 +191,7 @@ async fn a_missing_unknown_or_revoked_key_is_unauthorized() {
     let response = holder.get("/pets").await;
     response.assert_error(401, "UNAUTHORIZED");
 
-    // Writes are refused before they happen
+    // Writes are turned away (401) before they happen
     let response = app
         .without_key()
         .post("/categories", serde_json::json!({ "name": "Cats" }))

@@ -179,7 +179,7 @@ mod tests {
     }
 
     #[test]
-    fn mistakes_are_refused_before_any_call() {
+    fn mistakes_are_rejected_before_any_call() {
         assert!(parse(&args("keys create --plan gold")).is_err());
         assert!(parse(&args("keys create --plan enterprise")).is_err());
         assert!(parse(&args("keys create --plan pro --per-minute 5 --per-day 9")).is_err());
