@@ -8,6 +8,7 @@ mod common;
 
 use common::{TestApp, TestResponse};
 use petstore::ratelimit::{ManualClock, Plan};
+use petstore::records::Id;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
@@ -284,7 +285,8 @@ async fn calling_on_after_refusals_earns_a_ban_which_unban_lifts() {
     }
 
     // When the admin tool's unban runs
-    let was_banned = app.app.limiter.unban(app.key_id).await.unwrap();
+    let key_id = Id::new(app.key_id).expect("the key's id is an id");
+    let was_banned = app.app.limiter.unban(key_id).await.unwrap();
     assert!(was_banned);
 
     // Then it is merely over its minute, and served in the next

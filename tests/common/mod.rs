@@ -128,7 +128,7 @@ impl TestApp {
             .create_key(Plan::Enterprise, Some(DEFAULT_KEY_LIMITS))
             .await;
         test_app.api_key = Some(key.key);
-        test_app.key_id = key.record.id;
+        test_app.key_id = key.record.id.get();
         test_app
     }
 
@@ -150,7 +150,7 @@ impl TestApp {
         let key = self.create_key(plan, limits).await;
         TestApp {
             api_key: Some(key.key),
-            key_id: key.record.id,
+            key_id: key.record.id.get(),
             ..self.clone()
         }
     }

@@ -167,9 +167,7 @@ where
     };
     let response = match admission.verdict {
         Verdict::Refused(refusal) => ApiError::from(refusal).into_response(),
-        Verdict::Admitted { authenticated } if !authenticated && !public => {
-            ApiError::Unauthorized.into_response()
-        }
+        Verdict::Admitted { caller: None } if !public => ApiError::Unauthorized.into_response(),
         Verdict::Admitted { .. } => match handler {
             Handler::Served(response) => response,
             Handler::Waiting(inner, req) => serve(inner, req).await,

@@ -7,6 +7,7 @@ use super::memory::{fresh, lock, make_room_for_key, make_room_for_subject, Cache
 use super::window::{seconds_until, Limits, RateStatus, UnixSeconds};
 use super::RateLimiter;
 use crate::db::DbError;
+use crate::records::Caller;
 use std::net::IpAddr;
 
 /// What the wrapper does with a request.
@@ -19,8 +20,10 @@ pub struct Admission {
 
 #[derive(Debug)]
 pub enum Verdict {
-    /// Counted (or, failing open, not); `authenticated` when a valid key was sent.
-    Admitted { authenticated: bool },
+    /// Counted (or, failing open, not). `caller` is the key's identity and
+    /// role when a valid key was sent; `None` for no key, or an unknown or
+    /// revoked one (counted per source IP; the wrapper decides).
+    Admitted { caller: Option<Caller> },
     /// Turned away by the limiter; the handler's response, if any, is dropped.
     Refused(Refusal),
 }
@@ -55,17 +58,18 @@ impl RateLimiter {
                 }
             },
         };
-        let (subject, limits, authenticated) = match &record {
-            Some(record) => (Subject::Key(record.id), record.limits(), true),
+        let caller = record.as_ref().map(ApiKeyRecord::caller);
+        let (subject, limits) = match &record {
+            Some(record) => (Subject::Key(record.id), record.limits()),
             None => {
                 let ip = source_ip.map_or_else(|| "unknown".to_string(), |ip| ip.to_string());
-                (Subject::Ip(ip), Limits::FREE, false)
+                (Subject::Ip(ip), Limits::FREE)
             }
         };
         let (status, verdict) = match self.count(&subject, limits, now).await {
             Ok(Counted::Admitted(usage)) => (
                 RateStatus::of(limits, usage, now),
-                Verdict::Admitted { authenticated },
+                Verdict::Admitted { caller },
             ),
             Ok(Counted::Limited(usage, _)) => (
                 RateStatus::of(limits, usage, now),
@@ -83,7 +87,7 @@ impl RateLimiter {
                 tracing::warn!(error = ?error, %subject, "serving uncounted: the rate-limit table failed");
                 (
                     RateStatus::unknown(limits, now),
-                    Verdict::Admitted { authenticated },
+                    Verdict::Admitted { caller },
                 )
             }
             Err(error) => {

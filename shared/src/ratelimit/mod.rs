@@ -2,11 +2,13 @@
 //!
 //! [`RateLimiter::admit`] is called by the wrapper for every request. It
 //! finds the caller's key (by SHA-256, cached), picks the subject that is
-//! counted (the key, or the source IP on the free plan when there is no valid
-//! key), counts the request in the counter table and says what the response
-//! must carry: the rate-limit headers ([`RateStatus`]) and, when refused, the
-//! [`Refusal`] (429 `RATE_LIMITED`, 429 `API_KEY_BANNED`, 503
-//! `SERVICE_UNAVAILABLE`), which the HTTP edge turns into the Error record.
+//! counted (the key's identity, or the source IP on the free plan when there
+//! is no valid key), counts the request in the counter table and says what
+//! the response must carry: the rate-limit headers ([`RateStatus`](window::RateStatus)), and
+//! either the caller ([`Verdict::Admitted`], with the key's id and role, for
+//! the wrapper's role check) or the [`Refusal`] (429 `RATE_LIMITED`, 429
+//! `API_KEY_BANNED`, 503 `SERVICE_UNAVAILABLE`), which the HTTP edge turns
+//! into the Error record.
 //!
 //! - [`window`]: plans, fixed UTC windows, header choice, ban lengths (pure);
 //! - [`keys`]: keys in the data table (`APIKEY#<sha256>`), for requests and the admin tool;
@@ -20,7 +22,7 @@
 //! | case | calls |
 //! |---|---|
 //! | admitted, key known to this process | 1 `UpdateItem` (counter table) |
-//! | key not yet seen by this process, or its cache entry older than `KEY_CACHE_SECONDS` | + 1 consistent `GetItem` (data table), unknown keys cached too |
+//! | key not yet seen by this process, or its cache entry older than `KEY_CACHE_SECONDS` | + 1 consistent `GetItem` (data table), unknown keys cached too; the role comes with the key, so authorising costs nothing more |
 //! | this process's guess of the window is stale (first call of a subject in a process; first call in a minute another instance opened) | + 1 failed conditional `UpdateItem`, whose `ALL_OLD` item picks the right variant |
 //! | refused (429), first time this process sees the window exhausted | 1 failed conditional `UpdateItem` |
 //! | refused, exhaustion already known here | none; every `REFUSAL_FLUSH_EVERY`th refusal, or sooner when a ban may be due, 1 `UpdateItem` reports them (+ 1 `UpdateItem` to ban) |
@@ -29,8 +31,10 @@
 //!
 //! For `GET` the count and the handler's data read run concurrently (see the
 //! wrapper); the handler's response is dropped when the request is refused.
-//! Admin tool: create 1 `PutItem`; list 1 `Query` per page of GSI1; revoke
-//! and unban 1 `Query` + 1 `UpdateItem`.
+//! Admin tool: create 1 `PutItem`; list 1 `Query` per page of GSI1 and 1
+//! consistent `GetItem` per key (GSI1 does not project `role`); rotate 1
+//! `Query` + 1 `GetItem` + 1 `TransactWriteItems` (put the new item, delete
+//! the old); revoke, and unban, 1 `Query` + 1 `GetItem` + 1 `UpdateItem`.
 //!
 //! # Trade-offs
 //!
@@ -45,8 +49,11 @@
 //!   unreported refusals, so a ban can come that many refusals per process
 //!   late (or not at all, if the minute ends first). Bans are a deterrent, not
 //!   a limit: the limit itself stays exact.
-//! - Revocations, unbans and ban ends elsewhere take effect within
-//!   `KEY_CACHE_SECONDS` (the ban is remembered no longer than that).
+//! - Revocations, rotations, unbans and ban ends elsewhere take effect within
+//!   `KEY_CACHE_SECONDS` (the ban is remembered no longer than that): a
+//!   rotated key's old secret works on a warm process until its cache entry
+//!   expires. Counters and bans belong to the key's id, so a rotated key
+//!   keeps them.
 //! - If the counter table fails, requests are refused with 503 (or, with
 //!   `RATE_LIMIT_FAILURE_MODE=open`, served uncounted with a warning); the
 //!   headers then show the minute window as if nothing were counted. Keys live
@@ -64,6 +71,7 @@ mod refusals;
 pub mod window;
 
 use crate::config::LimitsConfig;
+use crate::records::Id;
 use aws_sdk_dynamodb::Client;
 use counter::{CounterError, Counters, Subject};
 use keys::{ApiKeyHash, KeyStore};
@@ -116,7 +124,7 @@ impl RateLimiter {
     /// Lifts the ban of key `id` (and forgets its earlier bans). `Ok(false)`
     /// when it was not banned. Other warm processes notice within
     /// `KEY_CACHE_SECONDS`; this one at once.
-    pub async fn unban(&self, id: u64) -> Result<bool, CounterError> {
+    pub async fn unban(&self, id: Id) -> Result<bool, CounterError> {
         let subject = Subject::Key(id);
         let was_banned = self.counters.unban(&subject, self.clock.now()).await?;
         lock(&self.subjects).remove(&subject);

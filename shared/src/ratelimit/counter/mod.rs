@@ -33,14 +33,15 @@
 //! says whether the request is over a limit (429, nothing written, so not
 //! counted), banned, or just needs another variant (tried at once, bounded).
 //!
-//! Refusals and bans on the same item are in [`bans`]; the table's creation
-//! (local runs and tests) in [`table`].
+//! Refusals and bans on the same item are in `bans`; the table's creation
+//! (local runs and tests) in `table`.
 
 mod bans;
 mod table;
 
 use super::window::{Limits, RateWindow, UnixSeconds, Usage};
 use crate::db::{classify, from_item, n, s, DbError, Item};
+use crate::records::Id;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
@@ -60,7 +61,7 @@ const TTL_SLACK: i64 = 86_400;
 /// valid key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Subject {
-    Key(u64),
+    Key(Id),
     Ip(String),
 }
 

@@ -3,6 +3,7 @@
 use super::{ApiKeyHash, ApiKeyRecord};
 use crate::db::{from_item, s, to_item, DbError, Item};
 use crate::ratelimit::window::{Limits, Plan};
+use crate::records::{Id, Role};
 use serde::{Deserialize, Serialize};
 
 const PK_PREFIX: &str = "APIKEY#";
@@ -31,8 +32,11 @@ struct KeyItem {
     sk: String,
     #[serde(rename = "GSI1PK")]
     gsi1pk: String,
-    id: u64,
+    id: Id,
     plan: Plan,
+    /// Absent on keys created before roles: those are customers'.
+    #[serde(default)]
+    role: Role,
     /// Enterprise only: the other plans' limits are the plan's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     per_minute: Option<u64>,
@@ -42,6 +46,8 @@ struct KeyItem {
     name: Option<String>,
     #[serde(default)]
     created_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rotated_at: Option<String>,
     #[serde(default)]
     revoked: bool,
 }
@@ -55,10 +61,12 @@ pub(super) fn item_of(hash: &ApiKeyHash, record: &ApiKeyRecord) -> Result<Item, 
         gsi1pk: PARTITION.to_string(),
         id: record.id,
         plan: record.plan,
+        role: record.role,
         per_minute: own_limits.then_some(record.per_minute),
         per_day: own_limits.then_some(record.per_day),
         name: record.name.clone(),
         created_at: record.created_at.clone(),
+        rotated_at: record.rotated_at.clone(),
         revoked: record.revoked,
     })
 }
@@ -82,10 +90,12 @@ pub(super) fn record_of(item: Item) -> Result<(ApiKeyHash, ApiKeyRecord), DbErro
     let record = ApiKeyRecord {
         id: item.id,
         plan: item.plan,
+        role: item.role,
         per_minute: limits.per_minute,
         per_day: limits.per_day,
         name: item.name,
         created_at: item.created_at,
+        rotated_at: item.rotated_at,
         revoked: item.revoked,
     };
     Ok((hash, record))
@@ -96,14 +106,16 @@ mod tests {
     use super::*;
     use crate::db::n;
 
-    fn record(plan: Plan, limits: Limits) -> ApiKeyRecord {
+    fn record(plan: Plan, limits: Limits, role: Role) -> ApiKeyRecord {
         ApiKeyRecord {
-            id: 42,
+            id: Id::new(42).expect("42 is an id"),
             plan,
+            role,
             per_minute: limits.per_minute,
             per_day: limits.per_day,
             name: Some("ci".into()),
             created_at: "2030-01-01T00:00:00Z".into(),
+            rotated_at: Some("2030-01-02T00:00:00Z".into()),
             revoked: false,
         }
     }
@@ -112,8 +124,8 @@ mod tests {
     fn a_key_round_trips_through_its_item() -> Result<(), DbError> {
         let hash = ApiKeyHash::of("psk_x");
         for record in [
-            record(Plan::Pro, Limits::new(300, 10_000)),
-            record(Plan::Enterprise, Limits::new(7, 70)),
+            record(Plan::Pro, Limits::new(300, 10_000), Role::Staff),
+            record(Plan::Enterprise, Limits::new(7, 70), Role::Customer),
         ] {
             let item = item_of(&hash, &record)?;
             assert_eq!(
@@ -126,8 +138,8 @@ mod tests {
     }
 
     #[test]
-    fn an_item_written_by_hand_reads() -> Result<(), DbError> {
-        // As the bench writes one: no `revoked`.
+    fn an_item_from_before_roles_reads_as_a_customers() -> Result<(), DbError> {
+        // As keys were stored before roles (and as the bench writes one, without `revoked`).
         let item = Item::from([
             ("PK".to_string(), s("APIKEY#stub")),
             ("SK".to_string(), s(SK)),

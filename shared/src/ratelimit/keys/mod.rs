@@ -5,22 +5,31 @@
 //!
 //! | PK | SK | GSI1PK | id | other attributes |
 //! |---|---|---|---|---|
-//! | `APIKEY#<sha256 hex of the key>` | `APIKEY` | `APIKEY` | key id (number) | `plan`, `perMinute`/`perDay` (enterprise only), `name`, `createdAt`, `revoked` |
+//! | `APIKEY#<sha256 hex of the key>` | `APIKEY` | `APIKEY` | key id (number) | `plan`, `perMinute`/`perDay` (enterprise only), `role` (absent on keys made before roles: `customer`), `name`, `createdAt`, `rotatedAt`, `revoked` |
+//!
+//! The id is the key's identity: counters, bans and orders belong to it, not
+//! to the secret. Rotating a key ([`KeyStore::rotate`]) writes the same
+//! record under a new secret's hash and deletes the old item in one
+//! transaction, so the identity keeps everything and never has two live
+//! secrets.
 //!
 //! A request's look-up is one consistent `GetItem` by hash (cached by the
-//! limiter); the admin tool lists keys, and finds one by id, with a `Query` on
-//! GSI1 (`GSI1PK = APIKEY`, sort key `id`), never a scan. Items are written
-//! and read through `serde_dynamo` ([`item`]); the store is in [`store`].
+//! limiter, role included: authorising costs no further call). The admin tool
+//! lists keys, and finds one by id, with a `Query` on GSI1 (`GSI1PK = APIKEY`,
+//! sort key `id`), never a scan, then reads each item itself with a consistent
+//! `GetItem`: GSI1 does not project `role` or `rotatedAt`, and may lag a
+//! rotation. Items are written and read through `serde_dynamo` (`item`);
+//! the store is in `store`.
 
 mod item;
 mod store;
 
 use super::window::{Limits, Plan};
-use crate::records::Id;
+use crate::records::{Caller, Id, Role};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-pub use store::KeyStore;
+pub use store::{KeyStore, RotateError};
 
 /// What every issued key starts with, so a leaked one is recognisable.
 const PREFIX: &str = "psk_";
@@ -44,19 +53,32 @@ impl ApiKeyHash {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApiKeyRecord {
-    pub id: u64,
+    /// The key identity: it survives rotation.
+    pub id: Id,
     pub plan: Plan,
+    pub role: Role,
     pub per_minute: u64,
     pub per_day: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub created_at: String,
+    /// When the key last got a new secret.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rotated_at: Option<String>,
     pub revoked: bool,
 }
 
 impl ApiKeyRecord {
     pub fn limits(&self) -> Limits {
         Limits::new(self.per_minute, self.per_day)
+    }
+
+    /// Who calls with this key.
+    pub fn caller(&self) -> Caller {
+        Caller {
+            key_id: self.id,
+            role: self.role,
+        }
     }
 }
 
@@ -78,10 +100,11 @@ pub enum KeyRequestError {
 }
 
 /// What a new key is to be.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewApiKey {
     plan: Plan,
     limits: Limits,
+    role: Role,
     name: Option<String>,
 }
 
@@ -101,13 +124,23 @@ impl NewApiKey {
             }
             (None, None) => return Err(KeyRequestError::EnterpriseNeedsLimits),
         };
-        Ok(NewApiKey { plan, limits, name })
+        Ok(NewApiKey {
+            plan,
+            limits,
+            role: Role::default(),
+            name,
+        })
+    }
+
+    /// The same key with `role` (a customer's unless set).
+    pub fn with_role(self, role: Role) -> NewApiKey {
+        NewApiKey { role, ..self }
     }
 }
 
 /// Ids shown to people are the key's numeric id.
-pub fn parse_key_id(raw: &str) -> Option<u64> {
-    Id::parse_param(raw, "id").ok().map(Id::get)
+pub fn parse_key_id(raw: &str) -> Option<Id> {
+    Id::parse_param(raw, "id").ok()
 }
 
 #[cfg(test)]
@@ -135,5 +168,13 @@ mod tests {
         );
         let key = NewApiKey::new(Plan::Enterprise, Some((10, 20)), None);
         assert_eq!(key.map(|k| k.limits), Ok(Limits::new(10, 20)));
+    }
+
+    #[test]
+    fn a_key_is_a_customers_unless_made_staff() {
+        let key = NewApiKey::new(Plan::Free, None, None).map(|k| k.role);
+        assert_eq!(key, Ok(Role::Customer));
+        let key = NewApiKey::new(Plan::Free, None, None).map(|k| k.with_role(Role::Staff));
+        assert_eq!(key.map(|k| k.role), Ok(Role::Staff));
     }
 }
