@@ -18,7 +18,7 @@ pub struct Admission {
     pub verdict: Verdict,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     /// Counted (or, failing open, not). `caller` is the key's identity and
     /// role when a valid key was sent; `None` for no key, or an unknown or

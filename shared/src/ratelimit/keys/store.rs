@@ -143,12 +143,21 @@ impl KeyStore {
 
     /// The key with this id, and the hash of its live secret.
     async fn by_id(&self, id: Id) -> Result<Option<(ApiKeyHash, ApiKeyRecord)>, DbError> {
-        for pk in self.index_pks(Some(id)).await? {
-            if let Some(found) = self.read(pk).await? {
-                return Ok(Some(found));
+        for attempt in 0..MAX_ATTEMPTS {
+            let pks = self.index_pks(Some(id)).await?;
+            if pks.is_empty() {
+                return Ok(None);
             }
+            for pk in pks {
+                if let Some(found) = self.read(pk).await? {
+                    return Ok(Some(found));
+                }
+            }
+            // Only a rotation deletes a key's item: the index listed the
+            // item it replaced, so ask again for the new one.
+            backoff(attempt).await;
         }
-        Ok(None)
+        Err(too_contended("find key by id"))
     }
 
     /// Whether a key with this id exists.
