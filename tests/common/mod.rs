@@ -23,6 +23,7 @@ use petstore::config::Config;
 use petstore::ratelimit::keys::{IssuedKey, NewApiKey};
 use petstore::ratelimit::window::Clock;
 use petstore::ratelimit::{Plan, SystemClock};
+use petstore::records::Role;
 use petstore::App;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
@@ -132,11 +133,22 @@ impl TestApp {
         test_app
     }
 
-    /// Issues a key through the store function the admin tool uses; `limits`
-    /// (per minute, per day) only for enterprise.
+    /// Issues a customer's key through the store function the admin tool
+    /// uses; `limits` (per minute, per day) only for enterprise.
     pub async fn create_key(&self, plan: Plan, limits: Option<(u64, u64)>) -> IssuedKey {
-        let new =
-            NewApiKey::new(plan, limits, Some("test".into())).expect("the key request is valid");
+        self.create_key_as(plan, limits, Role::Customer).await
+    }
+
+    /// As [`TestApp::create_key`], a key with `role`.
+    pub async fn create_key_as(
+        &self,
+        plan: Plan,
+        limits: Option<(u64, u64)>,
+        role: Role,
+    ) -> IssuedKey {
+        let new = NewApiKey::new(plan, limits, Some("test".into()))
+            .expect("the key request is valid")
+            .with_role(role);
         self.app
             .limiter
             .keys()
