@@ -18,6 +18,7 @@ pub struct Admission {
     pub verdict: Verdict,
 }
 
+/// Whether the request goes on to the wrapper's checks and its handler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     /// Counted (or, failing open, not). `caller` is the key's identity and
