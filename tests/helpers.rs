@@ -23,6 +23,7 @@ use petstore::config::Config;
 use petstore::ratelimit::keys::{IssuedKey, NewApiKey};
 use petstore::ratelimit::window::Clock;
 use petstore::ratelimit::{Plan, SystemClock};
+use petstore::records::Role;
 use petstore::App;
 use serde_json::Value;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -114,19 +115,32 @@ impl TestApp {
             clock,
             router,
         };
+        // The default key is staff's: most tests exercise the whole catalogue
+        // and order life cycle; role tests make customers with `as_customer`.
         let key = test_app
-            .create_key(Plan::Enterprise, Some(DEFAULT_KEY_LIMITS))
+            .create_key_as(Plan::Enterprise, Some(DEFAULT_KEY_LIMITS), Role::Staff)
             .await;
         test_app.api_key = Some(key.key);
-        test_app.key_id = key.record.id;
+        test_app.key_id = key.record.id.get();
         test_app
     }
 
-    /// Issues a key through the store function the admin tool uses; `limits`
-    /// (per minute, per day) only for enterprise.
+    /// Issues a customer's key through the store function the admin tool
+    /// uses; `limits` (per minute, per day) only for enterprise.
     pub async fn create_key(&self, plan: Plan, limits: Option<(u64, u64)>) -> IssuedKey {
-        let new =
-            NewApiKey::new(plan, limits, Some("test".into())).expect("the key request is valid");
+        self.create_key_as(plan, limits, Role::Customer).await
+    }
+
+    /// As [`TestApp::create_key`], a key with `role`.
+    pub async fn create_key_as(
+        &self,
+        plan: Plan,
+        limits: Option<(u64, u64)>,
+        role: Role,
+    ) -> IssuedKey {
+        let new = NewApiKey::new(plan, limits, Some("test".into()))
+            .expect("the key request is valid")
+            .with_role(role);
         self.app
             .limiter
             .keys()
@@ -140,7 +154,19 @@ impl TestApp {
         let key = self.create_key(plan, limits).await;
         TestApp {
             api_key: Some(key.key),
-            key_id: key.record.id,
+            key_id: key.record.id.get(),
+            ..self.clone()
+        }
+    }
+
+    /// This app, sending a fresh customer's key (with the default limits).
+    pub async fn as_customer(&self) -> TestApp {
+        let key = self
+            .create_key_as(Plan::Enterprise, Some(DEFAULT_KEY_LIMITS), Role::Customer)
+            .await;
+        TestApp {
+            api_key: Some(key.key),
+            key_id: key.record.id.get(),
             ..self.clone()
         }
     }

@@ -13,5 +13,6 @@ mod helpers;
 mod events;
 mod pets;
 mod ratelimit;
+mod roles;
 mod routes;
 mod store;

@@ -29,7 +29,7 @@ fn next_url(response: &TestResponse) -> Option<String> {
     Some(link.trim_start_matches('<').split('>').next()?.to_string())
 }
 
-async fn raw(
+pub(crate) async fn raw(
     app: &TestApp,
     method: Method,
     path: &str,

@@ -6,7 +6,11 @@
 mod bans;
 
 use crate::helpers::{TestApp, TestResponse};
-use petstore::ratelimit::{ManualClock, Plan};
+use aws_sdk_dynamodb::types::AttributeValue;
+use bans::{provoke, BAN_CONFIG};
+use petstore::ratelimit::keys::{ApiKeyHash, IssuedKey, RotateError};
+use petstore::ratelimit::{ManualClock, Plan, Verdict};
+use petstore::records::{Caller, Id, Role};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
@@ -190,7 +194,7 @@ async fn a_missing_unknown_or_revoked_key_is_unauthorized() {
     let response = holder.get("/pets").await;
     response.assert_error(401, "UNAUTHORIZED");
 
-    // Writes are refused before they happen
+    // Writes are turned away (401) before they happen
     let response = app
         .without_key()
         .post("/categories", serde_json::json!({ "name": "Cats" }))
@@ -332,6 +336,227 @@ async fn a_warm_process_trusts_its_key_cache_until_it_expires() {
     // ...and once the cache expires the revocation takes effect
     clock.advance(1);
     holder
+        .get("/categories")
+        .await
+        .assert_error(401, "UNAUTHORIZED");
+}
+
+/// The key id of the key `app` sends.
+pub(super) fn key_id(app: &TestApp) -> Id {
+    Id::new(app.key_id).expect("a key's id is an id")
+}
+
+/// The caller the limiter admits with `key`, or `None` for an anonymous one.
+async fn caller_of(app: &TestApp, key: Option<&str>) -> Option<Caller> {
+    match app.app.limiter.admit(key, None).await.verdict {
+        Verdict::Admitted { caller } => caller,
+        refused => panic!("expected an admission, got {refused:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_rotated_key_keeps_its_count_and_its_old_secret_ends_with_the_cache() {
+    // Given a key allowing 10 a minute, used 3 times, with look-ups cached for 20 s
+    let (app, clock) = pinned(config(&[("KEY_CACHE_SECONDS", "20")])).await;
+    let old = app.with_new_key(Plan::Enterprise, Some((10, 1_000))).await;
+    for remaining in [9, 8, 7] {
+        assert_limit_headers(&old.get("/categories").await, 10, remaining, MINUTE_END);
+    }
+
+    // When it is rotated
+    let keys = app.app.limiter.keys();
+    let issued = keys.rotate(key_id(&old), chrono::Utc::now()).await.unwrap();
+    assert_eq!(issued.record.id, key_id(&old));
+    assert_eq!(issued.record.limits().per_minute, 10);
+    assert!(issued.record.rotated_at.is_some());
+    let new = old.with_key(issued.key.clone());
+
+    // Then the new secret works and the count goes on where it was
+    let response = new.get("/categories").await;
+    response.assert_status(200);
+    assert_limit_headers(&response, 10, 6, MINUTE_END);
+    // A process that never saw the old secret refuses it at once
+    let cold = old.another_instance().await;
+    cold.get("/categories")
+        .await
+        .assert_error(401, "UNAUTHORIZED");
+    // This one, which cached it, still accepts it, counted as the same key...
+    assert_limit_headers(&old.get("/categories").await, 10, 5, MINUTE_END);
+    // ...until the cache entry expires
+    clock.advance(20);
+    old.get("/categories")
+        .await
+        .assert_error(401, "UNAUTHORIZED");
+    let response = new.get("/categories").await;
+    response.assert_status(200);
+    assert_eq!(response.header("x-ratelimit-remaining"), Some("4"));
+}
+
+#[tokio::test]
+async fn a_rotated_key_keeps_its_ban() {
+    // Given a key banned for calling on after its limit
+    let (app, _clock) = pinned(config(BAN_CONFIG)).await;
+    let app = app.with_new_key(Plan::Enterprise, Some((1, 1_000))).await;
+    provoke(&app, 3).await;
+    app.get("/categories")
+        .await
+        .assert_error(429, "API_KEY_BANNED");
+
+    // When it is rotated
+    let keys = app.app.limiter.keys();
+    let issued = keys.rotate(key_id(&app), chrono::Utc::now()).await.unwrap();
+
+    // Then the new secret is banned too, on an instance that knew nothing of it
+    let fresh = app.another_instance().await.with_key(issued.key);
+    let response = fresh.get("/categories").await;
+    response.assert_error(429, "API_KEY_BANNED");
+    assert_eq!(response.header("retry-after"), Some("120"));
+    // And unbanning the key id lifts it for the new secret
+    assert!(fresh.app.limiter.unban(key_id(&app)).await.unwrap());
+    fresh
+        .get("/categories")
+        .await
+        .assert_error(429, "RATE_LIMITED");
+}
+
+#[tokio::test]
+async fn a_role_round_trips_through_create_list_find_rotate_and_admission() {
+    let app = TestApp::spawn().await;
+    let keys = app.app.limiter.keys();
+
+    // Given a staff key and a customer's key (the default)
+    let staff = app.create_key_as(Plan::Pro, None, Role::Staff).await;
+    let customer = app.create_key(Plan::Free, None).await;
+    assert_eq!(staff.record.role, Role::Staff);
+    assert_eq!(customer.record.role, Role::Customer);
+
+    // Then listing and finding show the role
+    let listed = keys.list().await.unwrap();
+    let role_of = |id: Id| listed.iter().find(|r| r.id == id).map(|r| r.role);
+    assert_eq!(role_of(staff.record.id), Some(Role::Staff));
+    assert_eq!(role_of(customer.record.id), Some(Role::Customer));
+    let found = keys.find(&ApiKeyHash::of(&staff.key)).await.unwrap();
+    assert_eq!(found, Some(staff.record.clone()));
+
+    // And the admission names the caller: the key id and its role
+    let caller = caller_of(&app, Some(&staff.key)).await;
+    assert_eq!(caller, Some(staff.record.caller()));
+    assert_eq!(caller.map(|c| c.role), Some(Role::Staff));
+    let caller = caller_of(&app, Some(&customer.key)).await;
+    assert_eq!(caller.map(|c| c.role), Some(Role::Customer));
+    assert_eq!(caller_of(&app, None).await, None);
+    assert_eq!(caller_of(&app, Some("psk_unknown")).await, None);
+
+    // And a rotated key is the same caller with the same role
+    let rotated = keys
+        .rotate(staff.record.id, chrono::Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(rotated.record.role, Role::Staff);
+    let caller = caller_of(&app, Some(&rotated.key)).await;
+    assert_eq!(caller, Some(staff.record.caller()));
+}
+
+#[tokio::test]
+async fn a_key_stored_before_roles_is_a_customers() {
+    // Given a key item as the service stored them before roles
+    let app = TestApp::spawn().await;
+    let secret = "psk_from-before-roles";
+    let item = [
+        (
+            "PK",
+            AttributeValue::S(format!("APIKEY#{}", ApiKeyHash::of(secret).as_str())),
+        ),
+        ("SK", AttributeValue::S("APIKEY".into())),
+        ("GSI1PK", AttributeValue::S("APIKEY".into())),
+        ("id", AttributeValue::N("4242".into())),
+        ("plan", AttributeValue::S("pro".into())),
+        ("name", AttributeValue::S("old".into())),
+        (
+            "createdAt",
+            AttributeValue::S("2025-01-01T00:00:00Z".into()),
+        ),
+        ("revoked", AttributeValue::Bool(false)),
+    ];
+    let mut put = app
+        .app
+        .db
+        .client()
+        .put_item()
+        .table_name(&app.app.config.table_name);
+    for (name, value) in item {
+        put = put.item(name, value);
+    }
+    put.send().await.expect("the old item is stored");
+
+    // Then it is a customer's, wherever it is read, and it still works
+    let old_key = Id::new(4242).expect("an id");
+    let caller = caller_of(&app, Some(secret)).await;
+    assert_eq!(
+        caller.map(|c| (c.key_id, c.role)),
+        Some((old_key, Role::Customer))
+    );
+    let listed = app.app.limiter.keys().list().await.unwrap();
+    let record = listed.iter().find(|r| r.id == old_key).expect("listed");
+    assert_eq!((record.role, record.plan), (Role::Customer, Plan::Pro));
+    let response = app.with_key(secret).get("/categories").await;
+    response.assert_status(200);
+    assert_eq!(response.header("x-ratelimit-limit"), Some("300"));
+}
+
+#[tokio::test]
+async fn concurrent_rotations_of_one_key_leave_exactly_one_live_secret() {
+    // Given a key, and no key cache, so every request asks the table
+    let app = TestApp::spawn_with(config(&[("KEY_CACHE_SECONDS", "0")])).await;
+    let original = app.create_key(Plan::Free, None).await;
+    let id = original.record.id;
+
+    // When it is rotated 6 times at once
+    let rotations = (0..6).map(|_| {
+        let keys = app.app.limiter.keys().clone();
+        tokio::spawn(async move { keys.rotate(id, chrono::Utc::now()).await })
+    });
+    let results: Vec<Result<IssuedKey, RotateError>> = futures::future::join_all(rotations)
+        .await
+        .into_iter()
+        .map(|joined| joined.expect("rotation task"))
+        .collect();
+
+    // Then each rotation either gave a secret or said it lost the race
+    let mut secrets = vec![original.key];
+    for result in results {
+        match result {
+            Ok(issued) => secrets.push(issued.key),
+            Err(error) => assert!(matches!(error, RotateError::Raced(_)), "{error}"),
+        }
+    }
+    assert!(secrets.len() > 1, "at least one rotation succeeds");
+    // And the key has one item, and exactly one secret that works
+    let listed = app.app.limiter.keys().list().await.unwrap();
+    assert_eq!(listed.iter().filter(|r| r.id == id).count(), 1);
+    let mut live = 0;
+    for secret in &secrets {
+        if app.with_key(secret.clone()).get("/categories").await.status == 200 {
+            live += 1;
+        }
+    }
+    assert_eq!(live, 1, "of {} secrets issued", secrets.len());
+}
+
+#[tokio::test]
+async fn only_a_live_key_is_rotated() {
+    let app = TestApp::spawn().await;
+    let keys = app.app.limiter.keys();
+    let missing = Id::new(4242).expect("an id");
+    let result = keys.rotate(missing, chrono::Utc::now()).await;
+    assert!(matches!(result, Err(RotateError::NotFound(id)) if id == missing));
+
+    // A revoked key stays revoked: rotating it would bring it back
+    let key = app.create_key(Plan::Free, None).await;
+    keys.revoke(key.record.id).await.unwrap();
+    let result = keys.rotate(key.record.id, chrono::Utc::now()).await;
+    assert!(matches!(result, Err(RotateError::Revoked(_))));
+    app.with_key(key.key)
         .get("/categories")
         .await
         .assert_error(401, "UNAUTHORIZED");

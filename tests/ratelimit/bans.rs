@@ -6,7 +6,7 @@ use super::{config, pinned, NOW};
 use crate::helpers::TestApp;
 use petstore::ratelimit::Plan;
 
-const BAN_CONFIG: &[(&str, &str)] = &[
+pub(super) const BAN_CONFIG: &[(&str, &str)] = &[
     ("BAN_THRESHOLD", "3"),
     ("BAN_BASE_SECONDS", "120"),
     ("BAN_MAX_SECONDS", "300"),
@@ -14,7 +14,7 @@ const BAN_CONFIG: &[(&str, &str)] = &[
 ];
 
 /// Spends a 1-a-minute key's minute, then makes `refusals` refused calls.
-async fn provoke(app: &TestApp, refusals: usize) {
+pub(super) async fn provoke(app: &TestApp, refusals: usize) {
     app.get("/categories").await.assert_status(200);
     for _ in 0..refusals {
         app.get("/categories")
@@ -43,7 +43,7 @@ async fn calling_on_after_refusals_earns_a_ban_which_unban_lifts() {
     }
 
     // When the admin tool's unban runs
-    let was_banned = app.app.limiter.unban(app.key_id).await.unwrap();
+    let was_banned = app.app.limiter.unban(super::key_id(&app)).await.unwrap();
     assert!(was_banned);
 
     // Then it is merely over its minute, and served in the next

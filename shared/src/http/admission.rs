@@ -72,41 +72,40 @@ pub async fn admit(State(app): State<App>, req: Request, next: Next) -> Response
     admit_and_serve(app, req, next).instrument(span).await
 }
 
-async fn admit_and_serve(app: App, req: Request, next: Next) -> Response {
+async fn admit_and_serve(app: App, mut req: Request, next: Next) -> Response {
     let sender = Sender::of(&req);
     let public = access::is_public(req.method(), req.uri().path());
     let limiter = &app.limiter;
     let counting = limiter.admit(sender.api_key.as_deref(), sender.source_ip);
     // A read's handler runs while the request is counted, and its answer is
-    // dropped if the request is refused; only for callers that may be let in,
-    // so requests without a valid key cause no data reads.
+    // dropped if the request is refused; only for callers this process
+    // already knows (the route layer checks their role before the handler
+    // touches any data), so unknown keys cause no data reads.
     let read = req.method() == Method::GET || req.method() == Method::HEAD;
-    let (admission, served) = if read && (public || limiter.may_be_valid(sender.api_key.as_deref()))
-    {
+    let known = limiter.known_caller(sender.api_key.as_deref());
+    let (admission, served) = if read && (public || known.is_some()) {
+        if let Some(caller) = known {
+            req.extensions_mut().insert(caller);
+        }
         let (admission, response) = tokio::join!(counting, next.run(req));
         (admission, Ok(response))
     } else {
         (counting.await, Err((req, next)))
     };
     let Admission { status, verdict } = admission;
-    let mut response = match answer_of(verdict, public) {
-        Some(refusal) => refusal,
-        None => match served {
+    let mut response = match verdict {
+        Verdict::Refused(refusal) => ApiError::from(refusal).into_response(),
+        Verdict::Admitted { caller: None } if !public => ApiError::Unauthorized.into_response(),
+        Verdict::Admitted { caller } => match served {
             Ok(response) => response,
-            Err((req, next)) => next.run(req).await,
+            Err((mut req, next)) => {
+                if let Some(caller) = caller {
+                    req.extensions_mut().insert(caller);
+                }
+                next.run(req).await
+            }
         },
     };
     status.apply(response.headers_mut());
     response
-}
-
-/// The answer the admission itself gives, if it refuses the request.
-fn answer_of(verdict: Verdict, public: bool) -> Option<Response> {
-    match verdict {
-        Verdict::Refused(error) => Some(error.into_response()),
-        Verdict::Admitted { authenticated } if !authenticated && !public => {
-            Some(ApiError::Unauthorized.into_response())
-        }
-        Verdict::Admitted { .. } => None,
-    }
 }

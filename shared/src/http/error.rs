@@ -6,6 +6,7 @@
 //! details are logged with the request id and never shown to the caller.
 
 use crate::db::{BoxError, DbError};
+use crate::ratelimit::Refusal;
 use crate::records::ValidationError;
 use crate::rules::RuleViolation;
 use axum::response::{IntoResponse, Response};
@@ -155,6 +156,16 @@ impl From<DbError> for ApiError {
                 ApiError::Unavailable { retry_after: 1 }
             }
             DbError::Internal(_) => ApiError::Internal(Box::new(err)),
+        }
+    }
+}
+
+impl From<Refusal> for ApiError {
+    fn from(refusal: Refusal) -> Self {
+        match refusal {
+            Refusal::RateLimited { retry_after } => ApiError::RateLimited { retry_after },
+            Refusal::Banned { retry_after } => ApiError::Banned { retry_after },
+            Refusal::Unavailable => ApiError::Unavailable { retry_after: 1 },
         }
     }
 }

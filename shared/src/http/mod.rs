@@ -29,12 +29,17 @@ use tower_http::set_header::SetRequestHeaderLayer;
 /// - [`admission::admit`]: count, answer 401/429/503, the rate-limit headers;
 /// - the 64 KiB body limit (its bare 413 becomes the Error record);
 /// - the router: `GET /openapi.json` added, the JSON 404 for unknown paths,
-///   the JSON 405 (axum adds `Allow`) for unserved methods.
+///   the JSON 405 (axum adds `Allow`) for unserved methods, and on every
+///   matched route the access table's check (403) before the handler.
 pub fn service(routes: Router<App>, app: App) -> Router {
     let request_id = HeaderName::from_static(admission::REQUEST_ID);
     routes
         .merge(openapi::routes())
         .fallback(not_found)
+        // The access check wraps every route, including axum's default 405
+        // fallback; setting our 405 fallback afterwards replaces that wrapped
+        // default, so an unserved method stays 405, never 403.
+        .route_layer(axum::middleware::from_fn(access::authorize))
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(app.clone())
         // Each `layer` wraps everything above it: the last one is outermost.

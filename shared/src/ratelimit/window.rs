@@ -2,6 +2,7 @@
 //! pure arithmetic on Unix seconds, with the clock injected so tests can pin it.
 
 use http::{HeaderMap, HeaderName, HeaderValue};
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
@@ -49,7 +50,8 @@ impl Clock for ManualClock {
 }
 
 /// A key's plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Plan {
     Free,
     Pro,

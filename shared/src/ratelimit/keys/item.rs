@@ -1,0 +1,173 @@
+//! A key's item in the data table, as `serde_dynamo` writes and reads it.
+
+use super::{ApiKeyHash, ApiKeyRecord};
+use crate::db::{from_item, s, to_item, DbError, Item};
+use crate::ratelimit::window::{Limits, Plan};
+use crate::records::{Id, Role};
+use serde::{Deserialize, Serialize};
+
+const PK_PREFIX: &str = "APIKEY#";
+pub(super) const SK: &str = "APIKEY";
+/// GSI1's partition for keys: every key, in id order.
+pub(super) const PARTITION: &str = "APIKEY";
+
+/// The table key of the key with this hash.
+pub(super) fn key_of(hash: &ApiKeyHash) -> Item {
+    Item::from([
+        ("PK".to_string(), s(pk_of(hash))),
+        ("SK".to_string(), s(SK)),
+    ])
+}
+
+pub(super) fn pk_of(hash: &ApiKeyHash) -> String {
+    format!("{PK_PREFIX}{}", hash.as_str())
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct KeyItem {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    #[serde(rename = "GSI1PK")]
+    gsi1pk: String,
+    id: Id,
+    plan: Plan,
+    /// Absent on keys created before roles: those are customers'.
+    #[serde(default)]
+    role: Role,
+    /// Enterprise only: the other plans' limits are the plan's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    per_minute: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    per_day: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(default)]
+    created_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rotated_at: Option<String>,
+    #[serde(default)]
+    revoked: bool,
+}
+
+/// The item that stores `record` under `hash`.
+pub(super) fn item_of(hash: &ApiKeyHash, record: &ApiKeyRecord) -> Result<Item, DbError> {
+    let own_limits = record.plan == Plan::Enterprise;
+    to_item(&KeyItem {
+        pk: pk_of(hash),
+        sk: SK.to_string(),
+        gsi1pk: PARTITION.to_string(),
+        id: record.id,
+        plan: record.plan,
+        role: record.role,
+        per_minute: own_limits.then_some(record.per_minute),
+        per_day: own_limits.then_some(record.per_day),
+        name: record.name.clone(),
+        created_at: record.created_at.clone(),
+        rotated_at: record.rotated_at.clone(),
+        revoked: record.revoked,
+    })
+}
+
+/// The key an item stores, and the hash it is stored under.
+pub(super) fn record_of(item: Item) -> Result<(ApiKeyHash, ApiKeyRecord), DbError> {
+    let item: KeyItem = from_item(item)?;
+    let broken = |what: &str| DbError::internal(format!("stored API key has no valid {what}"));
+    let hash = item
+        .pk
+        .strip_prefix(PK_PREFIX)
+        .map(|h| ApiKeyHash(h.to_string()))
+        .ok_or_else(|| broken("PK"))?;
+    let limits = match (item.plan.limits(), item.per_minute, item.per_day) {
+        (Some(limits), _, _) => limits,
+        (None, Some(minute), Some(day)) => {
+            Limits::enterprise(minute, day).ok_or_else(|| broken("limits"))?
+        }
+        (None, _, _) => return Err(broken("perMinute and perDay")),
+    };
+    let record = ApiKeyRecord {
+        id: item.id,
+        plan: item.plan,
+        role: item.role,
+        per_minute: limits.per_minute,
+        per_day: limits.per_day,
+        name: item.name,
+        created_at: item.created_at,
+        rotated_at: item.rotated_at,
+        revoked: item.revoked,
+    };
+    Ok((hash, record))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::n;
+
+    fn record(plan: Plan, limits: Limits, role: Role) -> ApiKeyRecord {
+        ApiKeyRecord {
+            id: Id::new(42).expect("42 is an id"),
+            plan,
+            role,
+            per_minute: limits.per_minute,
+            per_day: limits.per_day,
+            name: Some("ci".into()),
+            created_at: "2030-01-01T00:00:00Z".into(),
+            rotated_at: Some("2030-01-02T00:00:00Z".into()),
+            revoked: false,
+        }
+    }
+
+    #[test]
+    fn a_key_round_trips_through_its_item() -> Result<(), DbError> {
+        let hash = ApiKeyHash::of("psk_x");
+        for record in [
+            record(Plan::Pro, Limits::new(300, 10_000), Role::Staff),
+            record(Plan::Enterprise, Limits::new(7, 70), Role::Customer),
+        ] {
+            let item = item_of(&hash, &record)?;
+            assert_eq!(
+                item.contains_key("perMinute"),
+                record.plan == Plan::Enterprise
+            );
+            assert_eq!(record_of(item)?, (hash.clone(), record));
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn an_item_from_before_roles_reads_as_a_customers() -> Result<(), DbError> {
+        // As keys were stored before roles (and as the bench writes one, without `revoked`).
+        let item = Item::from([
+            ("PK".to_string(), s("APIKEY#stub")),
+            ("SK".to_string(), s(SK)),
+            ("GSI1PK".to_string(), s(PARTITION)),
+            ("id".to_string(), n(1)),
+            ("plan".to_string(), s("enterprise")),
+            ("perMinute".to_string(), n(5)),
+            ("perDay".to_string(), n(50)),
+            ("createdAt".to_string(), s("2025-01-01T00:00:00.000Z")),
+        ]);
+        let (hash, record) = record_of(item)?;
+        assert_eq!(hash.as_str(), "stub");
+        assert_eq!(
+            (record.limits(), record.revoked),
+            (Limits::new(5, 50), false)
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn an_enterprise_item_without_limits_is_broken() {
+        let item = Item::from([
+            ("PK".to_string(), s("APIKEY#stub")),
+            ("SK".to_string(), s(SK)),
+            ("GSI1PK".to_string(), s(PARTITION)),
+            ("id".to_string(), n(1)),
+            ("plan".to_string(), s("enterprise")),
+        ]);
+        assert!(record_of(item).is_err());
+    }
+}

@@ -1,0 +1,180 @@
+//! API keys: issued once, stored only as SHA-256 hashes, looked up by hash.
+//!
+//! A key is an item in the data table (not the counter table, so a counter
+//! table outage can still serve authenticated requests when `fail_open`):
+//!
+//! | PK | SK | GSI1PK | id | other attributes |
+//! |---|---|---|---|---|
+//! | `APIKEY#<sha256 hex of the key>` | `APIKEY` | `APIKEY` | key id (number) | `plan`, `perMinute`/`perDay` (enterprise only), `role` (absent on keys made before roles: `customer`), `name`, `createdAt`, `rotatedAt`, `revoked` |
+//!
+//! The id is the key's identity: counters, bans and orders belong to it, not
+//! to the secret. Rotating a key ([`KeyStore::rotate`]) writes the same
+//! record under a new secret's hash and deletes the old item in one
+//! transaction, so the identity keeps everything and never has two live
+//! secrets.
+//!
+//! A request's look-up is one consistent `GetItem` by hash (cached by the
+//! limiter, role included: authorising costs no further call). The admin tool
+//! lists keys, and finds one by id, with a `Query` on GSI1 (`GSI1PK = APIKEY`,
+//! sort key `id`), never a scan, then reads each item itself with a consistent
+//! `GetItem`: GSI1 does not project `role` or `rotatedAt`, and may lag a
+//! rotation. Items are written and read through `serde_dynamo` (`item`);
+//! the store is in `store`.
+
+mod item;
+mod store;
+
+use super::window::{Limits, Plan};
+use crate::records::{Caller, Id, Role};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+pub use store::{KeyStore, RotateError};
+
+/// What every issued key starts with, so a leaked one is recognisable.
+const PREFIX: &str = "psk_";
+
+/// The SHA-256 of a key, in lower-case hex: the only form a key is stored in.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ApiKeyHash(String);
+
+impl ApiKeyHash {
+    pub fn of(key: &str) -> ApiKeyHash {
+        let digest = Sha256::digest(key.as_bytes());
+        ApiKeyHash(digest.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A key as stored, without its secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiKeyRecord {
+    /// The key identity: it survives rotation.
+    pub id: Id,
+    pub plan: Plan,
+    pub role: Role,
+    pub per_minute: u64,
+    pub per_day: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub created_at: String,
+    /// When the key last got a new secret.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rotated_at: Option<String>,
+    pub revoked: bool,
+}
+
+impl ApiKeyRecord {
+    pub fn limits(&self) -> Limits {
+        Limits::new(self.per_minute, self.per_day)
+    }
+
+    /// Who calls with this key.
+    pub fn caller(&self) -> Caller {
+        Caller {
+            key_id: self.id,
+            role: self.role,
+        }
+    }
+}
+
+/// A freshly created key: the only time its secret exists outside the caller.
+#[derive(Debug, Clone, Serialize)]
+pub struct IssuedKey {
+    #[serde(flatten)]
+    pub record: ApiKeyRecord,
+    pub key: String,
+}
+
+/// Why a key cannot be created as asked.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum KeyRequestError {
+    #[error("an enterprise key needs --per-minute and --per-day, both at least 1")]
+    EnterpriseNeedsLimits,
+    #[error("only enterprise keys carry their own limits")]
+    LimitsOnlyForEnterprise,
+}
+
+/// What a new key is to be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewApiKey {
+    plan: Plan,
+    limits: Limits,
+    role: Role,
+    name: Option<String>,
+}
+
+impl NewApiKey {
+    /// A key of `plan`; `own_limits` (per minute, per day) are required for
+    /// enterprise and not allowed for the other plans.
+    pub fn new(
+        plan: Plan,
+        own_limits: Option<(u64, u64)>,
+        name: Option<String>,
+    ) -> Result<NewApiKey, KeyRequestError> {
+        let limits = match (plan.limits(), own_limits) {
+            (Some(limits), None) => limits,
+            (Some(_), Some(_)) => return Err(KeyRequestError::LimitsOnlyForEnterprise),
+            (None, Some((minute, day))) => {
+                Limits::enterprise(minute, day).ok_or(KeyRequestError::EnterpriseNeedsLimits)?
+            }
+            (None, None) => return Err(KeyRequestError::EnterpriseNeedsLimits),
+        };
+        Ok(NewApiKey {
+            plan,
+            limits,
+            role: Role::default(),
+            name,
+        })
+    }
+
+    /// The same key with `role` (a customer's unless set).
+    pub fn with_role(self, role: Role) -> NewApiKey {
+        NewApiKey { role, ..self }
+    }
+}
+
+/// Ids shown to people are the key's numeric id.
+pub fn parse_key_id(raw: &str) -> Option<Id> {
+    Id::parse_param(raw, "id").ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_is_stored_as_its_sha256() {
+        assert_eq!(
+            ApiKeyHash::of("abc").as_str(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn only_enterprise_keys_carry_limits() {
+        assert!(NewApiKey::new(Plan::Pro, None, None).is_ok());
+        assert_eq!(
+            NewApiKey::new(Plan::Pro, Some((1, 1)), None).unwrap_err(),
+            KeyRequestError::LimitsOnlyForEnterprise
+        );
+        assert_eq!(
+            NewApiKey::new(Plan::Enterprise, None, None).unwrap_err(),
+            KeyRequestError::EnterpriseNeedsLimits
+        );
+        let key = NewApiKey::new(Plan::Enterprise, Some((10, 20)), None);
+        assert_eq!(key.map(|k| k.limits), Ok(Limits::new(10, 20)));
+    }
+
+    #[test]
+    fn a_key_is_a_customers_unless_made_staff() {
+        let key = NewApiKey::new(Plan::Free, None, None).map(|k| k.role);
+        assert_eq!(key, Ok(Role::Customer));
+        let key = NewApiKey::new(Plan::Free, None, None).map(|k| k.with_role(Role::Staff));
+        assert_eq!(key.map(|k| k.role), Ok(Role::Staff));
+    }
+}

@@ -1,0 +1,248 @@
+//! The keys in the data table: issue, look up, list, revoke, rotate.
+
+use super::item::{item_of, key_of, pk_of, record_of, PARTITION, SK};
+use super::{ApiKeyHash, ApiKeyRecord, IssuedKey, NewApiKey, PREFIX};
+use crate::db::{
+    backoff, classify, n, new_id, s, too_contended, Db, DbError, TransactOutcome, MAX_ATTEMPTS,
+};
+use crate::records::Id;
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::Client;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use chrono::{DateTime, SecondsFormat, Utc};
+use futures::{StreamExt, TryStreamExt};
+
+/// How many items `list` reads at once.
+const LIST_READS_IN_FLIGHT: usize = 16;
+
+/// The keys in the data table.
+#[derive(Clone, Debug)]
+pub struct KeyStore {
+    db: Db,
+}
+
+/// Why a key was not rotated.
+#[derive(Debug, thiserror::Error)]
+pub enum RotateError {
+    #[error("no key has id {0}")]
+    NotFound(Id),
+    #[error("key {0} is revoked; a revoked key is not rotated")]
+    Revoked(Id),
+    #[error("key {0} was rotated or revoked meanwhile; nothing changed")]
+    Raced(Id),
+    #[error("the key store failed")]
+    Db(#[from] DbError),
+}
+
+/// A fresh secret: 256 random bits, and the hash it is stored under.
+fn fresh_secret() -> (String, ApiKeyHash) {
+    let key = format!(
+        "{PREFIX}{}",
+        URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>())
+    );
+    let hash = ApiKeyHash::of(&key);
+    (key, hash)
+}
+
+fn timestamp(now: DateTime<Utc>) -> String {
+    now.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+impl KeyStore {
+    pub fn new(client: Client, table: impl Into<String>) -> KeyStore {
+        KeyStore {
+            db: Db::new(client, table),
+        }
+    }
+
+    /// Issues a key: 256 random bits, returned once, stored as its hash.
+    pub async fn create(&self, new: NewApiKey, now: DateTime<Utc>) -> Result<IssuedKey, DbError> {
+        let (key, hash) = fresh_secret();
+        let record = ApiKeyRecord {
+            id: new_id(now),
+            plan: new.plan,
+            role: new.role,
+            per_minute: new.limits.per_minute,
+            per_day: new.limits.per_day,
+            name: new.name,
+            created_at: timestamp(now),
+            rotated_at: None,
+            revoked: false,
+        };
+        self.db
+            .client()
+            .put_item()
+            .table_name(self.db.table())
+            .set_item(Some(item_of(&hash, &record)?))
+            // 256 random bits do not collide; the condition only makes sure.
+            .condition_expression("attribute_not_exists(PK)")
+            .send()
+            .await
+            .map_err(classify)?;
+        Ok(IssuedKey { record, key })
+    }
+
+    /// The key with this hash, revoked or not.
+    pub async fn find(&self, hash: &ApiKeyHash) -> Result<Option<ApiKeyRecord>, DbError> {
+        // Consistent: a key used right after it is created must be found.
+        let item = self.db.get_item(pk_of(hash), SK).await?;
+        Ok(item.map(record_of).transpose()?.map(|(_, record)| record))
+    }
+
+    /// The key with this hash and the hash itself, read from the table.
+    async fn read(&self, pk: String) -> Result<Option<(ApiKeyHash, ApiKeyRecord)>, DbError> {
+        self.db.get_item(pk, SK).await?.map(record_of).transpose()
+    }
+
+    /// The `PK` of every key on GSI1 with `id` (every key when `None`), in
+    /// id order. The index may lag: a key just rotated can show both items.
+    async fn index_pks(&self, id: Option<Id>) -> Result<Vec<String>, DbError> {
+        let mut pks = Vec::new();
+        let mut start = None;
+        loop {
+            let mut query = self
+                .db
+                .client()
+                .query()
+                .table_name(self.db.table())
+                .index_name("GSI1")
+                .key_condition_expression(match id {
+                    Some(_) => "GSI1PK = :p AND id = :id",
+                    None => "GSI1PK = :p",
+                })
+                .expression_attribute_values(":p", s(PARTITION))
+                .projection_expression("PK")
+                .set_exclusive_start_key(start);
+            if let Some(id) = id {
+                query = query.expression_attribute_values(":id", n(id));
+            }
+            let out = query.send().await.map_err(classify)?;
+            let items = out.items.unwrap_or_default().into_iter();
+            pks.extend(items.filter_map(|mut item| match item.remove("PK") {
+                Some(AttributeValue::S(pk)) => Some(pk),
+                _ => None,
+            }));
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(pks);
+            }
+        }
+    }
+
+    /// Every key, oldest first.
+    pub async fn list(&self) -> Result<Vec<ApiKeyRecord>, DbError> {
+        let pks = self.index_pks(None).await?;
+        let found: Vec<_> = futures::stream::iter(pks)
+            .map(|pk| self.read(pk))
+            .buffered(LIST_READS_IN_FLIGHT)
+            .try_collect()
+            .await?;
+        Ok(found.into_iter().flatten().map(|(_, r)| r).collect())
+    }
+
+    /// The key with this id, and the hash of its live secret.
+    async fn by_id(&self, id: Id) -> Result<Option<(ApiKeyHash, ApiKeyRecord)>, DbError> {
+        for attempt in 0..MAX_ATTEMPTS {
+            let pks = self.index_pks(Some(id)).await?;
+            if pks.is_empty() {
+                return Ok(None);
+            }
+            for pk in pks {
+                if let Some(found) = self.read(pk).await? {
+                    return Ok(Some(found));
+                }
+            }
+            // Only a rotation deletes a key's item: the index listed the
+            // item it replaced, so ask again for the new one.
+            backoff(attempt).await;
+        }
+        Err(too_contended("find key by id"))
+    }
+
+    /// Whether a key with this id exists.
+    pub async fn exists(&self, id: Id) -> Result<bool, DbError> {
+        Ok(self.by_id(id).await?.is_some())
+    }
+
+    /// Revokes the key with this id; `None` if there is none. Warm processes
+    /// notice within their key cache's lifetime.
+    pub async fn revoke(&self, id: Id) -> Result<Option<ApiKeyRecord>, DbError> {
+        for attempt in 0..MAX_ATTEMPTS {
+            let Some((hash, mut record)) = self.by_id(id).await? else {
+                return Ok(None);
+            };
+            let update = Update::builder()
+                .table_name(self.db.table())
+                .set_key(Some(key_of(&hash)))
+                .update_expression("SET revoked = :t")
+                .condition_expression("attribute_exists(PK)")
+                .expression_attribute_values(":t", AttributeValue::Bool(true))
+                .build()
+                .map_err(DbError::internal)?;
+            let update = TransactWriteItem::builder().update(update).build();
+            match self.db.transact(vec![update]).await? {
+                TransactOutcome::Done => {
+                    record.revoked = true;
+                    return Ok(Some(record));
+                }
+                // Rotated meanwhile: revoke the secret that replaced it.
+                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => {
+                    backoff(attempt).await
+                }
+            }
+        }
+        Err(too_contended("revoke key"))
+    }
+
+    /// Gives the key with this id a new secret, returned once: the same id,
+    /// plan, limits, role and name, so the same counters, bans and orders.
+    ///
+    /// The new item is put and the old one deleted in one transaction, on
+    /// condition that the old one is still live: of two rotations racing, one
+    /// fails with [`RotateError::Raced`], and the key never has two live
+    /// secrets. Warm processes that cached the old secret accept it until
+    /// their cache entry expires (`KEY_CACHE_SECONDS`).
+    pub async fn rotate(&self, id: Id, now: DateTime<Utc>) -> Result<IssuedKey, RotateError> {
+        let (old, record) = self.by_id(id).await?.ok_or(RotateError::NotFound(id))?;
+        if record.revoked {
+            return Err(RotateError::Revoked(id));
+        }
+        let record = ApiKeyRecord {
+            rotated_at: Some(timestamp(now)),
+            ..record
+        };
+        let retire = Delete::builder()
+            .table_name(self.db.table())
+            .set_key(Some(key_of(&old)))
+            .condition_expression(
+                "attribute_exists(PK) AND (attribute_not_exists(revoked) OR revoked = :live)",
+            )
+            .expression_attribute_values(":live", AttributeValue::Bool(false))
+            .build()
+            .map_err(DbError::internal)?;
+        for attempt in 0..MAX_ATTEMPTS {
+            let (key, hash) = fresh_secret();
+            let put = Put::builder()
+                .table_name(self.db.table())
+                .set_item(Some(item_of(&hash, &record)?))
+                .condition_expression("attribute_not_exists(PK)")
+                .build()
+                .map_err(DbError::internal)?;
+            let steps = vec![
+                TransactWriteItem::builder().put(put).build(),
+                TransactWriteItem::builder().delete(retire.clone()).build(),
+            ];
+            match self.db.transact(steps).await? {
+                TransactOutcome::Done => return Ok(IssuedKey { record, key }),
+                TransactOutcome::ConditionFailed(1) => return Err(RotateError::Raced(id)),
+                // Another transaction held an item (or, never in practice,
+                // the new hash was taken): the same again, with a new secret.
+                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => {
+                    backoff(attempt).await
+                }
+            }
+        }
+        Err(too_contended("rotate key").into())
+    }
+}

@@ -1,0 +1,66 @@
+//! What follows a refusal (a 429): reporting refusals answered from memory,
+//! and banning a subject whose refusals reach `BAN_THRESHOLD`.
+
+use super::counter::{Counted, CounterError, Stored, Subject};
+use super::memory::{lock, Flush};
+use super::window::{UnixSeconds, Usage};
+use super::RateLimiter;
+
+impl RateLimiter {
+    /// Answers a refusal of `subject`: reports refusals when `flush` says it
+    /// is time, and bans when they reach the threshold.
+    pub(super) async fn after_refusal(
+        &self,
+        subject: &Subject,
+        usage: Usage,
+        flush: Option<Flush>,
+        now: UnixSeconds,
+    ) -> Result<Counted, CounterError> {
+        let limited = Counted::Limited(usage, Stored::default());
+        let Some(flush) = flush else {
+            return Ok(limited);
+        };
+        // A refusal stays a 429 whatever happens to its report: a failed
+        // report only loses counts towards a ban.
+        let reported = self
+            .counters
+            .report_refusals(subject, flush.count, flush.minute, now, flush.same_minute)
+            .await;
+        let stored = match reported {
+            Ok(Some(stored)) => stored,
+            Ok(None) => return Ok(limited),
+            Err(error) => {
+                tracing::warn!(error = ?error, %subject, "refusals not reported");
+                return Ok(limited);
+            }
+        };
+        lock(&self.subjects)
+            .entry(subject.clone())
+            .or_default()
+            .learn_refusals(&stored);
+        // The refusal that reaches the threshold is still answered 429
+        // `RATE_LIMITED`; the ban applies from the next request on.
+        let (until, answer) = if stored.banned_until > now {
+            (stored.banned_until, Counted::Banned(stored.banned_until))
+        } else if stored.refusals >= self.config.ban_threshold {
+            let (base, max) = (self.config.ban_base, self.config.ban_max);
+            match self.counters.ban(subject, stored, now, base, max).await {
+                Ok(until) => {
+                    tracing::info!(%subject, until, refusals = stored.refusals, "banned");
+                    (until, limited)
+                }
+                Err(error) => {
+                    tracing::warn!(error = ?error, %subject, "ban not recorded");
+                    return Ok(limited);
+                }
+            }
+        } else {
+            return Ok(limited);
+        };
+        lock(&self.subjects)
+            .entry(subject.clone())
+            .or_default()
+            .learn_ban(until, now);
+        Ok(answer)
+    }
+}
