@@ -73,6 +73,8 @@ impl Spawn {
 }
 
 struct RuntimeApi {
+    /// Held only for pushes and takes that cannot panic, so never poisoned:
+    /// hence the `expect`s on locking it.
     timeline: Mutex<Timeline>,
     changed: Notify,
     event: Bytes,
