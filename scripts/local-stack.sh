@@ -81,7 +81,7 @@ stack_start() {
 # completion need a staff key: add `--role staff` to this line.
 stack_key() {
   local key
-  key="$("$STACK_ROOT/target/debug/petstore-admin" keys create --plan enterprise --per-minute 1000000 --per-day 100000000 --name "$STACK_NAME" \
+  key="$("$STACK_ROOT/target/debug/petstore-admin" keys create --plan enterprise --role staff --per-minute 1000000 --per-day 100000000 --name "$STACK_NAME" \
     | "$STACK_VENV/bin/python" -c 'import json,sys; print(json.loads(sys.stdin.readline())["key"])')"
   [[ -n "$key" ]] || stack_die "petstore-admin printed no key"
   echo "$key"

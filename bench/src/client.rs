@@ -24,9 +24,18 @@ pub struct Reply {
     pub body: Bytes,
 }
 
+/// The part of a created record the bench carries on with.
+#[derive(serde::Deserialize)]
+struct Created {
+    id: u64,
+}
+
 impl Reply {
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    /// The `id` of the record the request created, if the body has one.
+    pub fn created_id(&self) -> Option<u64> {
+        serde_json::from_slice::<Created>(&self.body)
+            .ok()
+            .map(|created| created.id)
     }
 }
 

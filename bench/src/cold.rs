@@ -4,19 +4,24 @@
 //! then answers one more invocation, which is a warm invocation's duration as
 //! Lambda would bill it (minus Lambda's own rounding).
 
-use crate::stats::{summarize, Summary};
+use crate::client::Error;
+use crate::results::ColdStart;
+use crate::stats::summarize;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use serde::Serialize;
+use serde::Deserialize;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::net::TcpListener;
+use tokio::process::{Child, Command};
 use tokio::sync::Notify;
 
 /// How the function is set up, as Lambda would set it up.
@@ -33,24 +38,7 @@ pub struct ColdSetup<'a> {
     pub log: &'a Path,
 }
 
-#[derive(Debug, Serialize)]
-pub struct ColdResult {
-    pub function: String,
-    pub request: String,
-    pub spawns: usize,
-    pub failures: usize,
-    /// Spawn to first `GET /invocation/next`.
-    pub ready: Summary,
-    /// Spawn to the first invocation's response.
-    pub first_response: Summary,
-    /// The first invocation alone (`next` served to response posted).
-    pub first_invocation: Summary,
-    /// The second invocation, warm, in the same process.
-    pub warm_invocation: Summary,
-    /// Status codes the first invocations answered, with counts.
-    pub statuses: std::collections::BTreeMap<u16, usize>,
-}
-
+/// What the Runtime API saw of one process, as it happened.
 #[derive(Default)]
 struct Timeline {
     served: usize,
@@ -61,7 +49,32 @@ struct Timeline {
     error: Option<String>,
 }
 
+/// One process's figures, from its spawn.
+struct Spawn {
+    ready: Duration,
+    first_response: Duration,
+    first_invocation: Duration,
+    /// `None` when the process died after its first invocation.
+    warm_invocation: Option<Duration>,
+    first_status: u16,
+}
+
+impl Spawn {
+    fn from_timeline(spawned: Instant, timeline: &Timeline) -> Option<Spawn> {
+        let invocation = |i: usize| Some(*timeline.done_at.get(i)? - *timeline.next_at.get(i)?);
+        Some(Spawn {
+            ready: timeline.ready? - spawned,
+            first_response: *timeline.done_at.first()? - spawned,
+            first_invocation: invocation(0)?,
+            warm_invocation: invocation(1),
+            first_status: *timeline.statuses.first()?,
+        })
+    }
+}
+
 struct RuntimeApi {
+    /// Held only for pushes and takes that cannot panic, so never poisoned:
+    /// hence the `expect`s on locking it.
     timeline: Mutex<Timeline>,
     changed: Notify,
     event: Bytes,
@@ -71,60 +84,44 @@ struct RuntimeApi {
 /// Invocations served per process: the cold one and one warm one.
 const INVOCATIONS: usize = 2;
 
-pub async fn measure(
-    setup: &ColdSetup<'_>,
-    spawns: usize,
-) -> Result<ColdResult, Box<dyn std::error::Error + Send + Sync>> {
-    let (mut ready, mut first_response, mut first_invocation, mut warm) =
-        (vec![], vec![], vec![], vec![]);
-    let mut statuses = std::collections::BTreeMap::new();
-    let mut failures = 0;
+pub async fn measure(setup: &ColdSetup<'_>, spawns: usize) -> Result<ColdStart, Error> {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(setup.log)?;
+    let mut measured = Vec::with_capacity(spawns);
     for _ in 0..spawns {
         match spawn_once(setup, &log).await {
-            Ok((t0, timeline)) => {
-                ready.push(timeline.ready.expect("ready recorded") - t0);
-                first_response.push(timeline.done_at[0] - t0);
-                first_invocation.push(timeline.done_at[0] - timeline.next_at[0]);
-                if timeline.done_at.len() > 1 {
-                    warm.push(timeline.done_at[1] - timeline.next_at[1]);
-                }
-                *statuses.entry(timeline.statuses[0]).or_insert(0) += 1;
-            }
-            Err(e) => {
-                failures += 1;
-                eprintln!("bench: cold start of {} failed: {e}", setup.function);
-            }
+            Ok(spawn) => measured.push(spawn),
+            Err(e) => eprintln!("bench: cold start of {} failed: {e}", setup.function),
         }
     }
-    Ok(ColdResult {
+    let summary_of = |figure: fn(&Spawn) -> Option<Duration>| {
+        summarize(&measured.iter().filter_map(figure).collect::<Vec<_>>())
+    };
+    let mut statuses = BTreeMap::new();
+    for spawn in &measured {
+        *statuses.entry(spawn.first_status).or_insert(0) += 1;
+    }
+    let separator = if setup.query.is_empty() { "" } else { "?" };
+    Ok(ColdStart {
         function: setup.function.to_string(),
-        request: format!(
-            "{} {}{}{}",
-            setup.method,
-            setup.path,
-            if setup.query.is_empty() { "" } else { "?" },
-            setup.query
-        ),
+        request: format!("{} {}{separator}{}", setup.method, setup.path, setup.query),
         spawns,
-        failures,
-        ready: summarize(&ready),
-        first_response: summarize(&first_response),
-        first_invocation: summarize(&first_invocation),
-        warm_invocation: summarize(&warm),
+        failures: spawns - measured.len(),
+        ready: summary_of(|s| Some(s.ready)),
+        first_response: summary_of(|s| Some(s.first_response)),
+        first_invocation: summary_of(|s| Some(s.first_invocation)),
+        warm_invocation: summary_of(|s| s.warm_invocation),
         statuses,
     })
 }
 
-async fn spawn_once(
-    setup: &ColdSetup<'_>,
-    log: &std::fs::File,
-) -> Result<(Instant, Timeline), Box<dyn std::error::Error + Send + Sync>> {
+/// Spawns the bootstrap against a Runtime API of its own and times it through
+/// [`INVOCATIONS`] invocations.
+async fn spawn_once(setup: &ColdSetup<'_>, log: &std::fs::File) -> Result<Spawn, Error> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
+    let runtime_api = listener.local_addr()?;
     let api = Arc::new(RuntimeApi {
         timeline: Mutex::default(),
         changed: Notify::new(),
@@ -135,14 +132,64 @@ async fn spawn_once(
         ),
     });
     let server = tokio::spawn(serve(listener, api.clone()));
+    let mut command = lambda_command(setup, runtime_api, log)?;
+    let spawned = Instant::now();
+    let mut child = command.spawn()?;
+    let finished =
+        tokio::time::timeout(Duration::from_secs(20), invocations_done(&api, &mut child));
+    let finished = finished.await;
+    let _ = child.start_kill();
+    let _ = child.wait().await;
+    server.abort();
+    let timeline = std::mem::take(&mut *api.timeline.lock().expect("timeline lock"));
+    if finished.is_err() {
+        return Err("no response within 20 s".into());
+    }
+    match &timeline.error {
+        // Answered at least once: the figures up to the error stand.
+        Some(error) if timeline.done_at.is_empty() => return Err(error.clone().into()),
+        _ => {}
+    }
+    Spawn::from_timeline(spawned, &timeline)
+        .ok_or_else(|| "a response before any GET .../invocation/next".into())
+}
 
-    let mut command = tokio::process::Command::new(setup.bootstrap);
+/// Until every invocation was answered, the Runtime API saw an error, or the
+/// process exited.
+async fn invocations_done(api: &RuntimeApi, child: &mut Child) {
+    loop {
+        let notified = api.changed.notified();
+        {
+            let timeline = api.timeline.lock().expect("timeline lock");
+            if timeline.error.is_some() || timeline.done_at.len() >= INVOCATIONS {
+                return;
+            }
+        }
+        tokio::select! {
+            _ = notified => {}
+            status = child.wait() => {
+                let mut timeline = api.timeline.lock().expect("timeline lock");
+                timeline.error.get_or_insert(format!("bootstrap exited: {status:?}"));
+                return;
+            }
+        }
+    }
+}
+
+/// The bootstrap with Lambda's environment, nothing of ours but
+/// `BENCH_COLD_ENV`.
+fn lambda_command(
+    setup: &ColdSetup<'_>,
+    runtime_api: SocketAddr,
+    log: &std::fs::File,
+) -> Result<Command, Error> {
+    let mut command = Command::new(setup.bootstrap);
     command
         .env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .env("TZ", ":UTC")
         .env("LANG", "en_US.UTF-8")
-        .env("AWS_LAMBDA_RUNTIME_API", addr.to_string())
+        .env("AWS_LAMBDA_RUNTIME_API", runtime_api.to_string())
         .env("AWS_LAMBDA_FUNCTION_NAME", setup.function)
         .env(
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
@@ -170,41 +217,7 @@ async fn spawn_once(
         .stdout(log.try_clone()?)
         .stderr(log.try_clone()?)
         .kill_on_drop(true);
-    let t0 = Instant::now();
-    let mut child = command.spawn()?;
-    let finished = tokio::time::timeout(Duration::from_secs(20), async {
-        loop {
-            let notified = api.changed.notified();
-            {
-                let timeline = api.timeline.lock().expect("timeline lock");
-                if timeline.error.is_some() || timeline.done_at.len() >= INVOCATIONS {
-                    return;
-                }
-            }
-            tokio::select! {
-                _ = notified => {}
-                status = child.wait() => {
-                    let mut timeline = api.timeline.lock().expect("timeline lock");
-                    timeline.error.get_or_insert(format!("bootstrap exited: {status:?}"));
-                    return;
-                }
-            }
-        }
-    })
-    .await;
-    let _ = child.start_kill();
-    let _ = child.wait().await;
-    server.abort();
-    let timeline = std::mem::take(&mut *api.timeline.lock().expect("timeline lock"));
-    if finished.is_err() {
-        return Err("no response within 20 s".into());
-    }
-    if let Some(error) = &timeline.error {
-        if timeline.done_at.is_empty() {
-            return Err(error.clone().into());
-        }
-    }
-    Ok((t0, timeline))
+    Ok(command)
 }
 
 async fn serve(listener: TcpListener, api: Arc<RuntimeApi>) {
@@ -227,42 +240,7 @@ async fn route(api: &RuntimeApi, req: Request<Incoming>) -> Response<Full<Bytes>
     let now = Instant::now();
     let path = req.uri().path().to_string();
     if req.method() == http::Method::GET && path == "/2018-06-01/runtime/invocation/next" {
-        let served = {
-            let mut timeline = api.timeline.lock().expect("timeline lock");
-            timeline.ready.get_or_insert(now);
-            timeline.next_at.push(now);
-            timeline.served += 1;
-            timeline.served
-        };
-        if served > INVOCATIONS {
-            // No more work: the process waits here until it is killed, as in Lambda.
-            std::future::pending::<()>().await;
-        }
-        let deadline = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            + Duration::from_secs(30);
-        return Response::builder()
-            .status(StatusCode::OK)
-            .header("content-type", "application/json")
-            .header(
-                "lambda-runtime-aws-request-id",
-                format!("bench-request-{served}"),
-            )
-            .header(
-                "lambda-runtime-deadline-ms",
-                deadline.as_millis().to_string(),
-            )
-            .header(
-                "lambda-runtime-invoked-function-arn",
-                api.function_arn.as_str(),
-            )
-            .header(
-                "lambda-runtime-trace-id",
-                "Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sampled=0",
-            )
-            .body(Full::new(api.event.clone()))
-            .expect("response builds");
+        return next_invocation(api, now).await;
     }
     let body = req
         .into_body()
@@ -274,11 +252,9 @@ async fn route(api: &RuntimeApi, req: Request<Incoming>) -> Response<Full<Bytes>
         let mut timeline = api.timeline.lock().expect("timeline lock");
         if path.ends_with("/response") {
             timeline.done_at.push(now);
-            let status = serde_json::from_slice::<Value>(&body)
-                .ok()
-                .and_then(|v| v.get("statusCode").and_then(Value::as_u64))
-                .unwrap_or(0);
-            timeline.statuses.push(status as u16);
+            let status = serde_json::from_slice::<FunctionResponse>(&body)
+                .map_or(0, |response| response.status_code);
+            timeline.statuses.push(status);
         } else {
             timeline.error = Some(format!("{path}: {}", String::from_utf8_lossy(&body)));
         }
@@ -287,7 +263,56 @@ async fn route(api: &RuntimeApi, req: Request<Incoming>) -> Response<Full<Bytes>
     Response::builder()
         .status(StatusCode::ACCEPTED)
         .body(Full::new(Bytes::from_static(b"{\"status\":\"OK\"}")))
-        .expect("response builds")
+        .expect("a static status and body build")
+}
+
+/// The part of the function's API Gateway response we record.
+#[derive(Deserialize)]
+struct FunctionResponse {
+    #[serde(rename = "statusCode")]
+    status_code: u16,
+}
+
+/// The event, with the headers the runtime client reads, while there are
+/// invocations left.
+async fn next_invocation(api: &RuntimeApi, now: Instant) -> Response<Full<Bytes>> {
+    let served = {
+        let mut timeline = api.timeline.lock().expect("timeline lock");
+        timeline.ready.get_or_insert(now);
+        timeline.next_at.push(now);
+        timeline.served += 1;
+        timeline.served
+    };
+    if served > INVOCATIONS {
+        // No more work: the process waits here until it is killed, as in Lambda.
+        std::future::pending::<()>().await;
+    }
+    let deadline = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        + Duration::from_secs(30);
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "application/json")
+        .header(
+            "lambda-runtime-aws-request-id",
+            format!("bench-request-{served}"),
+        )
+        .header(
+            "lambda-runtime-deadline-ms",
+            deadline.as_millis().to_string(),
+        )
+        .header(
+            "lambda-runtime-invoked-function-arn",
+            api.function_arn.as_str(),
+        )
+        .header(
+            "lambda-runtime-trace-id",
+            "Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sampled=0",
+        )
+        .body(Full::new(api.event.clone()))
+        // Header values are ASCII we made (the ARN from a function name of ours).
+        .expect("a response of valid headers builds")
 }
 
 /// `BENCH_COLD_ENV="NAME=value,NAME2=value"`: more variables for the

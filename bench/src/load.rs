@@ -6,10 +6,11 @@
 //! driver is our own. oha runs alongside on the read operations as a check.
 
 use crate::client::{Conn, Error};
-use crate::stats::{summarize, Summary};
+use crate::results::{LoadRun, OperationLoad, StatusCounts};
+use crate::stats::summarize;
 use http::{Method, StatusCode};
 use rand::Rng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -23,7 +24,8 @@ pub struct Fixture {
     pub pet_ids: Vec<u64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Mix {
     /// 40% `GET /pets`, 40% `GET /pets?ids=` (5 ids), 20% `GET /store/inventory`.
     Read,
@@ -31,24 +33,13 @@ pub enum Mix {
     Write,
 }
 
-#[derive(Debug, Serialize)]
-pub struct OpResult {
-    pub requests: usize,
-    /// Responses other than the expected 2xx.
-    pub unexpected: BTreeMap<u16, usize>,
-    pub latency: Summary,
-}
-
-#[derive(Debug, Serialize)]
-pub struct LoadResult {
-    pub mix: String,
-    pub concurrency: usize,
-    pub seconds: f64,
-    pub requests: usize,
-    pub requests_per_second: f64,
-    pub errors: usize,
-    pub latency: Summary,
-    pub operations: BTreeMap<String, OpResult>,
+impl std::fmt::Display for Mix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mix::Read => "read",
+            Mix::Write => "write",
+        })
+    }
 }
 
 /// Creates a category and `pets` pets through the API.
@@ -74,7 +65,7 @@ pub async fn seed(
         )
         .into());
     }
-    let category_id = reply.json()["id"].as_u64().ok_or("category without id")?;
+    let category_id = reply.created_id().ok_or("category without id")?;
     let mut pet_ids = Vec::with_capacity(pets);
     for i in 0..pets {
         let reply = conn
@@ -87,7 +78,7 @@ pub async fn seed(
         if reply.status != StatusCode::CREATED {
             return Err(format!("POST /pets answered {}", reply.status).into());
         }
-        pet_ids.push(reply.json()["id"].as_u64().ok_or("pet without id")?);
+        pet_ids.push(reply.created_id().ok_or("pet without id")?);
     }
     Ok(Fixture {
         category_id,
@@ -95,9 +86,10 @@ pub async fn seed(
     })
 }
 
+/// One worker's requests, or all workers' once merged.
 #[derive(Default)]
 struct Record {
-    by_op: BTreeMap<&'static str, (Vec<Duration>, BTreeMap<u16, usize>)>,
+    by_op: BTreeMap<&'static str, (Vec<Duration>, StatusCounts)>,
     errors: usize,
 }
 
@@ -107,6 +99,48 @@ impl Record {
         sample.push(took);
         if !status.is_success() {
             *unexpected.entry(status.as_u16()).or_insert(0) += 1;
+        }
+    }
+
+    fn merge(&mut self, other: Record) {
+        self.errors += other.errors;
+        for (op, (sample, unexpected)) in other.by_op {
+            let (all_sample, all_unexpected) = self.by_op.entry(op).or_default();
+            all_sample.extend(sample);
+            for (status, count) in unexpected {
+                *all_unexpected.entry(status).or_insert(0) += count;
+            }
+        }
+    }
+
+    fn into_run(self, mix: Mix, concurrency: usize, duration: Duration) -> LoadRun {
+        let seconds = duration.as_secs_f64();
+        let every: Vec<Duration> = self
+            .by_op
+            .values()
+            .flat_map(|(sample, _)| sample.iter().copied())
+            .collect();
+        let operations = self
+            .by_op
+            .into_iter()
+            .map(|(op, (sample, unexpected))| {
+                let load = OperationLoad {
+                    requests: sample.len(),
+                    unexpected,
+                    latency: summarize(&sample),
+                };
+                (op.to_string(), load)
+            })
+            .collect();
+        LoadRun {
+            mix,
+            concurrency,
+            seconds,
+            requests: every.len(),
+            requests_per_second: every.len() as f64 / seconds,
+            errors: self.errors,
+            latency: summarize(&every),
+            operations,
         }
     }
 }
@@ -120,16 +154,15 @@ pub async fn run(
     concurrency: usize,
     warmup: Duration,
     duration: Duration,
-) -> Result<LoadResult, Error> {
+) -> Result<LoadRun, Error> {
     let fixture = Arc::new(fixture.clone());
     let start = Instant::now() + warmup;
     let end = start + duration;
     let mut workers = Vec::with_capacity(concurrency);
     for _ in 0..concurrency {
         let fixture = fixture.clone();
-        let api_key = api_key.clone();
+        let mut conn = Conn::new(addr, api_key.clone());
         workers.push(tokio::spawn(async move {
-            let mut conn = Conn::new(addr, api_key);
             let mut record = Record::default();
             while Instant::now() < end {
                 let recording = Instant::now() >= start;
@@ -147,46 +180,9 @@ pub async fn run(
     }
     let mut all = Record::default();
     for worker in workers {
-        let record = worker.await?;
-        all.errors += record.errors;
-        for (op, (sample, unexpected)) in record.by_op {
-            let (all_sample, all_unexpected) = all.by_op.entry(op).or_default();
-            all_sample.extend(sample);
-            for (status, count) in unexpected {
-                *all_unexpected.entry(status).or_insert(0) += count;
-            }
-        }
+        all.merge(worker.await?);
     }
-    let seconds = duration.as_secs_f64();
-    let every: Vec<Duration> = all
-        .by_op
-        .values()
-        .flat_map(|(s, _)| s.iter().copied())
-        .collect();
-    let operations = all
-        .by_op
-        .into_iter()
-        .map(|(op, (sample, unexpected))| {
-            (
-                op.to_string(),
-                OpResult {
-                    requests: sample.len(),
-                    unexpected,
-                    latency: summarize(&sample),
-                },
-            )
-        })
-        .collect();
-    Ok(LoadResult {
-        mix: format!("{mix:?}").to_lowercase(),
-        concurrency,
-        seconds,
-        requests: every.len(),
-        requests_per_second: every.len() as f64 / seconds,
-        errors: all.errors,
-        latency: summarize(&every),
-        operations,
-    })
+    Ok(all.into_run(mix, concurrency, duration))
 }
 
 async fn timed(
@@ -272,7 +268,7 @@ async fn write_step(
         Some(json!({"name": "Load pet", "categoryId": fixture.category_id})),
     )
     .await?;
-    let pet_id = pet.json()["id"].as_u64().ok_or("POST /pets gave no id")?;
+    let pet_id = pet.created_id().ok_or("POST /pets gave no id")?;
     let order = timed(
         conn,
         record,
@@ -283,9 +279,7 @@ async fn write_step(
         Some(json!({"petId": pet_id, "quantity": 1})),
     )
     .await?;
-    let order_id = order.json()["id"]
-        .as_u64()
-        .ok_or("POST /store/orders gave no id")?;
+    let order_id = order.created_id().ok_or("POST /store/orders gave no id")?;
     timed(
         conn,
         record,

@@ -12,7 +12,6 @@ use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -20,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use tokio::net::{TcpListener, TcpStream};
 
 /// What one kind of call (an `X-Amz-Target` operation) added up to.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default)]
 pub struct OpTally {
     pub calls: u64,
     /// Capacity units DynamoDB Local reported, table and indexes together.
@@ -35,8 +34,28 @@ pub struct OpTally {
     pub upstream_ms: f64,
 }
 
-/// Calls by operation name, e.g. `GetItem`.
+impl OpTally {
+    pub fn add(&mut self, more: &OpTally) {
+        self.calls += more.calls;
+        self.capacity_units += more.capacity_units;
+        self.read_units += more.read_units;
+        self.write_units += more.write_units;
+        self.index_units += more.index_units;
+        self.request_bytes += more.request_bytes;
+        self.response_bytes += more.response_bytes;
+        self.upstream_ms += more.upstream_ms;
+    }
+}
+
+/// Calls by operation name and table, e.g. `GetItem petstore`.
 pub type Tally = BTreeMap<String, OpTally>;
+
+/// Adds `more`'s calls to `into`'s.
+pub fn merge(into: &mut Tally, more: Tally) {
+    for (call, tally) in more {
+        into.entry(call).or_default().add(&tally);
+    }
+}
 
 #[derive(Clone)]
 pub struct Proxy {

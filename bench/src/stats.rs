@@ -1,18 +1,26 @@
 //! Percentiles over recorded durations.
 
-use serde::Serialize;
+use crate::results::nan_if_null;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-/// A summary of a sample of durations, in milliseconds.
-#[derive(Debug, Clone, Serialize)]
+/// A summary of a sample of durations, in milliseconds; NaN for no sample.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
     pub n: usize,
+    #[serde(deserialize_with = "nan_if_null")]
     pub min_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p50_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p90_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p95_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p99_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub max_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub mean_ms: f64,
 }
 

@@ -1,0 +1,176 @@
+//! DynamoDB calls, capacity units and bytes per operation: each operation is
+//! sent alone, one at a time, to a `petstore-local` whose DynamoDB is the
+//! counting [`Proxy`], so the calls counted in between are that operation's.
+
+use crate::client::{Conn, Error, Reply};
+use crate::cost;
+use crate::load::Fixture;
+use crate::proxy::{self, Proxy, Tally};
+use crate::results::{OperationCalls, StatusCounts};
+use http::Method;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+/// DynamoDB Local reports plain `CapacityUnits`; these calls spend read
+/// units, the others write units.
+const READ_CALLS: &[&str] = &[
+    "GetItem",
+    "Query",
+    "Scan",
+    "BatchGetItem",
+    "TransactGetItems",
+];
+
+/// Sends each operation `repeats` times; the calls by operation, averaged.
+pub async fn count(
+    proxy: &Proxy,
+    addr: SocketAddr,
+    api_key: Option<String>,
+    fixture: &Fixture,
+    repeats: usize,
+) -> Result<BTreeMap<String, OperationCalls>, Error> {
+    let mut counter = Counter {
+        conn: Conn::new(addr, api_key),
+        proxy,
+        by_operation: BTreeMap::new(),
+    };
+    // Let the key cache and connection pool settle, as in a warm function.
+    counter
+        .conn
+        .send(Method::GET, "/pets?limit=1", None)
+        .await?;
+    proxy.take();
+    let ids: Vec<String> = fixture.pet_ids.iter().take(5).map(u64::to_string).collect();
+    let ids = ids.join(",");
+    for i in 0..repeats {
+        let pet_id = fixture.pet_ids[i % fixture.pet_ids.len()];
+        counter.reads(&ids, pet_id).await?;
+        counter.writes(fixture.category_id).await?;
+    }
+    Ok(counter
+        .by_operation
+        .into_iter()
+        .map(|(operation, sent)| (operation.to_string(), sent.per_request()))
+        .collect())
+}
+
+/// One operation's requests and the calls they made.
+#[derive(Default)]
+struct Sent {
+    requests: usize,
+    statuses: StatusCounts,
+    tally: Tally,
+    total_ms: f64,
+}
+
+impl Sent {
+    fn per_request(self) -> OperationCalls {
+        let per = |total: f64| total / self.requests as f64;
+        let (mut reads, mut writes, mut index, mut bytes, mut calls, mut upstream_ms) =
+            (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+        let mut by_call = BTreeMap::new();
+        for (call, tally) in &self.tally {
+            let kind = call.split(' ').next().unwrap_or(call);
+            if READ_CALLS.contains(&kind) {
+                reads += tally.capacity_units;
+            } else {
+                writes += tally.capacity_units;
+            }
+            index += tally.index_units;
+            bytes += (tally.request_bytes + tally.response_bytes) as f64;
+            calls += tally.calls as f64;
+            upstream_ms += tally.upstream_ms;
+            by_call.insert(call.clone(), per(tally.calls as f64));
+        }
+        OperationCalls {
+            repeats: self.requests,
+            statuses: self.statuses,
+            calls_per_request: per(calls),
+            by_call,
+            read_units_per_request: per(reads),
+            write_units_per_request: per(writes),
+            index_units_per_request: per(index),
+            dynamodb_bytes_per_request: per(bytes),
+            request_ms: per(self.total_ms),
+            dynamodb_ms: per(upstream_ms),
+            dynamodb_usd_per_million: cost::dynamodb_per_million(per(reads), per(writes)),
+        }
+    }
+}
+
+struct Counter<'a> {
+    conn: Conn,
+    proxy: &'a Proxy,
+    by_operation: BTreeMap<&'static str, Sent>,
+}
+
+impl Counter<'_> {
+    async fn reads(&mut self, ids: &str, pet_id: u64) -> Result<(), Error> {
+        self.get("GET /pets?limit=20", "/pets?limit=20").await?;
+        self.get("GET /pets?ids=(5)", &format!("/pets?ids={ids}"))
+            .await?;
+        self.get("GET /pets/{id} (deprecated)", &format!("/pets/{pet_id}"))
+            .await?;
+        self.get("GET /store/inventory?limit=20", "/store/inventory?limit=20")
+            .await?;
+        let inventory = format!("/store/inventory/{pet_id}");
+        self.get("GET /store/inventory/{id}", &inventory).await?;
+        Ok(())
+    }
+
+    /// A new pet, stocked; an order of it cancelled, another completed.
+    async fn writes(&mut self, category_id: u64) -> Result<(), Error> {
+        let pet = json!({"name": "Counted pet", "categoryId": category_id});
+        let pet = self.send("POST /pets", Method::POST, "/pets", Some(pet));
+        let pet_id = pet.await?.created_id().ok_or("POST /pets gave no id")?;
+        let inventory = format!("/store/inventory/{pet_id}");
+        let stock = Some(json!({"quantity": 10}));
+        self.send("PUT /store/inventory/{id}", Method::PUT, &inventory, stock)
+            .await?;
+
+        let order = format!("/store/orders/{}", self.place_order(pet_id).await?);
+        self.get("GET /store/orders/{id}", &order).await?;
+        self.send("DELETE /store/orders/{id}", Method::DELETE, &order, None)
+            .await?;
+
+        let order = format!("/store/orders/{}", self.place_order(pet_id).await?);
+        let complete = Some(json!({"complete": true}));
+        let operation = "PATCH /store/orders/{id} (complete)";
+        self.send(operation, Method::PATCH, &order, complete)
+            .await?;
+        Ok(())
+    }
+
+    async fn place_order(&mut self, pet_id: u64) -> Result<u64, Error> {
+        let order = Some(json!({"petId": pet_id, "quantity": 1}));
+        let reply = self.send("POST /store/orders", Method::POST, "/store/orders", order);
+        Ok(reply
+            .await?
+            .created_id()
+            .ok_or("POST /store/orders gave no id")?)
+    }
+
+    async fn get(&mut self, operation: &'static str, path: &str) -> Result<Reply, Error> {
+        self.send(operation, Method::GET, path, None).await
+    }
+
+    async fn send(
+        &mut self,
+        operation: &'static str,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Reply, Error> {
+        let started = Instant::now();
+        let reply = self.conn.send(method, path, body.as_ref()).await?;
+        let took_ms = started.elapsed().as_secs_f64() * 1e3;
+        let sent = self.by_operation.entry(operation).or_default();
+        sent.requests += 1;
+        sent.total_ms += took_ms;
+        *sent.statuses.entry(reply.status.as_u16()).or_insert(0) += 1;
+        proxy::merge(&mut sent.tally, self.proxy.take());
+        Ok(reply)
+    }
+}

@@ -1,0 +1,320 @@
+//! What a bench run found: the records of `target/bench/results.json`, and of
+//! `target/bench/overhead.json`, which the criterion bench writes and the
+//! runner reads back. The field names are the files' keys, so renaming a field
+//! changes the files; tools that compare runs read them.
+//!
+//! serde_json writes a NaN (a summary of no sample) as `null`; the fields that
+//! can be NaN read `null` back as NaN, so every file written reads back.
+
+use crate::load::Mix;
+use crate::stats::Summary;
+use serde::{Deserialize, Deserializer, Serialize};
+use std::collections::BTreeMap;
+
+/// In `target/bench/`, as the runner writes it.
+pub const RESULTS_FILE: &str = "results.json";
+/// In `target/bench/`, as the criterion bench writes it for the runner.
+pub const OVERHEAD_FILE: &str = "overhead.json";
+
+/// How many responses answered each status code.
+pub type StatusCounts = BTreeMap<u16, usize>;
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct BenchResults {
+    pub machine: Machine,
+    pub settings: RunSettings,
+    pub cold_start: Vec<ColdStart>,
+    pub warm: Vec<LoadRun>,
+    /// `None` when oha is not installed.
+    pub oha: Option<OhaCheck>,
+    /// By operation, e.g. `GET /pets?limit=20`.
+    pub dynamodb_calls: BTreeMap<String, OperationCalls>,
+    pub cost: Costs,
+    /// `None` when the criterion bench did not run.
+    pub in_process_overhead: Option<Overhead>,
+    /// By function.
+    pub size: BTreeMap<String, FunctionSizes>,
+    pub targets: Vec<TargetCheck>,
+    /// What could not be measured, and why.
+    pub notes: Vec<String>,
+    pub elapsed_seconds: f64,
+}
+
+/// The figures mean nothing without the machine they were taken on.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Machine {
+    pub cpu: String,
+    pub cpu_mhz: Option<String>,
+    pub logical_cpus: usize,
+    pub memory_gib: f64,
+    pub kernel: Option<String>,
+    pub rustc: Option<String>,
+    /// DynamoDB Local's JVM, which shares the cores.
+    pub java: Option<String>,
+}
+
+/// The knobs (`BENCH_*`) the run was made with.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RunSettings {
+    pub concurrency: usize,
+    pub seconds: u64,
+    pub warmup_seconds: u64,
+    pub cold_spawns: usize,
+    pub count_repeats: usize,
+    pub lambda_memory_mb: u32,
+    pub cold_env: Option<String>,
+    /// Whether requests carried an API key (else the wrapper refused them).
+    pub api_key: bool,
+}
+
+/// One function's cold starts; see [`crate::cold`].
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ColdStart {
+    pub function: String,
+    pub request: String,
+    pub spawns: usize,
+    pub failures: usize,
+    /// Spawn to first `GET /invocation/next`.
+    pub ready: Summary,
+    /// Spawn to the first invocation's response.
+    pub first_response: Summary,
+    /// The first invocation alone (`next` served to response posted).
+    pub first_invocation: Summary,
+    /// The second invocation, warm, in the same process: what Lambda bills.
+    pub warm_invocation: Summary,
+    /// Of the first invocations.
+    pub statuses: StatusCounts,
+}
+
+/// One mix run against `petstore-local`; see [`crate::load`].
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LoadRun {
+    pub mix: Mix,
+    pub concurrency: usize,
+    pub seconds: f64,
+    pub requests: usize,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub requests_per_second: f64,
+    /// Requests that got no response at all.
+    pub errors: usize,
+    pub latency: Summary,
+    /// By operation.
+    pub operations: BTreeMap<String, OperationLoad>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OperationLoad {
+    pub requests: usize,
+    /// Responses other than the expected 2xx.
+    pub unexpected: StatusCounts,
+    pub latency: Summary,
+}
+
+/// oha on each read operation alone, as a check of our own load driver.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OhaCheck {
+    pub concurrency: usize,
+    pub seconds: u64,
+    /// By request, e.g. `GET /pets?limit=20`.
+    pub runs: BTreeMap<String, OhaRun>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OhaRun {
+    Measured(OhaFigures),
+    Failed { error: String },
+}
+
+/// As oha reports them; absent where oha left them out.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OhaFigures {
+    pub requests_per_second: Option<f64>,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub success_rate: Option<f64>,
+    /// oha's keys: the status code as text.
+    pub status_codes: BTreeMap<String, u64>,
+}
+
+/// One operation's DynamoDB calls, averaged over its repeats; see [`crate::proxy`].
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OperationCalls {
+    pub repeats: usize,
+    pub statuses: StatusCounts,
+    pub calls_per_request: f64,
+    /// By call and table, e.g. `GetItem petstore`.
+    pub by_call: BTreeMap<String, f64>,
+    pub read_units_per_request: f64,
+    pub write_units_per_request: f64,
+    pub index_units_per_request: f64,
+    pub dynamodb_bytes_per_request: f64,
+    /// Mean time of one request, sent alone (through the proxy).
+    pub request_ms: f64,
+    /// Of which DynamoDB Local answering, summed over the calls.
+    pub dynamodb_ms: f64,
+    pub dynamodb_usd_per_million: f64,
+}
+
+/// Dollars per million requests; see [`crate::cost`].
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Costs {
+    pub prices: Prices,
+    pub lambda_memory_mb: u32,
+    /// By function.
+    pub lambda: BTreeMap<String, LambdaCost>,
+    /// By operation.
+    pub per_operation: BTreeMap<String, OperationCost>,
+}
+
+/// The list prices the costs were computed with, and where they come from.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Prices {
+    pub checked: String,
+    pub dynamodb_wru_per_million: f64,
+    pub dynamodb_rru_per_million: f64,
+    pub lambda_arm64_per_gb_second: f64,
+    pub lambda_per_million_requests: f64,
+    pub http_api_per_million_requests: f64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LambdaCost {
+    #[serde(deserialize_with = "nan_if_null")]
+    pub warm_invocation_p50_ms: f64,
+    pub usd_per_million_at_p50: f64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub first_invocation_p50_ms: f64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OperationCost {
+    pub dynamodb_usd_per_million: f64,
+    pub lambda_usd_per_million: f64,
+    /// The request sent alone: Lambda runs one request per instance at a time.
+    pub lambda_duration_basis_ms: f64,
+    pub total_usd_per_million: f64,
+    pub http_api_usd_per_million: f64,
+}
+
+/// `overhead.json`: the router + wrapper in-process, DynamoDB stubbed.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Overhead {
+    pub runtime: String,
+    pub dynamodb: String,
+    /// By case, e.g. `GET /pets?limit=20` or `SDK GetItem alone (reference)`.
+    pub benches: BTreeMap<String, OverheadCase>,
+}
+
+impl Overhead {
+    /// A case whose name says so times a bare SDK call, not our code.
+    pub fn is_reference(case_name: &str) -> bool {
+        case_name.contains("(reference)")
+    }
+}
+
+/// One case's individually timed requests, in µs.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OverheadCase {
+    /// The last response's, to show the case did what it says.
+    pub status: u16,
+    pub iterations: usize,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub p50_us: f64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub p90_us: f64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub p99_us: f64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub p999_us: f64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub max_us: f64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub mean_us: f64,
+    /// `None` when criterion saved no estimate for the case.
+    pub criterion_median_us: Option<f64>,
+}
+
+/// One function's deployable, in bytes; `None` where it was not built.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct FunctionSizes {
+    pub arm64_zip_bytes: Option<u64>,
+    /// When the zip was built, so a stale one is told from a fresh one.
+    pub arm64_zip_built_unix: Option<u64>,
+    pub arm64_binary_bytes: Option<u64>,
+    pub x86_64_binary_bytes: Option<u64>,
+}
+
+/// A figure against the target set for it; reported, never enforced.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TargetCheck {
+    pub target: String,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub measured: f64,
+    pub limit: f64,
+    pub met: bool,
+}
+
+impl TargetCheck {
+    pub fn at_most(target: String, measured: f64, limit: f64) -> TargetCheck {
+        TargetCheck {
+            target,
+            measured,
+            limit,
+            met: measured <= limit,
+        }
+    }
+}
+
+/// Reads the `null` serde_json wrote for a NaN back as NaN.
+pub(crate) fn nan_if_null<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::NAN))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_case_without_a_sample_reads_back() {
+        let empty = OverheadCase {
+            status: 0,
+            iterations: 0,
+            p50_us: f64::NAN,
+            p90_us: f64::NAN,
+            p99_us: f64::NAN,
+            p999_us: f64::NAN,
+            max_us: f64::NAN,
+            mean_us: f64::NAN,
+            criterion_median_us: None,
+        };
+        let json = serde_json::to_string(&empty).unwrap();
+        let back: OverheadCase = serde_json::from_str(&json).unwrap();
+        assert!(back.p99_us.is_nan());
+    }
+
+    #[test]
+    fn overhead_json_of_the_untyped_runner_reads() {
+        let json = r#"{
+          "benches": {"404 (wrapper only)": {"criterion_median_us": 35.8, "iterations": 20000,
+            "max_us": 140.9, "mean_us": 35.8, "p50_us": 35.4, "p90_us": 35.8,
+            "p999_us": 48.8, "p99_us": 44.4, "status": 404}},
+          "dynamodb": "stub in the SDK's HTTP client slot: no socket, canned responses",
+          "runtime": "tokio current_thread, one request at a time"
+        }"#;
+        let overhead: Overhead = serde_json::from_str(json).unwrap();
+        assert_eq!(overhead.benches["404 (wrapper only)"].status, 404);
+    }
+
+    #[test]
+    fn oha_runs_read_back_as_measured_or_failed() {
+        let runs: BTreeMap<String, OhaRun> = serde_json::from_str(
+            r#"{"a": {"requests_per_second": 1.0, "p50_ms": null, "p99_ms": 2.0,
+                      "success_rate": 1.0, "status_codes": {"200": 3}},
+                "b": {"error": "no such file"}}"#,
+        )
+        .unwrap();
+        assert!(matches!(runs["a"], OhaRun::Measured(_)));
+        assert!(matches!(runs["b"], OhaRun::Failed { .. }));
+    }
+}

@@ -1,0 +1,46 @@
+//! The targets set for the service, each against what was measured.
+//!
+//! "A read is one DynamoDB round trip" is not among them: the calls table
+//! (calls per request) shows it, as latency here is DynamoDB Local's.
+
+use crate::results::{ColdStart, FunctionSizes, Overhead, TargetCheck};
+use std::collections::BTreeMap;
+
+const COLD_READY_P50_MS: f64 = 15.0;
+const OVERHEAD_P99_US: f64 = 50.0;
+const ZIP_MB: f64 = 3.0;
+
+pub fn check(
+    cold_starts: &[ColdStart],
+    overhead: Option<&Overhead>,
+    sizes: &BTreeMap<String, FunctionSizes>,
+) -> Vec<TargetCheck> {
+    let cold = cold_starts.iter().map(|cold| {
+        TargetCheck::at_most(
+            format!(
+                "cold start to ready ({}) median <= {COLD_READY_P50_MS} ms",
+                cold.function
+            ),
+            cold.ready.p50_ms,
+            COLD_READY_P50_MS,
+        )
+    });
+    let benches = overhead.into_iter().flat_map(|o| &o.benches);
+    let ours = benches.filter(|(name, _)| !Overhead::is_reference(name));
+    let overhead = ours.map(|(name, case)| {
+        TargetCheck::at_most(
+            format!("router + wrapper p99 <= {OVERHEAD_P99_US} us ({name})"),
+            case.p99_us,
+            OVERHEAD_P99_US,
+        )
+    });
+    let zips = sizes.iter().filter_map(|(function, sizes)| {
+        let megabytes = sizes.arm64_zip_bytes? as f64 / 1e6;
+        Some(TargetCheck::at_most(
+            format!("{function} arm64 zip <= {ZIP_MB:.1} MB"),
+            megabytes,
+            ZIP_MB,
+        ))
+    });
+    cold.chain(overhead).chain(zips).collect()
+}
