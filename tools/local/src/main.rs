@@ -6,17 +6,40 @@
 //! request concurrently on tokio, as many warm Lambda instances would, so races
 //! the contract forbids show up locally too.
 
+use petstore::db::DbError;
 use petstore::ratelimit::keys::NewApiKey;
 use petstore::ratelimit::Plan;
+use petstore::records::Role;
 use std::net::SocketAddr;
+use std::process::ExitCode;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+async fn main() -> ExitCode {
     petstore::telemetry::init();
-    let config = petstore::config::Config::from_env()?;
     let endpoint = std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
         .unwrap_or_else(|_| "http://127.0.0.1:8000".to_string());
-    let client = petstore::local_client(&endpoint).await;
+    match serve(&endpoint).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // One plain line, not the SDK's debug dump.
+            let unreachable = error
+                .downcast_ref::<DbError>()
+                .is_some_and(|e| matches!(e, DbError::Unavailable(_)));
+            if unreachable {
+                eprintln!("petstore-local: cannot reach DynamoDB at {endpoint} (is DynamoDB Local running on that port?)");
+            } else {
+                eprintln!("petstore-local: {error}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(endpoint: &str) -> Result<(), BoxError> {
+    let config = petstore::config::Config::from_env()?;
+    let client = petstore::local_client(endpoint).await;
     let app = petstore::App::new(config, client);
     app.create_tables().await?;
     let port: u16 = match std::env::var("PORT") {
@@ -39,24 +62,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     Ok(())
 }
 
-/// One fresh key per plan, so `make run` can be tried at once (more with `make key`).
-/// The enterprise key's limits are small, to show a 429 by hand.
-async fn print_demo_keys(
-    app: &petstore::App,
-) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let plans = [
-        (Plan::Free, None),
-        (Plan::Pro, None),
-        (Plan::Business, None),
-        (Plan::Enterprise, Some((5, 100))),
+/// A customer key per plan and one staff key, so `make run` can be tried at
+/// once (more with `make key`). The enterprise key's limits are small, to show
+/// a 429 by hand.
+async fn print_demo_keys(app: &petstore::App) -> Result<(), BoxError> {
+    let keys = [
+        (Plan::Free, None, Role::Customer),
+        (Plan::Pro, None, Role::Customer),
+        (Plan::Business, None, Role::Customer),
+        (Plan::Enterprise, Some((5, 100)), Role::Customer),
+        (Plan::Pro, None, Role::Staff),
     ];
     println!("Demo API keys (send as X-API-Key):");
-    for (plan, limits) in plans {
-        let new = NewApiKey::new(plan, limits, Some(format!("demo {}", plan.as_str())))?;
+    for (plan, limits, role) in keys {
+        let name = format!("demo {} {}", role.as_str(), plan.as_str());
+        let new = NewApiKey::new(plan, limits, Some(name))?.with_role(role);
         let issued = app.limiter.keys().create(new, chrono::Utc::now()).await?;
         let record = &issued.record;
         println!(
-            "  {:<10} {}  ({}/minute, {}/day, id {})",
+            "  {:<8} {:<10} {}  ({}/minute, {}/day, id {})",
+            role.as_str(),
             plan.as_str(),
             issued.key,
             record.per_minute,
