@@ -2,7 +2,7 @@
 #
 #   make run     the whole API on http://127.0.0.1:$(PORT), on DynamoDB Local
 #   make test    what CI runs: format, lints, every test
-#   make key     an API key for `make run` (ARGS="--plan pro" ...)
+#   make key     an API key for `make run` (ARGS="--plan pro --role staff" ...)
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -51,7 +51,7 @@ test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on Dyna
 	$(MAKE) lint-template lint-openapi conformance clients
 	@scripts/test-summary.sh .local/cargo-test.log
 
-key: ## Create an API key on the running local stack (make key ARGS="--plan pro")
+key: ## Create an API key on the running local stack (make key ARGS="--plan pro --role staff")
 	$(LOCAL_AWS) cargo run -q -p petstore-admin -- keys create $(ARGS)
 
 build: venv ## Build both functions for Lambda: target/lambda/{pets,store}/bootstrap.zip (release, arm64)
