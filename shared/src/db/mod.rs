@@ -28,14 +28,20 @@
 //!
 //! # Concurrency
 //!
-//! Every change is a conditional write or a transaction whose conditions pin
-//! the state the change was planned from (see [`crate::rules`]). When a
-//! condition fails the operation re-reads and plans again, a bounded number of
-//! times; transaction conflicts are retried with jittered backoff and, if they
-//! persist, answered as [`DbError::Contended`].
+//! Every change goes one way (`write.rs`): read, plan with [`crate::rules`],
+//! and write one conditional item or one transaction whose conditions are the
+//! plan's guards, each named ([`PetCheck`](pets::PetCheck),
+//! [`CategoryCheck`](categories::CategoryCheck),
+//! [`OrderCheck`](orders::OrderCheck)) with what its failure means: plan again
+//! from a fresh read, or a particular error. Guards become expressions in one
+//! place (`expr.rs`). One retry policy serves every operation, batch reads
+//! included: a failed condition plans again at once, a conflict (or work
+//! DynamoDB left undone) after a jittered, growing pause, and after eight
+//! attempts the answer is [`DbError::Contended`].
 
 pub mod categories;
 mod error;
+mod expr;
 mod ids;
 pub mod inventory;
 mod item;
@@ -52,10 +58,10 @@ pub use error::{BoxError, DbError};
 pub use ids::new_id;
 pub use item::Item;
 pub use query::{Cursor, Page};
+pub use write::{Check, OnFailure, Write, Written};
 
 pub(crate) use error::classify;
 pub(crate) use item::{from_item, n, s, to_item};
-pub(crate) use write::{backoff, too_contended, TransactOutcome, MAX_ATTEMPTS};
 
 /// The data table.
 #[derive(Clone, Debug)]
