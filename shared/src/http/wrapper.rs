@@ -8,11 +8,13 @@
 //! - counts the request against its key's (or source IP's) limits before any
 //!   handler runs, answering 401, 429 or 503 itself (see [`crate::ratelimit`]);
 //!   a read's handler runs concurrently with the count;
+//! - gives the handler the [`Caller`] a valid key identifies;
 //! - adds `X-Request-Id` and the rate-limit headers to every response.
 
 use crate::http::error::ApiError;
 use crate::http::extract::MAX_BODY_BYTES;
 use crate::ratelimit::Verdict;
+use crate::records::{Caller, Role};
 use crate::App;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
@@ -156,9 +158,12 @@ where
     let admission = limiter.admit(meta.api_key.as_deref(), meta.source_ip);
     // A read's handler runs while the request is counted, and its response is
     // dropped if the request is refused; only when the caller may be allowed
-    // in, so requests without a valid key cause no data reads.
+    // in, so requests without a valid key cause no data reads. Order reads
+    // depend on who calls, known once admitted, so they wait.
     let read = req.method() == Method::GET || req.method() == Method::HEAD;
-    let early = read && (public || limiter.may_be_valid(meta.api_key.as_deref()));
+    let early = read
+        && !req.uri().path().starts_with("/store/orders")
+        && (public || limiter.may_be_valid(meta.api_key.as_deref()));
     let (admission, handler) = if early {
         let (admission, response) = tokio::join!(admission, serve(inner, req));
         (admission, Handler::Served(response))
@@ -167,12 +172,21 @@ where
     };
     let response = match admission.verdict {
         Verdict::Refused(error) => error.into_response(),
-        Verdict::Admitted { authenticated } if !authenticated && !public => {
-            ApiError::Unauthorized.into_response()
-        }
-        Verdict::Admitted { .. } => match handler {
+        Verdict::Admitted {
+            authenticated: None,
+        } if !public => ApiError::Unauthorized.into_response(),
+        Verdict::Admitted { authenticated } => match handler {
             Handler::Served(response) => response,
-            Handler::Waiting(inner, req) => serve(inner, req).await,
+            Handler::Waiting(inner, mut req) => {
+                // Every key is a customer's until keys carry their role.
+                if let Some(key_id) = authenticated {
+                    req.extensions_mut().insert(Caller {
+                        key_id,
+                        role: Role::Customer,
+                    });
+                }
+                serve(inner, req).await
+            }
         },
     };
     let mut response = finish(response, &meta);

@@ -59,6 +59,7 @@ pub mod window;
 use crate::config::LimitsConfig;
 use crate::db::DbError;
 use crate::http::error::ApiError;
+use crate::records::Id;
 use aws_sdk_dynamodb::Client;
 use counter::{Counted, CounterError, Counters, Stored, Subject, Variant};
 use keys::{ApiKeyHash, ApiKeyRecord, KeyStore};
@@ -83,8 +84,9 @@ pub struct Admission {
 
 #[derive(Debug)]
 pub enum Verdict {
-    /// Counted (or, failing open, not); `authenticated` when a valid key was sent.
-    Admitted { authenticated: bool },
+    /// Counted (or, failing open, not); `authenticated` holds the key's
+    /// identity when a valid key was sent.
+    Admitted { authenticated: Option<Id> },
     /// Answer with this error instead.
     Refused(ApiError),
 }
@@ -290,10 +292,10 @@ impl RateLimiter {
             },
         };
         let (subject, limits, authenticated) = match &record {
-            Some(record) => (Subject::Key(record.id), record.limits(), true),
+            Some(record) => (Subject::Key(record.id), record.limits(), Id::new(record.id)),
             None => {
                 let ip = source_ip.map_or_else(|| "unknown".to_string(), |ip| ip.to_string());
-                (Subject::Ip(ip), Limits::FREE, false)
+                (Subject::Ip(ip), Limits::FREE, None)
             }
         };
         match self.count(&subject, limits, now).await {
