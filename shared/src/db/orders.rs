@@ -3,17 +3,24 @@
 //! Placing, completing and cancelling an order each write the order and its
 //! pet in one transaction: the order on the condition that it is as read, the
 //! pet on the guards of its stock plan (see [`crate::rules`]).
+//!
+//! An order belongs to the key identity that placed it (`ownerId`, never in
+//! the API's record). Every read checks the caller's [`OrderScope`], and every
+//! write on an order carries it as a condition too, so another customer's
+//! order is as missing as a deleted one, in DynamoDB and not only in the read
+//! before the write. A customer's list is a query on its own partition of
+//! GSI4, never a filter over everyone's orders.
 
 use super::expr::Expr;
 use super::pets::StoredPet;
-use super::query::{IndexQuery, Projection};
+use super::query::{Filter, IndexQuery, Projection};
 use super::write::{Check, OnFailure, Step, Write};
-use super::{from_item, new_id, s, to_item, Db, DbError, Item, Page};
-use crate::records::{Id, NewOrder, Order, OrderPatch};
+use super::{from_item, n, new_id, s, to_item, Db, DbError, Item, Page};
+use crate::records::{Id, NewOrder, Order, OrderPatch, OrderScope};
 use crate::rules::{self, OrderPlan};
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 const SK: &str = "ORDER";
@@ -33,6 +40,10 @@ fn pet_partition(pet: Id) -> String {
     format!("ORDER#PET#{pet}")
 }
 
+fn owner_partition(owner: Id) -> String {
+    format!("ORDER#OWNER#{owner}")
+}
+
 fn timestamp(t: DateTime<Utc>) -> AttributeValue {
     s(t.to_rfc3339_opts(SecondsFormat::Millis, true))
 }
@@ -49,9 +60,30 @@ struct OrderItem<'a> {
     gsi2: String,
     #[serde(rename = "GSI3PK")]
     gsi3: String,
+    #[serde(rename = "GSI4PK")]
+    gsi4: String,
+    #[serde(rename = "ownerId")]
+    owner_id: Id,
     #[serde(flatten)]
     order: &'a Order,
 }
+
+/// An order as stored: the record and who placed it.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredOrder {
+    #[serde(flatten)]
+    order: Order,
+    /// Orders placed before owners were recorded have none: only staff see them.
+    #[serde(default)]
+    owner_id: Option<Id>,
+}
+
+/// What an order list returns.
+const ORDER_FIELDS: Projection = Projection {
+    expression: "id, petId, quantity, shipDate, complete",
+    names: &[],
+};
 
 /// Which orders a list asks for.
 #[derive(Debug, Clone, Copy, Default)]
@@ -60,14 +92,59 @@ pub struct OrderFilter {
     pub complete: Option<bool>,
 }
 
+impl OrderFilter {
+    /// The GSI query for this filter within `scope`: a customer's orders are
+    /// its own partition of GSI4, filtered there; staff lists run on the
+    /// partition of the first filter, with the other as a filter expression.
+    fn query(&self, scope: OrderScope) -> IndexQuery<'static> {
+        let (index, partition, filter) = match (scope, self.pet_id, self.complete) {
+            (OrderScope::OwnedBy(owner), pet, complete) => {
+                ("GSI4", owner_partition(owner), filter(pet, complete))
+            }
+            (OrderScope::All, Some(pet), complete) => {
+                ("GSI3", pet_partition(pet), filter(None, complete))
+            }
+            (OrderScope::All, None, Some(complete)) => {
+                ("GSI2", completion_partition(complete), None)
+            }
+            (OrderScope::All, None, None) => ("GSI1", "ORDER".to_string(), None),
+        };
+        IndexQuery {
+            index,
+            partition,
+            descending: true,
+            filter,
+            projection: ORDER_FIELDS,
+        }
+    }
+}
+
+/// A filter expression on an order query's pet and completion, if any.
+fn filter(pet: Option<Id>, complete: Option<bool>) -> Option<Filter<'static>> {
+    let expression = match (pet, complete) {
+        (Some(_), Some(_)) => "petId = :pet AND complete = :complete",
+        (Some(_), None) => "petId = :pet",
+        (None, Some(_)) => "complete = :complete",
+        (None, None) => return None,
+    };
+    let mut values = HashMap::new();
+    if let Some(pet) = pet {
+        values.insert(":pet".to_string(), n(pet));
+    }
+    if let Some(complete) = complete {
+        values.insert(":complete".to_string(), AttributeValue::Bool(complete));
+    }
+    Some((expression, HashMap::new(), values))
+}
+
 /// The conditions of an order's writes. Each failure plans again from a
 /// fresh read, which finds what changed: the pet's stock state, or the order
-/// completed or gone.
+/// completed, gone, or not the caller's (answered as missing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OrderCheck {
     /// A new order's id is not taken (ids are random in their low bits).
     IdFree,
-    /// The order is still as the plan read it.
+    /// The order is still as the plan read it, and within the caller's scope.
     OrderAsPlanned,
     /// The order's pet is still as the plan read it.
     PetAsPlanned,
@@ -80,8 +157,14 @@ impl Check for OrderCheck {
 }
 
 impl Db {
-    /// Stores an order and takes its units from stock, in one transaction.
-    pub async fn place_order(&self, new: NewOrder, now: DateTime<Utc>) -> Result<Order, DbError> {
+    /// Stores an order of `owner`'s and takes its units from stock, in one
+    /// transaction.
+    pub async fn place_order(
+        &self,
+        new: NewOrder,
+        owner: Id,
+        now: DateTime<Utc>,
+    ) -> Result<Order, DbError> {
         let new = &new;
         self.run("place order", move || async move {
             let pet: StoredPet = self
@@ -102,6 +185,8 @@ impl Db {
                 gsi1: "ORDER",
                 gsi2: completion_partition(false),
                 gsi3: pet_partition(order.pet_id),
+                gsi4: owner_partition(owner),
+                owner_id: owner,
                 order: &order,
             })?;
             let write = Write::new()
@@ -118,49 +203,34 @@ impl Db {
         .await
     }
 
-    pub async fn get_order(&self, id: Id) -> Result<Option<Order>, DbError> {
-        self.get_item(format!("ORDER#{id}"), SK)
+    /// Reads an order within `scope`: another customer's order is `None`,
+    /// exactly as a missing one.
+    pub async fn get_order(&self, id: Id, scope: OrderScope) -> Result<Option<Order>, DbError> {
+        let stored: Option<StoredOrder> = self
+            .get_item(format!("ORDER#{id}"), SK)
             .await?
             .map(from_item)
-            .transpose()
+            .transpose()?;
+        Ok(stored
+            .filter(|stored| rules::in_scope(scope, stored.owner_id))
+            .map(|stored| stored.order))
     }
 
-    async fn existing_order(&self, id: Id) -> Result<Order, DbError> {
-        self.get_order(id)
+    async fn existing_order(&self, id: Id, scope: OrderScope) -> Result<Order, DbError> {
+        self.get_order(id, scope)
             .await?
             .ok_or_else(|| DbError::not_found("order", id))
     }
 
-    /// Lists orders, newest first.
+    /// Lists the orders within `scope`, newest first.
     pub async fn list_orders(
         &self,
         filter: OrderFilter,
+        scope: OrderScope,
         limit: usize,
         after: Option<u64>,
     ) -> Result<Page<Order>, DbError> {
-        let complete_filter = |complete: bool| {
-            (
-                "complete = :complete",
-                HashMap::new(),
-                HashMap::from([(":complete".to_string(), AttributeValue::Bool(complete))]),
-            )
-        };
-        let (index, partition, filter) = match (filter.pet_id, filter.complete) {
-            (Some(pet), complete) => ("GSI3", pet_partition(pet), complete.map(complete_filter)),
-            (None, Some(complete)) => ("GSI2", completion_partition(complete), None),
-            (None, None) => ("GSI1", "ORDER".to_string(), None),
-        };
-        let query = IndexQuery {
-            index,
-            partition,
-            descending: true,
-            filter,
-            projection: Projection {
-                expression: "id, petId, quantity, shipDate, complete",
-                names: &[],
-            },
-        };
-        self.query_page(query, limit, after)
+        self.query_page(filter.query(scope), limit, after)
             .await?
             .try_map(from_item)
     }
@@ -171,16 +241,17 @@ impl Db {
         &self,
         id: Id,
         patch: OrderPatch,
+        scope: OrderScope,
         now: DateTime<Utc>,
     ) -> Result<Order, DbError> {
         let patch = &patch;
         self.run("update order", move || async move {
-            let order = self.existing_order(id).await?;
+            let order = self.existing_order(id, scope).await?;
             let Some(plan) = rules::patch_order(&order, patch, now)? else {
                 return Ok(Step::Answer(order));
             };
             let mut write =
-                Write::new().checked(OrderCheck::OrderAsPlanned, self.order_update(&plan)?);
+                Write::new().checked(OrderCheck::OrderAsPlanned, self.order_update(&plan, scope)?);
             if plan.completes() {
                 let pet = self.existing_pet(order.pet_id).await?;
                 let stock = rules::complete_order(pet.state());
@@ -194,10 +265,17 @@ impl Db {
         .await
     }
 
-    /// The order's side of a patch: its new fields, resting on the plan's guard.
-    fn order_update(&self, plan: &OrderPlan) -> Result<TransactWriteItem, DbError> {
+    /// The order's side of a patch: its new fields, resting on the plan's
+    /// guard and on the caller's scope.
+    fn order_update(
+        &self,
+        plan: &OrderPlan,
+        scope: OrderScope,
+    ) -> Result<TransactWriteItem, DbError> {
         let order = &plan.updated;
-        let mut expr = Expr::new().when(&plan.guard);
+        let mut expr = Expr::new()
+            .when(&plan.guard)
+            .when_all(&rules::scope_guard(scope));
         if let Some(ship_date) = order.ship_date {
             expr = expr.set("shipDate", timestamp(ship_date));
         }
@@ -210,27 +288,31 @@ impl Db {
     }
 
     /// Cancels an incomplete order: deletes it and returns its units to stock.
-    pub async fn cancel_order(&self, id: Id) -> Result<(), DbError> {
+    pub async fn cancel_order(&self, id: Id, scope: OrderScope) -> Result<(), DbError> {
         self.run("cancel order", move || async move {
-            let order = self.existing_order(id).await?;
+            let order = self.existing_order(id, scope).await?;
             // Refused before the pet is read: a complete order costs one read.
             rules::open_order(&order)?;
             let pet = self.existing_pet(order.pet_id).await?;
-            Ok(Step::Write(self.plan_cancel(&order, &pet)?, ()))
+            Ok(Step::Write(self.plan_cancel(&order, &pet, scope)?, ()))
         })
         .await
     }
 
-    /// The write that cancels `order`, planned from it and its `pet` as read.
+    /// The write that cancels `order` for a caller of `scope`, planned from
+    /// the order and its `pet` as read. Its condition holds the scope, so even
+    /// a plan whose read check was wrong cannot cancel another's order.
     pub fn plan_cancel(
         &self,
         order: &Order,
         pet: &StoredPet,
+        scope: OrderScope,
     ) -> Result<Write<OrderCheck>, DbError> {
         let open = rules::open_order(order)?;
         let stock = rules::cancel_order(pet.state(), order.quantity);
         let delete = Expr::new()
             .when(&open)
+            .when_all(&rules::scope_guard(scope))
             .delete(self.table(), key(order.id))?;
         Ok(Write::new()
             .checked(OrderCheck::OrderAsPlanned, delete)
