@@ -1,15 +1,29 @@
-//! The rules of section 3 of the contract: stock, orders and pet status.
+//! The rules of section 3 of the contract (stock, orders and pet status) and
+//! who may see and change an order (section 4a).
 //!
-//! Each rule is a pure function from the state a pet is in to the state it
-//! should move to. The database layer ([`crate::db`]) reads the state, plans
-//! with these functions, and writes the plan with a condition that the state is
-//! still the one it planned from; if another request got there first the
-//! condition fails and it plans again from the fresh state.
+//! Each rule is a pure function from the state it reads to its plan: what to
+//! change, and the [`Guard`]s, the facts of that state the decision rested
+//! on. The database layer ([`crate::db`]) reads the state, asks the rule for
+//! its plan, and writes the change on the condition that every guard still
+//! holds; if another request changed one of those facts first, the condition
+//! fails and it plans again from the fresh state. A rule and the condition
+//! that enforces it are one piece of code: change the rule and its guards
+//! change with it.
+//!
+//! A plan guards only what its decision depended on, so unrelated concurrent
+//! changes do not invalidate each other: an order that leaves stock above zero
+//! needs only `stock > quantity`, and just the order that takes the last units
+//! pins `stock = quantity` (it makes the pet pending).
 //!
 //! This layer knows records, not HTTP or DynamoDB: a forbidden change is a
-//! [`RuleViolation`], which the HTTP edge maps to its status once.
+//! [`RuleViolation`], which the HTTP edge maps to its status once, and a guard
+//! is a fact about a record, which the database layer turns into a condition
+//! expression.
 
-use crate::records::{PetStatus, StockQuantity};
+use crate::records::{
+    Id, Name, Order, OrderPatch, OrderQuantity, OrderScope, PetStatus, StockQuantity,
+};
+use chrono::{DateTime, Utc};
 
 /// Why the current state forbids a change (the contract's 409 answers).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,6 +44,42 @@ pub enum RuleViolation {
     InvalidStatusTransition { from: PetStatus, to: PetStatus },
 }
 
+/// A fact about a stored record that a plan rests on. The write carries it as
+/// its condition, so a plan made from a state that has changed since is never
+/// applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Guard {
+    /// The pet's status is this.
+    StatusIs(PetStatus),
+    /// The pet has exactly this many units in stock.
+    StockIs(u32),
+    /// The pet has more than this many units in stock.
+    StockAbove(u32),
+    /// The pet has exactly this many incomplete orders.
+    OpenOrdersIs(u32),
+    /// The pet is in this category.
+    CategoryIs(Id),
+    /// The category has no pets.
+    CategoryUnused,
+    /// The category has this name.
+    NameIs(Name),
+    /// The order is not complete.
+    OrderIncomplete,
+    /// The order was placed by this key identity.
+    OwnedBy(Id),
+    /// The fact does not hold.
+    Not(Box<Guard>),
+    /// Every one of these facts holds.
+    All(Vec<Guard>),
+}
+
+impl Guard {
+    /// The guard that holds exactly when this one does not.
+    pub fn negated(self) -> Guard {
+        Guard::Not(Box::new(self))
+    }
+}
+
 /// What the stock rules need to know about a pet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StockState {
@@ -39,16 +89,71 @@ pub struct StockState {
     pub open_orders: u32,
 }
 
-/// A direct status change (PUT/PATCH on a pet) must be one of the allowed moves.
-pub fn check_transition(from: PetStatus, to: PetStatus) -> Result<(), RuleViolation> {
+/// What a plan does to a pet's stock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StockMove {
+    Keep,
+    Set(u32),
+    Add(u32),
+    Take(u32),
+}
+
+/// What a plan writes to a pet's stock and status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StockChange {
+    pub stock: StockMove,
+    /// 1 when an order is placed, -1 when one is completed or cancelled.
+    pub open_orders: i32,
+    /// The pet's new status, when it moves.
+    pub status: Option<PetStatus>,
+}
+
+impl StockChange {
+    fn applied_to(self, state: StockState) -> StockState {
+        let stock = match self.stock {
+            StockMove::Keep => state.stock,
+            StockMove::Set(units) => units,
+            StockMove::Add(units) => state.stock.saturating_add(units),
+            StockMove::Take(units) => state.stock.saturating_sub(units),
+        };
+        StockState {
+            status: self.status.unwrap_or(state.status),
+            stock,
+            open_orders: state.open_orders.saturating_add_signed(self.open_orders),
+        }
+    }
+}
+
+/// A planned change of a pet's stock: the state it leads to, what to write,
+/// and the facts it rests on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StockPlan {
+    pub next: StockState,
+    pub change: StockChange,
+    pub guards: Vec<Guard>,
+}
+
+impl StockPlan {
+    fn new(from: StockState, change: StockChange, guards: Vec<Guard>) -> StockPlan {
+        StockPlan {
+            next: change.applied_to(from),
+            change,
+            guards,
+        }
+    }
+}
+
+/// A direct status change (PUT/PATCH on a pet) must be one of the allowed
+/// moves; it rests on the status it moves from.
+pub fn check_transition(from: PetStatus, to: PetStatus) -> Result<Guard, RuleViolation> {
     use PetStatus::*;
     match (from, to) {
-        (a, b) if a == b => Ok(()),
+        (a, b) if a == b => Ok(Guard::StatusIs(from)),
         (Available, Pending)
         | (Available, Sold)
         | (Pending, Available)
         | (Pending, Sold)
-        | (Sold, Available) => Ok(()),
+        | (Sold, Available) => Ok(Guard::StatusIs(from)),
         (from, to) => Err(RuleViolation::InvalidStatusTransition { from, to }),
     }
 }
@@ -61,8 +166,27 @@ pub fn initial_stock(status: PetStatus) -> u32 {
     }
 }
 
-/// The state after an order of `quantity` units is placed.
-pub fn place_order(state: StockState, quantity: u32) -> Result<StockState, RuleViolation> {
+/// A pet with incomplete orders cannot be deleted.
+pub fn delete_pet(state: StockState) -> Result<Guard, RuleViolation> {
+    if state.open_orders > 0 {
+        return Err(RuleViolation::PetHasOpenOrders);
+    }
+    Ok(Guard::OpenOrdersIs(0))
+}
+
+/// A category with pets in it cannot be deleted.
+pub fn delete_category(pet_count: u64) -> Result<Guard, RuleViolation> {
+    if pet_count > 0 {
+        return Err(RuleViolation::CategoryInUse);
+    }
+    Ok(Guard::CategoryUnused)
+}
+
+/// Placing an order of `quantity` units: the pet must be available with
+/// enough stock; the units leave the stock, and taking the last ones makes the
+/// pet pending.
+pub fn place_order(state: StockState, quantity: OrderQuantity) -> Result<StockPlan, RuleViolation> {
+    let quantity = quantity.get();
     if state.status != PetStatus::Available {
         return Err(RuleViolation::PetNotAvailable);
     }
@@ -72,62 +196,151 @@ pub fn place_order(state: StockState, quantity: u32) -> Result<StockState, RuleV
             requested: quantity,
         });
     }
-    let stock = state.stock - quantity;
-    Ok(StockState {
-        status: if stock == 0 {
-            PetStatus::Pending
-        } else {
-            PetStatus::Available
-        },
-        stock,
-        open_orders: state.open_orders + 1,
-    })
+    let available = Guard::StatusIs(PetStatus::Available);
+    let (change, stock) = if state.stock == quantity {
+        let change = StockChange {
+            stock: StockMove::Set(0),
+            open_orders: 1,
+            status: Some(PetStatus::Pending),
+        };
+        (change, Guard::StockIs(quantity))
+    } else {
+        let change = StockChange {
+            stock: StockMove::Take(quantity),
+            open_orders: 1,
+            status: None,
+        };
+        (change, Guard::StockAbove(quantity))
+    };
+    Ok(StockPlan::new(state, change, vec![available, stock]))
 }
 
-/// The state after one of the pet's incomplete orders is completed: sold once
+/// Completing one of the pet's incomplete orders: the pet is sold once
 /// nothing is left in stock and no other order is open.
-pub fn complete_order(state: StockState) -> StockState {
-    let open_orders = state.open_orders.saturating_sub(1);
-    StockState {
-        status: if state.stock == 0 && open_orders == 0 {
-            PetStatus::Sold
-        } else {
-            state.status
-        },
-        stock: state.stock,
-        open_orders,
-    }
+pub fn complete_order(state: StockState) -> StockPlan {
+    let sold_out = Guard::All(vec![Guard::StockIs(0), Guard::OpenOrdersIs(1)]);
+    let sells = state.stock == 0 && state.open_orders == 1;
+    // Written even when the pet is sold already, so the plan need not rest
+    // on the status as well.
+    let change = StockChange {
+        stock: StockMove::Keep,
+        open_orders: -1,
+        status: sells.then_some(PetStatus::Sold),
+    };
+    let guard = if sells { sold_out } else { sold_out.negated() };
+    StockPlan::new(state, change, vec![guard])
 }
 
-/// The state after an incomplete order of `quantity` units is cancelled: the
-/// units go back, and a pending pet with stock becomes available again.
-pub fn cancel_order(state: StockState, quantity: u32) -> StockState {
-    let stock = state.stock.saturating_add(quantity);
-    StockState {
-        status: if state.status == PetStatus::Pending && stock > 0 {
-            PetStatus::Available
-        } else {
-            state.status
-        },
-        stock,
-        open_orders: state.open_orders.saturating_sub(1),
-    }
+/// Cancelling an incomplete order of `quantity` units: the units go back,
+/// and a pending pet (which then has stock) becomes available again.
+pub fn cancel_order(state: StockState, quantity: OrderQuantity) -> StockPlan {
+    let pending = Guard::StatusIs(PetStatus::Pending);
+    let frees = state.status == PetStatus::Pending;
+    let change = StockChange {
+        stock: StockMove::Add(quantity.get()),
+        open_orders: -1,
+        status: frees.then_some(PetStatus::Available),
+    };
+    let guard = if frees { pending } else { pending.negated() };
+    StockPlan::new(state, change, vec![guard])
 }
 
-/// The state after the stock is set to `quantity`.
-pub fn set_stock(state: StockState, quantity: StockQuantity) -> StockState {
+/// Setting the stock to `quantity`: above 0 makes a pending or sold pet
+/// available; 0 makes an available pet pending if it has incomplete orders,
+/// else sold. The plan rests on the status, and on the open orders exactly
+/// when they decide.
+pub fn set_stock(state: StockState, quantity: StockQuantity) -> StockPlan {
     let stock = quantity.get();
+    let mut guards = vec![Guard::StatusIs(state.status)];
     let status = match (stock, state.status) {
-        (0, PetStatus::Available) if state.open_orders > 0 => PetStatus::Pending,
-        (0, PetStatus::Available) => PetStatus::Sold,
+        (0, PetStatus::Available) => {
+            let no_open_orders = Guard::OpenOrdersIs(0);
+            if state.open_orders > 0 {
+                guards.push(no_open_orders.negated());
+                PetStatus::Pending
+            } else {
+                guards.push(no_open_orders);
+                PetStatus::Sold
+            }
+        }
         (0, other) => other,
         (_, PetStatus::Pending | PetStatus::Sold) => PetStatus::Available,
         (_, other) => other,
     };
-    StockState {
-        status,
-        stock,
-        ..state
+    let change = StockChange {
+        stock: StockMove::Set(stock),
+        open_orders: 0,
+        status: (status != state.status).then_some(status),
+    };
+    StockPlan::new(state, change, guards)
+}
+
+/// Only an incomplete order may be changed or cancelled.
+pub fn open_order(order: &Order) -> Result<Guard, RuleViolation> {
+    if order.complete {
+        return Err(RuleViolation::OrderComplete);
+    }
+    Ok(Guard::OrderIncomplete)
+}
+
+/// A planned change of an order: the order it becomes, and the fact it rests on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrderPlan {
+    pub updated: Order,
+    pub guard: Guard,
+}
+
+impl OrderPlan {
+    /// Whether the change completes the order (which moves its pet's stock
+    /// state too, see [`complete_order`]).
+    pub fn completes(&self) -> bool {
+        self.updated.complete
+    }
+}
+
+/// What a patch makes of an order; `None` when it changes nothing. Completing
+/// sets `shipDate` to `now` when it has none; a complete order accepts only
+/// an empty patch.
+pub fn patch_order(
+    order: &Order,
+    patch: &OrderPatch,
+    now: DateTime<Utc>,
+) -> Result<Option<OrderPlan>, RuleViolation> {
+    if order.complete && patch.complete.is_none() && patch.ship_date.is_none() {
+        return Ok(None);
+    }
+    let guard = open_order(order)?;
+    let completing = patch.complete == Some(true);
+    let ship_date = patch.ship_date.or(order.ship_date);
+    let ship_date = if completing {
+        Some(ship_date.unwrap_or(now))
+    } else {
+        ship_date
+    };
+    let updated = Order {
+        complete: completing,
+        ship_date,
+        ..order.clone()
+    };
+    Ok((updated != *order).then_some(OrderPlan { updated, guard }))
+}
+
+/// Whether an order placed by `owner` is within `scope`. Outside it, an order
+/// is answered exactly as a missing one.
+pub fn in_scope(scope: OrderScope, owner: Option<Id>) -> bool {
+    match scope {
+        OrderScope::All => true,
+        OrderScope::OwnedBy(caller) => owner == Some(caller),
+    }
+}
+
+/// What keeps a write on an order within `scope`: a customer's writes are
+/// conditioned on the order's owner, so ownership holds in the database and
+/// not only in the read before the write. Staff may change any order.
+pub fn scope_guard(scope: OrderScope) -> Option<Guard> {
+    match scope {
+        OrderScope::All => None,
+        OrderScope::OwnedBy(caller) => Some(Guard::OwnedBy(caller)),
     }
 }
 
@@ -142,6 +355,14 @@ mod tests {
             stock,
             open_orders,
         }
+    }
+
+    fn units(n: u32) -> OrderQuantity {
+        OrderQuantity::new(n).unwrap_or_else(|| panic!("{n} is a valid order quantity"))
+    }
+
+    fn next(plan: StockPlan) -> StockState {
+        plan.next
     }
 
     #[test]
@@ -182,22 +403,22 @@ mod tests {
     #[test]
     fn an_order_needs_an_available_pet_and_enough_stock() {
         assert_eq!(
-            place_order(state(Pending, 5, 0), 1),
+            place_order(state(Pending, 5, 0), units(1)).map(next),
             Err(RuleViolation::PetNotAvailable)
         );
         assert_eq!(
-            place_order(state(Sold, 5, 0), 1),
+            place_order(state(Sold, 5, 0), units(1)).map(next),
             Err(RuleViolation::PetNotAvailable)
         );
         assert_eq!(
-            place_order(state(Available, 2, 0), 3),
+            place_order(state(Available, 2, 0), units(3)).map(next),
             Err(RuleViolation::InsufficientStock {
                 in_stock: 2,
                 requested: 3
             })
         );
         assert_eq!(
-            place_order(state(Available, 5, 0), 2),
+            place_order(state(Available, 5, 0), units(2)).map(next),
             Ok(state(Available, 3, 1))
         );
     }
@@ -205,17 +426,20 @@ mod tests {
     #[test]
     fn an_order_that_empties_the_stock_makes_the_pet_pending() {
         assert_eq!(
-            place_order(state(Available, 2, 1), 2),
+            place_order(state(Available, 2, 1), units(2)).map(next),
             Ok(state(Pending, 0, 2))
         );
     }
 
     #[test]
     fn completing_the_last_open_order_at_zero_stock_sells_the_pet() {
-        assert_eq!(complete_order(state(Pending, 0, 1)), state(Sold, 0, 0));
-        assert_eq!(complete_order(state(Pending, 0, 2)), state(Pending, 0, 1));
+        assert_eq!(complete_order(state(Pending, 0, 1)).next, state(Sold, 0, 0));
         assert_eq!(
-            complete_order(state(Available, 3, 1)),
+            complete_order(state(Pending, 0, 2)).next,
+            state(Pending, 0, 1)
+        );
+        assert_eq!(
+            complete_order(state(Available, 3, 1)).next,
             state(Available, 3, 0)
         );
     }
@@ -223,28 +447,172 @@ mod tests {
     #[test]
     fn cancelling_restocks_and_frees_a_pending_pet() {
         assert_eq!(
-            cancel_order(state(Pending, 0, 1), 2),
+            cancel_order(state(Pending, 0, 1), units(2)).next,
             state(Available, 2, 0)
         );
         assert_eq!(
-            cancel_order(state(Available, 1, 2), 1),
+            cancel_order(state(Available, 1, 2), units(1)).next,
             state(Available, 2, 1)
         );
-        assert_eq!(cancel_order(state(Sold, 0, 1), 1), state(Sold, 1, 0));
+        assert_eq!(
+            cancel_order(state(Sold, 0, 1), units(1)).next,
+            state(Sold, 1, 0)
+        );
     }
 
     #[test]
     fn setting_stock_moves_the_status() -> Result<(), Box<dyn std::error::Error>> {
         let q = |n| StockQuantity::new(n).unwrap_or_else(|| panic!("{n} is a valid stock"));
-        assert_eq!(set_stock(state(Pending, 0, 1), q(4)).status, Available);
-        assert_eq!(set_stock(state(Sold, 0, 0), q(1)).status, Available);
-        assert_eq!(set_stock(state(Available, 3, 1), q(0)).status, Pending);
-        assert_eq!(set_stock(state(Available, 3, 0), q(0)).status, Sold);
-        assert_eq!(set_stock(state(Pending, 3, 1), q(0)).status, Pending);
+        assert_eq!(set_stock(state(Pending, 0, 1), q(4)).next.status, Available);
+        assert_eq!(set_stock(state(Sold, 0, 0), q(1)).next.status, Available);
+        assert_eq!(set_stock(state(Available, 3, 1), q(0)).next.status, Pending);
+        assert_eq!(set_stock(state(Available, 3, 0), q(0)).next.status, Sold);
+        assert_eq!(set_stock(state(Pending, 3, 1), q(0)).next.status, Pending);
         assert_eq!(
-            set_stock(state(Available, 3, 0), q(7)),
+            set_stock(state(Available, 3, 0), q(7)).next,
             state(Available, 7, 0)
         );
         Ok(())
+    }
+
+    /// Whether a guard on a pet's stock item holds in `state`.
+    fn holds(guard: &Guard, state: &StockState) -> bool {
+        match guard {
+            Guard::StatusIs(status) => state.status == *status,
+            Guard::StockIs(units) => state.stock == *units,
+            Guard::StockAbove(units) => state.stock > *units,
+            Guard::OpenOrdersIs(count) => state.open_orders == *count,
+            Guard::Not(inner) => !holds(inner, state),
+            Guard::All(guards) => guards.iter().all(|g| holds(g, state)),
+            other => panic!("{other:?} is not a fact of a pet's stock"),
+        }
+    }
+
+    /// Small pet states: every status, a few units, a few open orders.
+    fn states() -> Vec<StockState> {
+        let mut all = Vec::new();
+        for status in PetStatus::ALL {
+            for stock in 0..5 {
+                for open_orders in 0..4 {
+                    all.push(state(status, stock, open_orders));
+                }
+            }
+        }
+        all
+    }
+
+    /// A plan's guards hold where it was made, and wherever they hold its
+    /// change leads where the rule would have: a write conditioned on them is
+    /// exactly the rule, whatever happened between the read and the write. `domain`
+    /// is where the rule can be asked at all (completing or cancelling
+    /// concerns one of the pet's open orders).
+    fn assert_guards_are_exact(
+        rule: &str,
+        domain: impl Fn(&StockState) -> bool,
+        plan_at: impl Fn(StockState) -> Option<StockPlan>,
+    ) {
+        let states: Vec<StockState> = states().into_iter().filter(|s| domain(s)).collect();
+        for read in &states {
+            let Some(plan) = plan_at(*read) else { continue };
+            assert!(
+                plan.guards.iter().all(|g| holds(g, read)),
+                "{rule}: the guards of {read:?} fail on it: {:?}",
+                plan.guards
+            );
+            for written in &states {
+                if plan.guards.iter().all(|g| holds(g, written)) {
+                    assert_eq!(
+                        Some(plan.change.applied_to(*written)),
+                        plan_at(*written).map(|p| p.next),
+                        "{rule}: planned at {read:?}, written at {written:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_stock_plan_guards_exactly_what_it_depends_on() {
+        let any = |_: &StockState| true;
+        let has_open_order = |s: &StockState| s.open_orders > 0;
+        for n in 1..4 {
+            assert_guards_are_exact("place order", any, |s| place_order(s, units(n)).ok());
+            assert_guards_are_exact("cancel order", has_open_order, |s| {
+                Some(cancel_order(s, units(n)))
+            });
+        }
+        assert_guards_are_exact("complete order", has_open_order, |s| {
+            Some(complete_order(s))
+        });
+        for n in 0..5 {
+            let quantity = StockQuantity::new(n);
+            assert_guards_are_exact("set stock", any, |s| quantity.map(|q| set_stock(s, q)));
+        }
+    }
+
+    #[test]
+    fn completing_the_last_order_of_a_pet_already_sold_keeps_it_sold() {
+        let plan = complete_order(state(Sold, 0, 1));
+        assert_eq!(plan.next, state(Sold, 0, 0));
+        assert!(plan.guards.iter().all(|g| holds(g, &state(Sold, 0, 1))));
+    }
+
+    #[test]
+    fn a_pet_is_deleted_and_a_category_emptied_only_without_dependants() {
+        assert_eq!(
+            delete_pet(state(Available, 1, 1)),
+            Err(RuleViolation::PetHasOpenOrders)
+        );
+        assert_eq!(delete_pet(state(Sold, 0, 0)), Ok(Guard::OpenOrdersIs(0)));
+        assert_eq!(delete_category(2), Err(RuleViolation::CategoryInUse));
+        assert_eq!(delete_category(0), Ok(Guard::CategoryUnused));
+    }
+
+    fn an_order(complete: bool) -> Order {
+        Order {
+            id: Id::clamped(1),
+            pet_id: Id::clamped(2),
+            quantity: units(1),
+            ship_date: None,
+            complete,
+        }
+    }
+
+    #[test]
+    fn completing_an_order_sets_its_ship_date_and_rests_on_it_being_open() {
+        let now = Utc::now();
+        let completing = OrderPatch {
+            complete: Some(true),
+            ship_date: None,
+        };
+        let plan = patch_order(&an_order(false), &completing, now);
+        let plan = plan.ok().flatten().unwrap_or_else(|| panic!("a change"));
+        assert!(plan.completes());
+        assert_eq!(plan.updated.ship_date, Some(now));
+        assert_eq!(plan.guard, Guard::OrderIncomplete);
+
+        let nothing = OrderPatch::default();
+        assert_eq!(patch_order(&an_order(true), &nothing, now), Ok(None));
+        assert_eq!(patch_order(&an_order(false), &nothing, now), Ok(None));
+        assert_eq!(
+            patch_order(&an_order(true), &completing, now),
+            Err(RuleViolation::OrderComplete)
+        );
+        assert_eq!(
+            open_order(&an_order(true)),
+            Err(RuleViolation::OrderComplete)
+        );
+    }
+
+    #[test]
+    fn a_customer_sees_and_changes_only_its_own_orders() {
+        let (me, other) = (Id::clamped(7), Id::clamped(8));
+        let mine = OrderScope::OwnedBy(me);
+        assert!(in_scope(mine, Some(me)));
+        assert!(!in_scope(mine, Some(other)));
+        assert!(!in_scope(mine, None));
+        assert!(in_scope(OrderScope::All, Some(other)));
+        assert_eq!(scope_guard(mine), Some(Guard::OwnedBy(me)));
+        assert_eq!(scope_guard(OrderScope::All), None);
     }
 }

@@ -62,6 +62,8 @@ fn order_item() -> String {
         "GSI1PK": {"S": "ORDER"},
         "GSI2PK": {"S": "ORDER#COMPLETE#false"},
         "GSI3PK": {"S": "ORDER#PET#1"},
+        "GSI4PK": {"S": "ORDER#OWNER#1"},
+        "ownerId": {"N": "1"},
         "id": {"N": "9"},
         "petId": {"N": "1"},
         "quantity": {"N": "1"},

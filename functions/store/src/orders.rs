@@ -1,4 +1,8 @@
 //! `/store/orders`: list (newest first), place, read, complete, cancel.
+//!
+//! Every handler takes the [`Caller`]: an order is the caller's who placed it,
+//! and a customer sees and changes only its own (another's answers 404,
+//! exactly as a missing one); staff see and change every order.
 
 use axum::extract::{Path, State};
 use axum::response::Response;
@@ -10,7 +14,7 @@ use petstore::db::orders::OrderFilter;
 use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link, JsonBody, QueryParams};
 use petstore::http::respond::{created, json, list_page, no_content};
-use petstore::records::{Id, NewOrder, OrderPatch};
+use petstore::records::{Caller, Id, NewOrder, OrderPatch};
 use petstore::App;
 
 pub fn routes() -> Router<App> {
@@ -22,13 +26,20 @@ pub fn routes() -> Router<App> {
         )
 }
 
-async fn list_orders(State(app): State<App>, query: QueryParams) -> Result<Response, ApiError> {
+async fn list_orders(
+    State(app): State<App>,
+    caller: Caller,
+    query: QueryParams,
+) -> Result<Response, ApiError> {
     let filter = OrderFilter {
         pet_id: query.id("petId")?,
         complete: query.boolean("complete")?,
     };
     let page = query.page_request("orders")?;
-    let found = app.db.list_orders(filter, page.limit, page.after).await?;
+    let found = app
+        .db
+        .list_orders(filter, caller.order_scope(), page.limit, page.after)
+        .await?;
     let mut filters = Vec::new();
     if let Some(pet) = filter.pet_id {
         filters.push(("petId", pet.to_string()));
@@ -44,16 +55,21 @@ async fn list_orders(State(app): State<App>, query: QueryParams) -> Result<Respo
 
 async fn place_order(
     State(app): State<App>,
+    caller: Caller,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let new = NewOrder::parse(&body)?;
-    let order = app.db.place_order(new, Utc::now()).await?;
+    let order = app.db.place_order(new, caller.key_id, Utc::now()).await?;
     Ok(created(format!("/store/orders/{}", order.id), &order))
 }
 
-async fn get_order(State(app): State<App>, Path(raw): Path<String>) -> Result<Response, ApiError> {
+async fn get_order(
+    State(app): State<App>,
+    caller: Caller,
+    Path(raw): Path<String>,
+) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "orderId")?;
-    match app.db.get_order(id).await? {
+    match app.db.get_order(id, caller.order_scope()).await? {
         Some(order) => Ok(json(StatusCode::OK, &order)),
         None => Err(ApiError::not_found("order", id)),
     }
@@ -61,21 +77,25 @@ async fn get_order(State(app): State<App>, Path(raw): Path<String>) -> Result<Re
 
 async fn update_order(
     State(app): State<App>,
+    caller: Caller,
     Path(raw): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "orderId")?;
     let patch = OrderPatch::parse(&body)?;
-    let order = app.db.update_order(id, patch, Utc::now()).await?;
+    let order = app
+        .db
+        .update_order(id, patch, caller.order_scope(), Utc::now())
+        .await?;
     Ok(json(StatusCode::OK, &order))
 }
 
 async fn cancel_order(
     State(app): State<App>,
+    caller: Caller,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
-    app.db
-        .cancel_order(Id::parse_param(&raw, "orderId")?)
-        .await?;
+    let id = Id::parse_param(&raw, "orderId")?;
+    app.db.cancel_order(id, caller.order_scope()).await?;
     Ok(no_content())
 }

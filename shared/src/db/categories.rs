@@ -1,13 +1,12 @@
 //! Category items, their case-insensitive name guards, and their pet counts.
 
+use super::expr::Expr;
 use super::query::{IndexQuery, Projection};
-use super::{
-    backoff, from_item, n, new_id, s, to_item, too_contended, Db, DbError, Page, TransactOutcome,
-    MAX_ATTEMPTS,
-};
+use super::write::{Check, OnFailure, Step, Write};
+use super::{from_item, n, new_id, s, to_item, Db, DbError, Item, Page};
 use crate::records::{Category, Id, Name, NewCategory};
-use crate::rules::RuleViolation;
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+use crate::rules::{self, Guard, RuleViolation};
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -15,7 +14,7 @@ use std::collections::HashMap;
 const SK: &str = "CATEGORY";
 const NAME_SK: &str = "CATEGORYNAME";
 
-pub(crate) fn key(id: Id) -> HashMap<String, AttributeValue> {
+pub(crate) fn key(id: Id) -> Item {
     HashMap::from([
         ("PK".to_string(), s(format!("CATEGORY#{id}"))),
         ("SK".to_string(), s(SK)),
@@ -23,7 +22,7 @@ pub(crate) fn key(id: Id) -> HashMap<String, AttributeValue> {
 }
 
 /// The item that makes a name unique: creating it fails if the name is taken.
-fn name_key(name: &Name) -> HashMap<String, AttributeValue> {
+fn name_key(name: &Name) -> Item {
     HashMap::from([
         (
             "PK".to_string(),
@@ -57,6 +56,26 @@ struct CategoryItem<'a> {
     pet_count: u64,
 }
 
+/// The conditions of a category's writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CategoryCheck {
+    /// A new category's id is not taken (ids are random in their low bits).
+    IdFree,
+    /// The category is still as the plan read it.
+    AsPlanned,
+    /// No other category has the name, in any case: its name guard is free.
+    NameFree,
+}
+
+impl Check for CategoryCheck {
+    fn on_failure(self) -> OnFailure {
+        match self {
+            CategoryCheck::IdFree | CategoryCheck::AsPlanned => OnFailure::Replan,
+            CategoryCheck::NameFree => OnFailure::Fail(RuleViolation::CategoryExists.into()),
+        }
+    }
+}
+
 impl Db {
     /// A transaction step that moves a category's pet count by `delta`;
     /// `must_exist` makes it the check that a pet's category exists.
@@ -66,38 +85,19 @@ impl Db {
         delta: i64,
         must_exist: bool,
     ) -> Result<TransactWriteItem, DbError> {
-        let mut update = Update::builder()
-            .table_name(&self.table)
-            .set_key(Some(key(category)))
-            .update_expression("ADD petCount :delta")
-            .expression_attribute_values(":delta", n(delta));
-        if must_exist {
-            update = update.condition_expression("attribute_exists(PK)");
-        }
-        Ok(TransactWriteItem::builder()
-            .update(update.build().map_err(DbError::internal)?)
-            .build())
+        let expr = Expr::new().add("petCount", delta);
+        let expr = if must_exist { expr.exists() } else { expr };
+        expr.update(&self.table, key(category))
     }
 
     fn name_guard_put(&self, name: &Name, id: Id) -> Result<TransactWriteItem, DbError> {
         let mut item = name_key(name);
         item.insert("categoryId".into(), n(id));
-        let put = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(PK)")
-            .build()
-            .map_err(DbError::internal)?;
-        Ok(TransactWriteItem::builder().put(put).build())
+        Expr::new().absent().put(&self.table, item)
     }
 
     fn name_guard_delete(&self, name: &Name) -> Result<TransactWriteItem, DbError> {
-        let delete = Delete::builder()
-            .table_name(&self.table)
-            .set_key(Some(name_key(name)))
-            .build()
-            .map_err(DbError::internal)?;
-        Ok(TransactWriteItem::builder().delete(delete).build())
+        Expr::new().delete(&self.table, name_key(name))
     }
 
     /// Creates a category whose name no other category has, in any case.
@@ -106,7 +106,8 @@ impl Db {
         new: NewCategory,
         now: DateTime<Utc>,
     ) -> Result<Category, DbError> {
-        for attempt in 0..MAX_ATTEMPTS {
+        let new = &new;
+        self.run("create category", move || async move {
             let category = Category {
                 id: new_id(now),
                 name: new.name.clone(),
@@ -119,27 +120,18 @@ impl Db {
                 category: &category,
                 pet_count: 0,
             })?;
-            let put = Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(item))
-                .condition_expression("attribute_not_exists(PK)")
-                .build()
-                .map_err(DbError::internal)?;
-            let items = vec![
-                TransactWriteItem::builder().put(put).build(),
-                self.name_guard_put(&category.name, category.id)?,
-            ];
-            match self.transact(items).await? {
-                TransactOutcome::Done => return Ok(category),
-                TransactOutcome::ConditionFailed(1) => {
-                    return Err(RuleViolation::CategoryExists.into())
-                }
-                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => {
-                    backoff(attempt).await
-                }
-            }
-        }
-        Err(too_contended("create category"))
+            let write = Write::new()
+                .checked(
+                    CategoryCheck::IdFree,
+                    Expr::new().absent().put(&self.table, item)?,
+                )
+                .checked(
+                    CategoryCheck::NameFree,
+                    self.name_guard_put(&category.name, category.id)?,
+                );
+            Ok(Step::Write(write, category))
+        })
+        .await
     }
 
     pub async fn get_category(&self, id: Id) -> Result<Option<StoredCategory>, DbError> {
@@ -178,74 +170,51 @@ impl Db {
     /// Replaces a category's name and description. A new name moves the name
     /// guard in the same transaction, so two renames can never take one name.
     pub async fn replace_category(&self, id: Id, new: NewCategory) -> Result<Category, DbError> {
-        for attempt in 0..MAX_ATTEMPTS {
+        let new = &new;
+        self.run("replace category", move || async move {
             let current = self.existing_category(id).await?.category;
             let updated = Category {
                 id,
                 name: new.name.clone(),
                 description: new.description.clone(),
             };
-            let mut update = Update::builder()
-                .table_name(&self.table)
-                .set_key(Some(key(id)))
-                .condition_expression("attribute_exists(PK) AND #name = :old_name")
-                .expression_attribute_names("#name", "name")
-                .expression_attribute_values(":name", s(new.name.as_str()))
-                .expression_attribute_values(":old_name", s(current.name.as_str()));
-            update = match &new.description {
-                Some(description) => update
-                    .update_expression("SET #name = :name, description = :description")
-                    .expression_attribute_values(":description", to_item_value(description)?),
-                None => update.update_expression("SET #name = :name REMOVE description"),
+            let expr = Expr::new()
+                .exists()
+                .when(&Guard::NameIs(current.name.clone()))
+                .set("name", s(new.name.as_str()));
+            let expr = match &new.description {
+                Some(description) => expr.set("description", to_item_value(description)?),
+                None => expr.remove("description"),
             };
-            let mut items = vec![TransactWriteItem::builder()
-                .update(update.build().map_err(DbError::internal)?)
-                .build()];
+            let mut write =
+                Write::new().checked(CategoryCheck::AsPlanned, expr.update(&self.table, key(id))?);
             if new.name.folded() != current.name.folded() {
-                items.push(self.name_guard_delete(&current.name)?);
-                items.push(self.name_guard_put(&new.name, id)?);
+                write = write
+                    .unchecked(self.name_guard_delete(&current.name)?)
+                    .checked(CategoryCheck::NameFree, self.name_guard_put(&new.name, id)?);
             }
-            match self.transact(items).await? {
-                TransactOutcome::Done => return Ok(updated),
-                TransactOutcome::ConditionFailed(2) => {
-                    return Err(RuleViolation::CategoryExists.into())
-                }
-                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => {
-                    backoff(attempt).await
-                }
-            }
-        }
-        Err(too_contended("replace category"))
+            Ok(Step::Write(write, updated))
+        })
+        .await
     }
 
     /// Deletes a category that no pet is in, and frees its name.
     pub async fn delete_category(&self, id: Id) -> Result<(), DbError> {
-        for attempt in 0..MAX_ATTEMPTS {
+        self.run("delete category", move || async move {
             let current = self.existing_category(id).await?;
-            if current.pet_count > 0 {
-                return Err(RuleViolation::CategoryInUse.into());
-            }
-            let delete = Delete::builder()
-                .table_name(&self.table)
-                .set_key(Some(key(id)))
-                .condition_expression("attribute_exists(PK) AND (attribute_not_exists(petCount) OR petCount = :zero) AND #name = :name")
-                .expression_attribute_names("#name", "name")
-                .expression_attribute_values(":zero", n(0))
-                .expression_attribute_values(":name", s(current.category.name.as_str()))
-                .build()
-                .map_err(DbError::internal)?;
-            let items = vec![
-                TransactWriteItem::builder().delete(delete).build(),
-                self.name_guard_delete(&current.category.name)?,
-            ];
-            match self.transact(items).await? {
-                TransactOutcome::Done => return Ok(()),
-                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => {
-                    backoff(attempt).await
-                }
-            }
-        }
-        Err(too_contended("delete category"))
+            let unused = rules::delete_category(current.pet_count)?;
+            let name = &current.category.name;
+            let delete = Expr::new()
+                .exists()
+                .when(&unused)
+                .when(&Guard::NameIs(name.clone()))
+                .delete(&self.table, key(id))?;
+            let write = Write::new()
+                .checked(CategoryCheck::AsPlanned, delete)
+                .unchecked(self.name_guard_delete(name)?);
+            Ok(Step::Write(write, ()))
+        })
+        .await
     }
 }
 

@@ -1,12 +1,11 @@
 //! Inventory entries: the `stock` of each pet item, read and set.
 
-use super::pets::{self, status_partition, PetFilter};
+use super::pets::{self, PetCheck, PetFilter};
 use super::query::Projection;
-use super::{classify, from_item, n, s, Db, DbError, Page, MAX_ATTEMPTS};
+use super::write::{Step, Write};
+use super::{from_item, Db, DbError, Page};
 use crate::records::{Id, InventoryItem, PetStatus, StockQuantity};
 use crate::rules;
-use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::types::ReturnValue;
 
 /// The attributes of a pet item an inventory entry is made of.
 #[derive(serde::Deserialize)]
@@ -64,62 +63,24 @@ impl Db {
     }
 
     /// Sets a pet's stock, moving its status as the stock rules say, in one
-    /// conditional write pinned to the status (and, when the stock goes to
-    /// zero, the open-order count) the plan was made from.
+    /// conditional write resting on what the plan was made from (see
+    /// [`rules::set_stock`]).
     pub async fn set_stock(
         &self,
         pet_id: Id,
         quantity: StockQuantity,
     ) -> Result<InventoryItem, DbError> {
-        for _ in 0..MAX_ATTEMPTS {
+        self.run("set stock", move || async move {
             let pet = self.existing_pet(pet_id).await?;
-            let planned = rules::set_stock(pet.state(), quantity);
-            let mut condition = vec!["attribute_exists(PK)", "#status = :old_status"];
-            let mut request = self
-                .client
-                .update_item()
-                .table_name(self.table())
-                .set_key(Some(pets::key(pet_id)))
-                .expression_attribute_names("#status", "status")
-                .expression_attribute_values(":stock", n(quantity.get()))
-                .expression_attribute_values(":old_status", s(pet.pet.status.as_str()))
-                .return_values(ReturnValue::AllNew);
-            if quantity.get() == 0 && pet.pet.status == PetStatus::Available {
-                condition.push(if pet.open_orders > 0 {
-                    "openOrders > :zero"
-                } else {
-                    "openOrders = :zero"
-                });
-                request = request.expression_attribute_values(":zero", n(0));
-            }
-            request = if planned.status != pet.pet.status {
-                request
-                    .update_expression("SET stock = :stock, #status = :status, GSI2PK = :gsi2")
-                    .expression_attribute_values(":status", s(planned.status.as_str()))
-                    .expression_attribute_values(":gsi2", s(status_partition(planned.status)))
-            } else {
-                request.update_expression("SET stock = :stock")
+            let plan = rules::set_stock(pet.state(), quantity);
+            let write = Write::new().checked(PetCheck::AsPlanned, self.stock_write(pet_id, &plan)?);
+            let item = InventoryItem {
+                pet_id,
+                quantity,
+                status: plan.next.status,
             };
-            match request
-                .condition_expression(condition.join(" AND "))
-                .send()
-                .await
-            {
-                Ok(_) => {
-                    return Ok(InventoryItem {
-                        pet_id,
-                        quantity,
-                        status: planned.status,
-                    })
-                }
-                Err(SdkError::ServiceError(e))
-                    if e.err().is_conditional_check_failed_exception() =>
-                {
-                    continue
-                }
-                Err(other) => return Err(classify(other)),
-            }
-        }
-        Err(super::too_contended("set stock"))
+            Ok(Step::Write(write, item))
+        })
+        .await
     }
 }

@@ -2,24 +2,26 @@
 //!
 //! # Layout
 //!
-//! One table, keys `PK` and `SK` (strings), three overloaded GSIs whose sort
+//! One table, keys `PK` and `SK` (strings), four overloaded GSIs whose sort
 //! key is the record's numeric `id`, so every list is in id order and a
 //! cursor is just the last id returned:
 //!
-//! | record | PK | SK | GSI1PK | GSI2PK | GSI3PK |
-//! |---|---|---|---|---|---|
-//! | pet (+ its stock) | `PET#<id>` | `PET` | `PET` | `PET#STATUS#<status>` | `PET#CATEGORY#<categoryId>` |
-//! | category | `CATEGORY#<id>` | `CATEGORY` | `CATEGORY` | | |
-//! | category name guard | `CATEGORYNAME#<lowercased name>` | `CATEGORYNAME` | | | |
-//! | order | `ORDER#<id>` | `ORDER` | `ORDER` | `ORDER#COMPLETE#<bool>` | `ORDER#PET#<petId>` |
-//! | API key | `APIKEY#<sha256 hex of the key>` | `APIKEY` | `APIKEY` | | |
+//! | record | PK | SK | GSI1PK | GSI2PK | GSI3PK | GSI4PK |
+//! |---|---|---|---|---|---|---|
+//! | pet (+ its stock) | `PET#<id>` | `PET` | `PET` | `PET#STATUS#<status>` | `PET#CATEGORY#<categoryId>` | |
+//! | category | `CATEGORY#<id>` | `CATEGORY` | `CATEGORY` | | | |
+//! | category name guard | `CATEGORYNAME#<lowercased name>` | `CATEGORYNAME` | | | | |
+//! | order (+ `ownerId`) | `ORDER#<id>` | `ORDER` | `ORDER` | `ORDER#COMPLETE#<bool>` | `ORDER#PET#<petId>` | `ORDER#OWNER#<keyId>` |
+//! | API key | `APIKEY#<sha256 hex of the key>` | `APIKEY` | `APIKEY` | | | |
 //!
 //! Access patterns: get/put/delete by id on the table; list all of a kind on
 //! GSI1; pets by status and orders by completion on GSI2; pets by category and
 //! orders by pet on GSI3 (with the other filter, when both are given, as a
-//! filter expression on that query); an API key by the hash of the key sent
-//! (see [`crate::ratelimit::keys`]). Nothing on a request path scans. Rate-limit
-//! counters live in a table of their own ([`crate::ratelimit::counter`]).
+//! filter expression on that query); a customer's own orders on GSI4 (its
+//! `petId`/`complete` filters as a filter expression on its own partition); an
+//! API key by the hash of the key sent (see [`crate::ratelimit::keys`]).
+//! Nothing on a request path scans. Rate-limit counters live in a table of
+//! their own ([`crate::ratelimit::counter`]).
 //!
 //! A pet's inventory entry is not a separate item: `stock` and `openOrders`
 //! live on the pet item, so every stock rule is a condition on one item, and
@@ -28,14 +30,20 @@
 //!
 //! # Concurrency
 //!
-//! Every change is a conditional write or a transaction whose conditions pin
-//! the state the change was planned from (see [`crate::rules`]). When a
-//! condition fails the operation re-reads and plans again, a bounded number of
-//! times; transaction conflicts are retried with jittered backoff and, if they
-//! persist, answered as [`DbError::Contended`].
+//! Every change goes one way (`write.rs`): read, plan with [`crate::rules`],
+//! and write one conditional item or one transaction whose conditions are the
+//! plan's guards, each named ([`PetCheck`](pets::PetCheck),
+//! [`CategoryCheck`](categories::CategoryCheck),
+//! [`OrderCheck`](orders::OrderCheck)) with what its failure means: plan again
+//! from a fresh read, or a particular error. Guards become expressions in one
+//! place (`expr.rs`). One retry policy serves every operation, batch reads
+//! included: a failed condition plans again at once, a conflict (or work
+//! DynamoDB left undone) after a jittered, growing pause, and after eight
+//! attempts the answer is [`DbError::Contended`].
 
 pub mod categories;
 mod error;
+mod expr;
 mod ids;
 pub mod inventory;
 mod item;
@@ -52,10 +60,11 @@ pub use error::{BoxError, DbError};
 pub use ids::new_id;
 pub use item::Item;
 pub use query::{Cursor, Page};
+pub use write::{Check, OnFailure, Write, Written};
+pub(crate) use write::{Pause, Retry};
 
 pub(crate) use error::classify;
 pub(crate) use item::{from_item, n, s, to_item};
-pub(crate) use write::{backoff, too_contended, TransactOutcome, MAX_ATTEMPTS};
 
 /// The data table.
 #[derive(Clone, Debug)]

@@ -1,28 +1,31 @@
 //! Order items, and the transactions that move stock with them.
 //!
 //! Placing, completing and cancelling an order each write the order and its
-//! pet in one transaction. The pet update is conditioned on exactly what its
-//! plan depended on (see [`crate::rules`]), written so that concurrent orders
-//! of a well-stocked pet do not invalidate each other: a plan that leaves stock
-//! above zero only needs `stock > :quantity`, and just the order that takes
-//! the last units pins `stock = :quantity` to make the pet pending.
+//! pet in one transaction: the order on the condition that it is as read, the
+//! pet on the guards of its stock plan (see [`crate::rules`]).
+//!
+//! An order belongs to the key identity that placed it (`ownerId`, never in
+//! the API's record). Every read checks the caller's [`OrderScope`], and every
+//! write on an order carries it as a condition too, so another customer's
+//! order is as missing as a deleted one, in DynamoDB and not only in the read
+//! before the write. A customer's list is a query on its own partition of
+//! GSI4, never a filter over everyone's orders.
 
-use super::pets::{self, status_partition, StoredPet};
-use super::query::{IndexQuery, Projection};
-use super::{
-    backoff, from_item, n, new_id, s, to_item, too_contended, Db, DbError, Page, TransactOutcome,
-    MAX_ATTEMPTS,
-};
-use crate::records::{Id, NewOrder, Order, OrderPatch};
-use crate::rules::{self, RuleViolation};
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+use super::expr::Expr;
+use super::pets::StoredPet;
+use super::query::{Filter, IndexQuery, Projection};
+use super::write::{Check, OnFailure, Step, Write};
+use super::{from_item, n, new_id, s, to_item, Db, DbError, Item, Page};
+use crate::records::{Id, NewOrder, Order, OrderPatch, OrderScope};
+use crate::rules::{self, OrderPlan};
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 const SK: &str = "ORDER";
 
-fn key(id: Id) -> HashMap<String, AttributeValue> {
+fn key(id: Id) -> Item {
     HashMap::from([
         ("PK".to_string(), s(format!("ORDER#{id}"))),
         ("SK".to_string(), s(SK)),
@@ -35,6 +38,10 @@ fn completion_partition(complete: bool) -> String {
 
 fn pet_partition(pet: Id) -> String {
     format!("ORDER#PET#{pet}")
+}
+
+fn owner_partition(owner: Id) -> String {
+    format!("ORDER#OWNER#{owner}")
 }
 
 fn timestamp(t: DateTime<Utc>) -> AttributeValue {
@@ -53,9 +60,30 @@ struct OrderItem<'a> {
     gsi2: String,
     #[serde(rename = "GSI3PK")]
     gsi3: String,
+    #[serde(rename = "GSI4PK")]
+    gsi4: String,
+    #[serde(rename = "ownerId")]
+    owner_id: Id,
     #[serde(flatten)]
     order: &'a Order,
 }
+
+/// An order as stored: the record and who placed it.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredOrder {
+    #[serde(flatten)]
+    order: Order,
+    /// Orders placed before owners were recorded have none: only staff see them.
+    #[serde(default)]
+    owner_id: Option<Id>,
+}
+
+/// What an order list returns.
+const ORDER_FIELDS: Projection = Projection {
+    expression: "id, petId, quantity, shipDate, complete",
+    names: &[],
+};
 
 /// Which orders a list asks for.
 #[derive(Debug, Clone, Copy, Default)]
@@ -64,77 +92,86 @@ pub struct OrderFilter {
     pub complete: Option<bool>,
 }
 
-/// The pet side of an order transaction: an update and its condition.
-struct PetChange {
-    set: Vec<&'static str>,
-    condition: Vec<&'static str>,
-    values: HashMap<String, AttributeValue>,
-}
-
-impl PetChange {
-    fn new() -> PetChange {
-        PetChange {
-            set: Vec::new(),
-            condition: vec!["attribute_exists(PK)"],
-            values: HashMap::new(),
+impl OrderFilter {
+    /// The GSI query for this filter within `scope`: a customer's orders are
+    /// its own partition of GSI4, filtered there; staff lists run on the
+    /// partition of the first filter, with the other as a filter expression.
+    fn query(&self, scope: OrderScope) -> IndexQuery<'static> {
+        let (index, partition, filter) = match (scope, self.pet_id, self.complete) {
+            (OrderScope::OwnedBy(owner), pet, complete) => {
+                ("GSI4", owner_partition(owner), filter(pet, complete))
+            }
+            (OrderScope::All, Some(pet), complete) => {
+                ("GSI3", pet_partition(pet), filter(None, complete))
+            }
+            (OrderScope::All, None, Some(complete)) => {
+                ("GSI2", completion_partition(complete), None)
+            }
+            (OrderScope::All, None, None) => ("GSI1", "ORDER".to_string(), None),
+        };
+        IndexQuery {
+            index,
+            partition,
+            descending: true,
+            filter,
+            projection: ORDER_FIELDS,
         }
     }
+}
 
-    fn value(mut self, name: &str, value: AttributeValue) -> PetChange {
-        self.values.insert(name.to_string(), value);
-        self
+/// A filter expression on an order query's pet and completion, if any.
+fn filter(pet: Option<Id>, complete: Option<bool>) -> Option<Filter<'static>> {
+    let expression = match (pet, complete) {
+        (Some(_), Some(_)) => "petId = :pet AND complete = :complete",
+        (Some(_), None) => "petId = :pet",
+        (None, Some(_)) => "complete = :complete",
+        (None, None) => return None,
+    };
+    let mut values = HashMap::new();
+    if let Some(pet) = pet {
+        values.insert(":pet".to_string(), n(pet));
     }
-
-    fn set(mut self, clause: &'static str) -> PetChange {
-        self.set.push(clause);
-        self
+    if let Some(complete) = complete {
+        values.insert(":complete".to_string(), AttributeValue::Bool(complete));
     }
+    Some((expression, HashMap::new(), values))
+}
 
-    fn when(mut self, clause: &'static str) -> PetChange {
-        self.condition.push(clause);
-        self
-    }
+/// The conditions of an order's writes. Each failure plans again from a
+/// fresh read, which finds what changed: the pet's stock state, or the order
+/// completed, gone, or not the caller's (answered as missing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrderCheck {
+    /// A new order's id is not taken (ids are random in their low bits).
+    IdFree,
+    /// The order is still as the plan read it, and within the caller's scope.
+    OrderAsPlanned,
+    /// The order's pet is still as the plan read it.
+    PetAsPlanned,
+}
 
-    /// Moves the pet to `status`, keeping its status index in step.
-    fn status(self, status: crate::records::PetStatus) -> PetChange {
-        self.set("#status = :new_status")
-            .set("GSI2PK = :new_gsi2")
-            .value(":new_status", s(status.as_str()))
-            .value(":new_gsi2", s(status_partition(status)))
-    }
-
-    fn build(self, store: &Db, pet: Id) -> Result<TransactWriteItem, DbError> {
-        let update_expression = format!("SET {}", self.set.join(", "));
-        let condition_expression = self.condition.join(" AND ");
-        // DynamoDB refuses a name placeholder that no expression uses.
-        let names_status =
-            update_expression.contains("#status") || condition_expression.contains("#status");
-        let update = Update::builder()
-            .table_name(store.table())
-            .set_key(Some(pets::key(pet)))
-            .update_expression(update_expression)
-            .condition_expression(condition_expression)
-            .set_expression_attribute_names(
-                names_status
-                    .then(|| HashMap::from([("#status".to_string(), "status".to_string())])),
-            )
-            .set_expression_attribute_values(Some(self.values))
-            .build()
-            .map_err(DbError::internal)?;
-        Ok(TransactWriteItem::builder().update(update).build())
+impl Check for OrderCheck {
+    fn on_failure(self) -> OnFailure {
+        OnFailure::Replan
     }
 }
 
 impl Db {
-    /// Stores an order and takes its units from stock, in one transaction.
-    pub async fn place_order(&self, new: NewOrder, now: DateTime<Utc>) -> Result<Order, DbError> {
-        let quantity = new.quantity.get();
-        for attempt in 0..MAX_ATTEMPTS {
+    /// Stores an order of `owner`'s and takes its units from stock, in one
+    /// transaction.
+    pub async fn place_order(
+        &self,
+        new: NewOrder,
+        owner: Id,
+        now: DateTime<Utc>,
+    ) -> Result<Order, DbError> {
+        let new = &new;
+        self.run("place order", move || async move {
             let pet: StoredPet = self
                 .get_pet(new.pet_id)
                 .await?
                 .ok_or_else(|| DbError::unknown_reference("petId", new.pet_id))?;
-            let planned = rules::place_order(pet.state(), quantity)?;
+            let plan = rules::place_order(pet.state(), new.quantity)?;
             let order = Order {
                 id: new_id(now),
                 pet_id: new.pet_id,
@@ -142,217 +179,146 @@ impl Db {
                 ship_date: new.ship_date,
                 complete: false,
             };
-            let put = Put::builder()
-                .table_name(self.table())
-                .set_item(Some(to_item(&OrderItem {
-                    pk: format!("ORDER#{}", order.id),
-                    sk: SK,
-                    gsi1: "ORDER",
-                    gsi2: completion_partition(false),
-                    gsi3: pet_partition(order.pet_id),
-                    order: &order,
-                })?))
-                .condition_expression("attribute_not_exists(PK)")
-                .build()
-                .map_err(DbError::internal)?;
-            let change = PetChange::new()
-                .set("openOrders = openOrders + :one")
-                .value(":one", n(1))
-                .value(":quantity", n(quantity))
-                .value(":available", s("available"))
-                .when("#status = :available");
-            let change = if planned.stock == 0 {
-                change
-                    .set("stock = :zero")
-                    .value(":zero", n(0))
-                    .when("stock = :quantity")
-                    .status(planned.status)
-            } else {
-                change
-                    .set("stock = stock - :quantity")
-                    .when("stock > :quantity")
-            };
-            let items = vec![
-                TransactWriteItem::builder().put(put).build(),
-                change.build(self, new.pet_id)?,
-            ];
-            match self.transact(items).await? {
-                TransactOutcome::Done => return Ok(order),
-                // The pet changed since it was read (or the id collided): plan again.
-                TransactOutcome::ConditionFailed(_) => {}
-                TransactOutcome::Conflict => backoff(attempt).await,
-            }
-        }
-        Err(too_contended("place order"))
+            let item = to_item(&OrderItem {
+                pk: format!("ORDER#{}", order.id),
+                sk: SK,
+                gsi1: "ORDER",
+                gsi2: completion_partition(false),
+                gsi3: pet_partition(order.pet_id),
+                gsi4: owner_partition(owner),
+                owner_id: owner,
+                order: &order,
+            })?;
+            let write = Write::new()
+                .checked(
+                    OrderCheck::IdFree,
+                    Expr::new().absent().put(self.table(), item)?,
+                )
+                .checked(
+                    OrderCheck::PetAsPlanned,
+                    self.stock_write(new.pet_id, &plan)?,
+                );
+            Ok(Step::Write(write, order))
+        })
+        .await
     }
 
-    pub async fn get_order(&self, id: Id) -> Result<Option<Order>, DbError> {
-        self.get_item(format!("ORDER#{id}"), SK)
+    /// Reads an order within `scope`: another customer's order is `None`,
+    /// exactly as a missing one.
+    pub async fn get_order(&self, id: Id, scope: OrderScope) -> Result<Option<Order>, DbError> {
+        let stored: Option<StoredOrder> = self
+            .get_item(format!("ORDER#{id}"), SK)
             .await?
             .map(from_item)
-            .transpose()
+            .transpose()?;
+        Ok(stored
+            .filter(|stored| rules::in_scope(scope, stored.owner_id))
+            .map(|stored| stored.order))
     }
 
-    async fn existing_order(&self, id: Id) -> Result<Order, DbError> {
-        self.get_order(id)
+    async fn existing_order(&self, id: Id, scope: OrderScope) -> Result<Order, DbError> {
+        self.get_order(id, scope)
             .await?
             .ok_or_else(|| DbError::not_found("order", id))
     }
 
-    /// Lists orders, newest first.
+    /// Lists the orders within `scope`, newest first.
     pub async fn list_orders(
         &self,
         filter: OrderFilter,
+        scope: OrderScope,
         limit: usize,
         after: Option<u64>,
     ) -> Result<Page<Order>, DbError> {
-        let complete_filter = |complete: bool| {
-            (
-                "complete = :complete",
-                HashMap::new(),
-                HashMap::from([(":complete".to_string(), AttributeValue::Bool(complete))]),
-            )
-        };
-        let (index, partition, filter) = match (filter.pet_id, filter.complete) {
-            (Some(pet), complete) => ("GSI3", pet_partition(pet), complete.map(complete_filter)),
-            (None, Some(complete)) => ("GSI2", completion_partition(complete), None),
-            (None, None) => ("GSI1", "ORDER".to_string(), None),
-        };
-        let query = IndexQuery {
-            index,
-            partition,
-            descending: true,
-            filter,
-            projection: Projection {
-                expression: "id, petId, quantity, shipDate, complete",
-                names: &[],
-            },
-        };
-        self.query_page(query, limit, after)
+        self.query_page(filter.query(scope), limit, after)
             .await?
             .try_map(from_item)
     }
 
-    /// Completes an order and/or sets its ship date.
-    ///
-    /// Completing sets `shipDate` to now when it has none, and sells the pet
-    /// when this was its last open order and no stock is left.
+    /// Completes an order and/or sets its ship date (see [`rules::patch_order`]).
+    /// Completing also moves the pet's stock state (see [`rules::complete_order`]).
     pub async fn update_order(
         &self,
         id: Id,
         patch: OrderPatch,
+        scope: OrderScope,
         now: DateTime<Utc>,
     ) -> Result<Order, DbError> {
-        for attempt in 0..MAX_ATTEMPTS {
-            let order = self.existing_order(id).await?;
-            if order.complete {
-                if patch.complete.is_none() && patch.ship_date.is_none() {
-                    return Ok(order);
-                }
-                return Err(RuleViolation::OrderComplete.into());
-            }
-            let completing = patch.complete == Some(true);
-            let ship_date = patch.ship_date.or(order.ship_date);
-            let ship_date = if completing {
-                Some(ship_date.unwrap_or(now))
-            } else {
-                ship_date
+        let patch = &patch;
+        self.run("update order", move || async move {
+            let order = self.existing_order(id, scope).await?;
+            let Some(plan) = rules::patch_order(&order, patch, now)? else {
+                return Ok(Step::Answer(order));
             };
-            let updated = Order {
-                complete: completing,
-                ship_date,
-                ..order.clone()
-            };
-            if updated == order {
-                return Ok(order);
-            }
-            let mut update = Update::builder()
-                .table_name(self.table())
-                .set_key(Some(key(id)))
-                .condition_expression("complete = :false")
-                .expression_attribute_values(":false", AttributeValue::Bool(false));
-            let mut set = Vec::new();
-            if let Some(ship_date) = ship_date {
-                set.push("shipDate = :ship_date");
-                update = update.expression_attribute_values(":ship_date", timestamp(ship_date));
-            }
-            if completing {
-                set.push("complete = :true");
-                set.push("GSI2PK = :gsi2");
-                update = update
-                    .expression_attribute_values(":true", AttributeValue::Bool(true))
-                    .expression_attribute_values(":gsi2", s(completion_partition(true)));
-            }
-            let update = update
-                .update_expression(format!("SET {}", set.join(", ")))
-                .build()
-                .map_err(DbError::internal)?;
-            let mut items = vec![TransactWriteItem::builder().update(update).build()];
-            if completing {
+            let mut write =
+                Write::new().checked(OrderCheck::OrderAsPlanned, self.order_update(&plan, scope)?);
+            if plan.completes() {
                 let pet = self.existing_pet(order.pet_id).await?;
-                let planned = rules::complete_order(pet.state());
-                let change = PetChange::new()
-                    .set("openOrders = openOrders - :one")
-                    .value(":one", n(1))
-                    .value(":zero", n(0));
-                // The pet is sold exactly when, at write time, no stock is left
-                // and this is its only open order; each branch pins that fact.
-                let change = if planned.status != pet.pet.status {
-                    change
-                        .when("stock = :zero AND openOrders = :one")
-                        .status(planned.status)
-                } else {
-                    change.when("NOT (stock = :zero AND openOrders = :one)")
-                };
-                items.push(change.build(self, order.pet_id)?);
+                let stock = rules::complete_order(pet.state());
+                write = write.checked(
+                    OrderCheck::PetAsPlanned,
+                    self.stock_write(order.pet_id, &stock)?,
+                );
             }
-            match self.transact(items).await? {
-                TransactOutcome::Done => return Ok(updated),
-                TransactOutcome::ConditionFailed(_) => {}
-                TransactOutcome::Conflict => backoff(attempt).await,
-            }
+            Ok(Step::Write(write, plan.updated))
+        })
+        .await
+    }
+
+    /// The order's side of a patch: its new fields, resting on the plan's
+    /// guard and on the caller's scope.
+    fn order_update(
+        &self,
+        plan: &OrderPlan,
+        scope: OrderScope,
+    ) -> Result<TransactWriteItem, DbError> {
+        let order = &plan.updated;
+        let mut expr = Expr::new()
+            .when(&plan.guard)
+            .when_all(&rules::scope_guard(scope));
+        if let Some(ship_date) = order.ship_date {
+            expr = expr.set("shipDate", timestamp(ship_date));
         }
-        Err(too_contended("update order"))
+        if order.complete {
+            expr = expr
+                .set("complete", AttributeValue::Bool(true))
+                .set("GSI2PK", s(completion_partition(true)));
+        }
+        expr.update(self.table(), key(order.id))
     }
 
     /// Cancels an incomplete order: deletes it and returns its units to stock.
-    pub async fn cancel_order(&self, id: Id) -> Result<(), DbError> {
-        for attempt in 0..MAX_ATTEMPTS {
-            let order = self.existing_order(id).await?;
-            if order.complete {
-                return Err(RuleViolation::OrderComplete.into());
-            }
-            let quantity = order.quantity.get();
+    pub async fn cancel_order(&self, id: Id, scope: OrderScope) -> Result<(), DbError> {
+        self.run("cancel order", move || async move {
+            let order = self.existing_order(id, scope).await?;
+            // Refused before the pet is read: a complete order costs one read.
+            rules::open_order(&order)?;
             let pet = self.existing_pet(order.pet_id).await?;
-            let planned = rules::cancel_order(pet.state(), quantity);
-            let delete = Delete::builder()
-                .table_name(self.table())
-                .set_key(Some(key(id)))
-                .condition_expression("complete = :false")
-                .expression_attribute_values(":false", AttributeValue::Bool(false))
-                .build()
-                .map_err(DbError::internal)?;
-            let change = PetChange::new()
-                .set("stock = stock + :quantity")
-                .set("openOrders = openOrders - :one")
-                .value(":quantity", n(quantity))
-                .value(":one", n(1))
-                .value(":pending", s("pending"));
-            let change = if planned.status != pet.pet.status {
-                change.when("#status = :pending").status(planned.status)
-            } else {
-                change.when("#status <> :pending")
-            };
-            let items = vec![
-                TransactWriteItem::builder().delete(delete).build(),
-                change.build(self, order.pet_id)?,
-            ];
-            match self.transact(items).await? {
-                TransactOutcome::Done => return Ok(()),
-                TransactOutcome::ConditionFailed(_) => {}
-                TransactOutcome::Conflict => backoff(attempt).await,
-            }
-        }
-        Err(too_contended("cancel order"))
+            Ok(Step::Write(self.plan_cancel(&order, &pet, scope)?, ()))
+        })
+        .await
+    }
+
+    /// The write that cancels `order` for a caller of `scope`, planned from
+    /// the order and its `pet` as read. Its condition holds the scope, so even
+    /// a plan whose read check was wrong cannot cancel another's order.
+    pub fn plan_cancel(
+        &self,
+        order: &Order,
+        pet: &StoredPet,
+        scope: OrderScope,
+    ) -> Result<Write<OrderCheck>, DbError> {
+        let open = rules::open_order(order)?;
+        let stock = rules::cancel_order(pet.state(), order.quantity);
+        let delete = Expr::new()
+            .when(&open)
+            .when_all(&rules::scope_guard(scope))
+            .delete(self.table(), key(order.id))?;
+        Ok(Write::new()
+            .checked(OrderCheck::OrderAsPlanned, delete)
+            .checked(
+                OrderCheck::PetAsPlanned,
+                self.stock_write(order.pet_id, &stock)?,
+            ))
     }
 }

@@ -1,15 +1,12 @@
 //! Pet items, which also hold the pet's inventory entry (`stock`, `openOrders`).
 
+use super::expr::Expr;
 use super::query::{IndexQuery, Projection};
-use super::{
-    backoff, classify, from_item, n, new_id, s, to_item, too_contended, Db, DbError, Item, Page,
-    TransactOutcome, MAX_ATTEMPTS,
-};
+use super::write::{Check, OnFailure, Pause, Retry, Step, Write};
+use super::{classify, from_item, n, new_id, s, to_item, Db, DbError, Item, Page};
 use crate::records::{Id, NewPet, Pet, PetStatus};
-use crate::rules::{self, RuleViolation, StockState};
-use aws_sdk_dynamodb::types::{
-    AttributeValue, Delete, KeysAndAttributes, Put, TransactWriteItem, Update,
-};
+use crate::rules::{self, Guard, StockMove, StockPlan, StockState};
+use aws_sdk_dynamodb::types::{KeysAndAttributes, TransactWriteItem};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -63,7 +60,7 @@ pub(crate) fn pk(id: Id) -> String {
     format!("PET#{id}")
 }
 
-pub(crate) fn key(id: Id) -> HashMap<String, AttributeValue> {
+pub(crate) fn key(id: Id) -> Item {
     HashMap::from([("PK".to_string(), s(pk(id))), ("SK".to_string(), s(SK))])
 }
 
@@ -114,6 +111,34 @@ pub(crate) fn pet_from(item: Item) -> Result<StoredPet, DbError> {
     from_item(item)
 }
 
+/// Moves a pet to `status`, keeping its status index in step.
+fn with_status(expr: Expr, status: PetStatus) -> Expr {
+    expr.set("status", s(status.as_str()))
+        .set("GSI2PK", s(status_partition(status)))
+}
+
+/// The conditions of a pet's writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PetCheck {
+    /// A new pet's id is not taken (ids are random in their low bits).
+    IdFree,
+    /// The pet is still as the plan read it.
+    AsPlanned,
+    /// The pet's category exists.
+    CategoryExists(Id),
+}
+
+impl Check for PetCheck {
+    fn on_failure(self) -> OnFailure {
+        match self {
+            PetCheck::IdFree | PetCheck::AsPlanned => OnFailure::Replan,
+            PetCheck::CategoryExists(id) => {
+                OnFailure::Fail(DbError::unknown_reference("categoryId", id))
+            }
+        }
+    }
+}
+
 impl Db {
     fn pet_put(&self, pet: &StoredPet) -> Result<TransactWriteItem, DbError> {
         let item = to_item(&PetItem {
@@ -124,18 +149,37 @@ impl Db {
             gsi3: category_partition(pet.pet.category_id),
             pet,
         })?;
-        let put = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(PK)")
-            .build()
-            .map_err(DbError::internal)?;
-        Ok(TransactWriteItem::builder().put(put).build())
+        Expr::new().absent().put(&self.table, item)
+    }
+
+    /// The pet item's side of a stock plan: its change, on the condition
+    /// that every guard of the plan still holds.
+    pub(crate) fn stock_write(
+        &self,
+        pet: Id,
+        plan: &StockPlan,
+    ) -> Result<TransactWriteItem, DbError> {
+        let change = plan.change;
+        let mut expr = Expr::new().exists().when_all(&plan.guards);
+        expr = match change.stock {
+            StockMove::Keep => expr,
+            StockMove::Set(units) => expr.set("stock", n(units)),
+            StockMove::Add(units) => expr.adjust("stock", i64::from(units)),
+            StockMove::Take(units) => expr.adjust("stock", -i64::from(units)),
+        };
+        if change.open_orders != 0 {
+            expr = expr.adjust("openOrders", i64::from(change.open_orders));
+        }
+        if let Some(status) = change.status {
+            expr = with_status(expr, status);
+        }
+        expr.update(&self.table, key(pet))
     }
 
     /// Creates a pet and its inventory entry, counting it in its category.
     pub async fn create_pet(&self, new: NewPet, now: DateTime<Utc>) -> Result<Pet, DbError> {
-        for attempt in 0..MAX_ATTEMPTS {
+        let new = &new;
+        self.run("create pet", move || async move {
             let pet = StoredPet {
                 pet: Pet {
                     id: new_id(now),
@@ -146,22 +190,16 @@ impl Db {
                 stock: rules::initial_stock(new.status),
                 open_orders: 0,
             };
-            let items = vec![
-                self.pet_put(&pet)?,
-                self.category_count(new.category_id, 1, true)?,
-            ];
-            match self.transact(items).await? {
-                TransactOutcome::Done => return Ok(pet.pet),
-                TransactOutcome::ConditionFailed(1) => {
-                    return Err(DbError::unknown_reference("categoryId", new.category_id))
-                }
-                // An id collision or a conflict: draw a new id and go again.
-                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => {
-                    backoff(attempt).await
-                }
-            }
-        }
-        Err(too_contended("create pet"))
+            let category = new.category_id;
+            let write = Write::new()
+                .checked(PetCheck::IdFree, self.pet_put(&pet)?)
+                .checked(
+                    PetCheck::CategoryExists(category),
+                    self.category_count(category, 1, true)?,
+                );
+            Ok(Step::Write(write, pet.pet))
+        })
+        .await
     }
 
     /// Reads a pet and its stock.
@@ -190,7 +228,8 @@ impl Db {
                     .build()
                     .map_err(DbError::internal)?,
             );
-            let mut attempt = 0;
+            // Keys DynamoDB left unprocessed are asked again, as any write is.
+            let mut retry = Retry::new("batch get pets");
             while let Some(request) = pending.take() {
                 let out = self
                     .client
@@ -212,11 +251,7 @@ impl Db {
                     .and_then(|mut u| u.remove(&self.table))
                     .filter(|k| !k.keys().is_empty());
                 if pending.is_some() {
-                    attempt += 1;
-                    if attempt >= MAX_ATTEMPTS {
-                        return Err(too_contended("batch get pets"));
-                    }
-                    backoff(attempt).await;
+                    retry.again(Pause::Backoff).await?;
                 }
             }
         }
@@ -237,88 +272,67 @@ impl Db {
 
     /// Replaces a pet's fields with what `change` makes of the current pet.
     ///
-    /// The status move is checked against the current status, and the write is
-    /// conditioned on the status and category it was checked against.
+    /// The status move is checked against the current status, and the write
+    /// rests on that status and on the category whose counts it moves.
     pub async fn update_pet(
         &self,
         id: Id,
         change: impl Fn(&Pet) -> NewPet,
     ) -> Result<Pet, DbError> {
-        for attempt in 0..MAX_ATTEMPTS {
+        let change = &change;
+        self.run("update pet", move || async move {
             let current = self.existing_pet(id).await?;
             let target = change(&current.pet);
-            rules::check_transition(current.pet.status, target.status)?;
+            let moves_from = rules::check_transition(current.pet.status, target.status)?;
             let updated = Pet {
                 id,
-                name: target.name.clone(),
+                name: target.name,
                 category_id: target.category_id,
                 status: target.status,
             };
             if updated == current.pet {
-                return Ok(updated);
+                return Ok(Step::Answer(updated));
             }
-            let update = Update::builder()
-                .table_name(&self.table)
-                .set_key(Some(key(id)))
-                .update_expression("SET #name = :name, categoryId = :category, #status = :status, GSI2PK = :gsi2, GSI3PK = :gsi3")
-                .condition_expression("attribute_exists(PK) AND #status = :old_status AND categoryId = :old_category")
-                .expression_attribute_names("#name", "name")
-                .expression_attribute_names("#status", "status")
-                .expression_attribute_values(":name", s(target.name.as_str()))
-                .expression_attribute_values(":category", n(target.category_id))
-                .expression_attribute_values(":status", s(target.status.as_str()))
-                .expression_attribute_values(":gsi2", s(status_partition(target.status)))
-                .expression_attribute_values(":gsi3", s(category_partition(target.category_id)))
-                .expression_attribute_values(":old_status", s(current.pet.status.as_str()))
-                .expression_attribute_values(":old_category", n(current.pet.category_id))
-                .build()
-                .map_err(DbError::internal)?;
-            let mut items = vec![TransactWriteItem::builder().update(update).build()];
-            if target.category_id != current.pet.category_id {
-                items.push(self.category_count(target.category_id, 1, true)?);
-                items.push(self.category_count(current.pet.category_id, -1, false)?);
+            let (old, new) = (current.pet.category_id, updated.category_id);
+            let expr = Expr::new()
+                .exists()
+                .when(&moves_from)
+                .when(&Guard::CategoryIs(old))
+                .set("name", s(updated.name.as_str()))
+                .set("categoryId", n(new));
+            let update = with_status(expr, updated.status)
+                .set("GSI3PK", s(category_partition(new)))
+                .update(&self.table, key(id))?;
+            let mut write = Write::new().checked(PetCheck::AsPlanned, update);
+            if new != old {
+                write = write
+                    .checked(
+                        PetCheck::CategoryExists(new),
+                        self.category_count(new, 1, true)?,
+                    )
+                    .unchecked(self.category_count(old, -1, false)?);
             }
-            match self.transact(items).await? {
-                TransactOutcome::Done => return Ok(updated),
-                TransactOutcome::ConditionFailed(1) => {
-                    return Err(DbError::unknown_reference("categoryId", target.category_id))
-                }
-                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => {
-                    backoff(attempt).await
-                }
-            }
-        }
-        Err(too_contended("update pet"))
+            Ok(Step::Write(write, updated))
+        })
+        .await
     }
 
     /// Deletes a pet with no incomplete orders, and its inventory entry.
     pub async fn delete_pet(&self, id: Id) -> Result<(), DbError> {
-        for attempt in 0..MAX_ATTEMPTS {
+        self.run("delete pet", move || async move {
             let current = self.existing_pet(id).await?;
-            if current.open_orders > 0 {
-                return Err(RuleViolation::PetHasOpenOrders.into());
-            }
-            let delete = Delete::builder()
-                .table_name(&self.table)
-                .set_key(Some(key(id)))
-                .condition_expression(
-                    "attribute_exists(PK) AND openOrders = :zero AND categoryId = :category",
-                )
-                .expression_attribute_values(":zero", n(0))
-                .expression_attribute_values(":category", n(current.pet.category_id))
-                .build()
-                .map_err(DbError::internal)?;
-            let items = vec![
-                TransactWriteItem::builder().delete(delete).build(),
-                self.category_count(current.pet.category_id, -1, false)?,
-            ];
-            match self.transact(items).await? {
-                TransactOutcome::Done => return Ok(()),
-                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => {
-                    backoff(attempt).await
-                }
-            }
-        }
-        Err(too_contended("delete pet"))
+            let unordered = rules::delete_pet(current.state())?;
+            let category = current.pet.category_id;
+            let delete = Expr::new()
+                .exists()
+                .when(&unordered)
+                .when(&Guard::CategoryIs(category))
+                .delete(&self.table, key(id))?;
+            let write = Write::new()
+                .checked(PetCheck::AsPlanned, delete)
+                .unchecked(self.category_count(category, -1, false)?);
+            Ok(Step::Write(write, ()))
+        })
+        .await
     }
 }

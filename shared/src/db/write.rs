@@ -1,79 +1,226 @@
-//! Sending a planned write: one conditional update or one transaction, and
-//! what DynamoDB says of it.
+//! The one way to write: read and plan, write on the condition that the plan
+//! still holds, and try again when a race is lost.
+//!
+//! An operation hands [`Db::run`] a closure that reads what it needs and
+//! plans with [`crate::rules`]. The plan is an answer, or a [`Write`]: one
+//! conditional item or a transaction, each item carrying the name of its
+//! condition, a [`Check`] that says what its failure means (plan again from a
+//! fresh read, or a particular error). [`Retry`] is the one retry policy of
+//! every operation, batch reads included.
 
 use super::error::is_throttling;
 use super::{classify, Db, DbError};
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::TransactWriteItem;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
+use std::fmt::Debug;
+use std::future::Future;
 use std::time::Duration;
 
-/// How many times an operation plans again after losing a race.
+/// How many attempts an operation makes before it answers
+/// [`DbError::Contended`].
 pub(crate) const MAX_ATTEMPTS: u32 = 8;
 
-/// What a cancelled transaction tells us, item by item.
+/// The name of a write's condition, and what its failure means.
+pub trait Check: Copy + Debug {
+    fn on_failure(self) -> OnFailure;
+}
+
+/// What a failed condition means.
 #[derive(Debug)]
-pub(crate) enum TransactOutcome {
+pub enum OnFailure {
+    /// The state the plan was made from has changed: read and plan again.
+    Replan,
+    /// The write cannot succeed: answer this.
+    Fail(DbError),
+}
+
+/// One write: a lone item, or the items of one transaction, each with the
+/// name of its condition (`None` for an item written unconditionally).
+#[derive(Debug)]
+pub struct Write<C> {
+    items: Vec<(Option<C>, TransactWriteItem)>,
+}
+
+impl<C: Check> Write<C> {
+    pub(crate) fn new() -> Write<C> {
+        Write { items: Vec::new() }
+    }
+
+    /// Adds an item whose condition is named `check`.
+    pub(crate) fn checked(mut self, check: C, item: TransactWriteItem) -> Write<C> {
+        self.items.push((Some(check), item));
+        self
+    }
+
+    /// Adds an item with no condition.
+    pub(crate) fn unchecked(mut self, item: TransactWriteItem) -> Write<C> {
+        self.items.push((None, item));
+        self
+    }
+}
+
+/// What one attempt's plan came to.
+pub(crate) enum Step<T, C> {
+    /// Nothing to write: this is the answer.
+    Answer(T),
+    /// Write this; once written, the answer is `T`.
+    Write(Write<C>, T),
+}
+
+/// What DynamoDB made of a write.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Written<C> {
     Done,
-    /// The condition on the item at this index failed.
-    ConditionFailed(usize),
-    /// Another transaction held an item: try again.
+    /// This condition failed; nothing was written.
+    Failed(C),
+    /// Another transaction held one of the items; nothing was written.
     Conflict,
 }
 
+/// Whether to wait before the next attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pause {
+    /// A condition failed: the state moved on, so plan again at once.
+    None,
+    /// A conflict, or work DynamoDB left undone: wait, then try again.
+    Backoff,
+}
+
+/// The one retry policy: at most [`MAX_ATTEMPTS`] attempts; a lost race to a
+/// change is tried again at once, anything else after a jittered, growing
+/// pause; then [`DbError::Contended`].
+#[derive(Debug)]
+pub(crate) struct Retry {
+    operation: &'static str,
+    attempts: u32,
+}
+
+impl Retry {
+    pub(crate) fn new(operation: &'static str) -> Retry {
+        Retry {
+            operation,
+            attempts: 1,
+        }
+    }
+
+    /// Allows one more attempt after one that lost.
+    pub(crate) async fn again(&mut self, pause: Pause) -> Result<(), DbError> {
+        if self.attempts >= MAX_ATTEMPTS {
+            return Err(DbError::Contended {
+                operation: self.operation,
+                attempts: self.attempts,
+            });
+        }
+        if pause == Pause::Backoff {
+            backoff(self.attempts - 1).await;
+        }
+        self.attempts += 1;
+        Ok(())
+    }
+}
+
+/// Jittered exponential backoff, 5 ms to ~300 ms.
+async fn backoff(attempt: u32) {
+    let ceiling = 5u64 << attempt.min(6);
+    let millis = rand::random_range(ceiling / 2..=ceiling);
+    tokio::time::sleep(Duration::from_millis(millis)).await;
+}
+
 impl Db {
-    /// Runs a transaction once and says which condition, if any, failed.
+    /// Runs an operation: `plan` reads and plans, its write is sent, and a
+    /// lost race plans again as [`Retry`] allows.
+    pub(crate) async fn run<T, C, F, Fut>(
+        &self,
+        operation: &'static str,
+        plan: F,
+    ) -> Result<T, DbError>
+    where
+        C: Check,
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<Step<T, C>, DbError>>,
+    {
+        let mut retry = Retry::new(operation);
+        loop {
+            let (write, answer) = match plan().await? {
+                Step::Answer(answer) => return Ok(answer),
+                Step::Write(write, answer) => (write, answer),
+            };
+            let pause = match self.write(write).await? {
+                Written::Done => return Ok(answer),
+                Written::Failed(check) => match check.on_failure() {
+                    OnFailure::Replan => Pause::None,
+                    OnFailure::Fail(error) => return Err(error),
+                },
+                Written::Conflict => Pause::Backoff,
+            };
+            retry.again(pause).await?;
+        }
+    }
+
+    /// Sends a write once, as it was planned, and says which condition, if
+    /// any, failed. Operations go through [`Db::run`]; this is its one step.
     ///
     /// A lone update is sent as a plain conditional `UpdateItem`: just as
     /// atomic, at half the write units of a one-item transaction.
-    pub(crate) async fn transact(
-        &self,
-        mut items: Vec<TransactWriteItem>,
-    ) -> Result<TransactOutcome, DbError> {
-        if items.len() == 1 {
-            if let Some(update) = items[0].update.take() {
-                return self.conditional_update(update).await;
+    pub async fn write<C: Check>(&self, write: Write<C>) -> Result<Written<C>, DbError> {
+        let (checks, mut items): (Vec<Option<C>>, Vec<TransactWriteItem>) =
+            write.items.into_iter().unzip();
+        let failed = match items.as_mut_slice() {
+            [lone] if lone.update.is_some() => {
+                let update = lone.update.take();
+                self.conditional_update(update).await?
             }
+            _ => self.transact(items).await?,
+        };
+        match failed {
+            Sent::Done => Ok(Written::Done),
+            Sent::Conflict => Ok(Written::Conflict),
+            Sent::ConditionFailed(index) => match checks.get(index).copied().flatten() {
+                Some(check) => Ok(Written::Failed(check)),
+                None => Err(DbError::internal(format!(
+                    "DynamoDB reports a failed condition on item {index}, which has none"
+                ))),
+            },
         }
-        match self
+    }
+
+    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<Sent, DbError> {
+        let result = self
             .client
             .transact_write_items()
             .set_transact_items(Some(items))
             .send()
-            .await
-        {
-            Ok(_) => Ok(TransactOutcome::Done),
-            Err(SdkError::ServiceError(service)) => match service.into_err() {
-                TransactWriteItemsError::TransactionCanceledException(cancelled) => {
-                    let reasons = cancelled.cancellation_reasons();
-                    let throttled = reasons.iter().any(|r| is_throttling(r.code()));
-                    if let Some(index) = reasons
-                        .iter()
-                        .position(|r| r.code() == Some("ConditionalCheckFailed"))
-                    {
-                        return Ok(TransactOutcome::ConditionFailed(index));
-                    }
-                    if throttled {
-                        return Err(DbError::Unavailable(Box::new(cancelled)));
-                    }
-                    Ok(TransactOutcome::Conflict)
+            .await;
+        let service = match result {
+            Ok(_) => return Ok(Sent::Done),
+            Err(SdkError::ServiceError(service)) => service.into_err(),
+            Err(other) => return Err(classify(other)),
+        };
+        match service {
+            TransactWriteItemsError::TransactionCanceledException(cancelled) => {
+                let reasons = cancelled.cancellation_reasons();
+                if let Some(index) = reasons
+                    .iter()
+                    .position(|r| r.code() == Some("ConditionalCheckFailed"))
+                {
+                    return Ok(Sent::ConditionFailed(index));
                 }
-                TransactWriteItemsError::TransactionInProgressException(_) => {
-                    Ok(TransactOutcome::Conflict)
+                if reasons.iter().any(|r| is_throttling(r.code())) {
+                    return Err(DbError::Unavailable(Box::new(cancelled)));
                 }
-                other if is_throttling(other.code()) => Err(DbError::Unavailable(Box::new(other))),
-                other => Err(DbError::Internal(Box::new(other))),
-            },
-            Err(other) => Err(classify(other)),
+                Ok(Sent::Conflict)
+            }
+            TransactWriteItemsError::TransactionInProgressException(_) => Ok(Sent::Conflict),
+            other if is_throttling(other.code()) => Err(DbError::Unavailable(Box::new(other))),
+            other => Err(DbError::Internal(Box::new(other))),
         }
     }
-}
 
-impl Db {
-    async fn conditional_update(
-        &self,
-        update: aws_sdk_dynamodb::types::Update,
-    ) -> Result<TransactOutcome, DbError> {
+    async fn conditional_update(&self, update: Option<Update>) -> Result<Sent, DbError> {
+        let update =
+            update.ok_or_else(|| DbError::internal("an update item without its update"))?;
         let result = self
             .client
             .update_item()
@@ -86,26 +233,63 @@ impl Db {
             .send()
             .await;
         match result {
-            Ok(_) => Ok(TransactOutcome::Done),
-            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => {
-                Ok(TransactOutcome::ConditionFailed(0))
-            }
+            Ok(_) => Ok(Sent::Done),
+            Err(SdkError::ServiceError(e)) => match e.into_err() {
+                UpdateItemError::ConditionalCheckFailedException(_) => Ok(Sent::ConditionFailed(0)),
+                // The item is in another request's transaction right now.
+                UpdateItemError::TransactionConflictException(_) => Ok(Sent::Conflict),
+                other if is_throttling(other.code()) => Err(DbError::Unavailable(Box::new(other))),
+                other => Err(DbError::Internal(Box::new(other))),
+            },
             Err(other) => Err(classify(other)),
         }
     }
 }
 
-/// Waits before another attempt: jittered exponential backoff, 5 ms to ~300 ms.
-pub(crate) async fn backoff(attempt: u32) {
-    let ceiling = 5u64 << attempt.min(6);
-    let millis = rand::random_range(ceiling / 2..=ceiling);
-    tokio::time::sleep(Duration::from_millis(millis)).await;
+/// What a sent request came to, by item position.
+enum Sent {
+    Done,
+    ConditionFailed(usize),
+    Conflict,
 }
 
-/// The error for an operation that lost its race too many times.
-pub(crate) fn too_contended(operation: &'static str) -> DbError {
-    DbError::Contended {
-        operation,
-        attempts: MAX_ATTEMPTS,
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn every_operation_gets_the_same_bounded_number_of_attempts() {
+        for pause in [Pause::None, Pause::Backoff] {
+            let mut retry = Retry::new("test");
+            let mut attempts = 1;
+            while retry.again(pause).await.is_ok() {
+                attempts += 1;
+            }
+            assert_eq!(attempts, MAX_ATTEMPTS);
+            assert!(matches!(
+                retry.again(pause).await,
+                Err(DbError::Contended {
+                    operation: "test",
+                    attempts: MAX_ATTEMPTS
+                })
+            ));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_backoff_waits_longer_each_time_within_bounds() {
+        let mut waits = Vec::new();
+        let mut retry = Retry::new("test");
+        loop {
+            let started = tokio::time::Instant::now();
+            if retry.again(Pause::Backoff).await.is_err() {
+                break;
+            }
+            waits.push(started.elapsed());
+        }
+        assert_eq!(waits.len() as u32, MAX_ATTEMPTS - 1);
+        assert!(waits[0] >= Duration::from_millis(2) && waits[0] <= Duration::from_millis(6));
+        assert!(waits.iter().all(|w| *w <= Duration::from_millis(321)));
+        assert!(waits.iter().sum::<Duration>() <= Duration::from_millis(700));
     }
 }

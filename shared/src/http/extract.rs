@@ -5,7 +5,7 @@
 
 use super::error::ApiError;
 use crate::db::Cursor;
-use crate::records::{Id, JsonObject, ValidationError};
+use crate::records::{Caller, Id, JsonObject, ValidationError};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use http::request::Parts;
 use http::{header, HeaderMap};
@@ -71,6 +71,20 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
             .await
             .map_err(|_| ApiError::PayloadTooLarge)?;
         parse_json_body(&parts.headers, &bytes).map(JsonBody)
+    }
+}
+
+/// The caller the wrapper admitted (it puts one on every request with a
+/// valid key); a handler that takes one answers 401 to any other request.
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<Caller>()
+            .copied()
+            .ok_or(ApiError::Unauthorized)
     }
 }
 

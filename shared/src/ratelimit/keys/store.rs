@@ -3,7 +3,7 @@
 use super::item::{item_of, key_of, pk_of, record_of, PARTITION, SK};
 use super::{ApiKeyHash, ApiKeyRecord, IssuedKey, NewApiKey, PREFIX};
 use crate::db::{
-    backoff, classify, n, new_id, s, too_contended, Db, DbError, TransactOutcome, MAX_ATTEMPTS,
+    classify, n, new_id, s, Check, Db, DbError, OnFailure, Pause, Retry, Write, Written,
 };
 use crate::records::Id;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
@@ -143,7 +143,8 @@ impl KeyStore {
 
     /// The key with this id, and the hash of its live secret.
     async fn by_id(&self, id: Id) -> Result<Option<(ApiKeyHash, ApiKeyRecord)>, DbError> {
-        for attempt in 0..MAX_ATTEMPTS {
+        let mut retry = Retry::new("find key by id");
+        loop {
             let pks = self.index_pks(Some(id)).await?;
             if pks.is_empty() {
                 return Ok(None);
@@ -155,9 +156,8 @@ impl KeyStore {
             }
             // Only a rotation deletes a key's item: the index listed the
             // item it replaced, so ask again for the new one.
-            backoff(attempt).await;
+            retry.again(Pause::Backoff).await?;
         }
-        Err(too_contended("find key by id"))
     }
 
     /// Whether a key with this id exists.
@@ -168,7 +168,8 @@ impl KeyStore {
     /// Revokes the key with this id; `None` if there is none. Warm processes
     /// notice within their key cache's lifetime.
     pub async fn revoke(&self, id: Id) -> Result<Option<ApiKeyRecord>, DbError> {
-        for attempt in 0..MAX_ATTEMPTS {
+        let mut retry = Retry::new("revoke key");
+        loop {
             let Some((hash, mut record)) = self.by_id(id).await? else {
                 return Ok(None);
             };
@@ -181,18 +182,17 @@ impl KeyStore {
                 .build()
                 .map_err(DbError::internal)?;
             let update = TransactWriteItem::builder().update(update).build();
-            match self.db.transact(vec![update]).await? {
-                TransactOutcome::Done => {
+            let write = Write::new().checked(KeyCheck::StillStored, update);
+            match self.db.write(write).await? {
+                Written::Done => {
                     record.revoked = true;
                     return Ok(Some(record));
                 }
                 // Rotated meanwhile: revoke the secret that replaced it.
-                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => {
-                    backoff(attempt).await
-                }
+                Written::Failed(_) => retry.again(Pause::None).await?,
+                Written::Conflict => retry.again(Pause::Backoff).await?,
             }
         }
-        Err(too_contended("revoke key"))
     }
 
     /// Gives the key with this id a new secret, returned once: the same id,
@@ -221,7 +221,8 @@ impl KeyStore {
             .expression_attribute_values(":live", AttributeValue::Bool(false))
             .build()
             .map_err(DbError::internal)?;
-        for attempt in 0..MAX_ATTEMPTS {
+        let mut retry = Retry::new("rotate key");
+        loop {
             let (key, hash) = fresh_secret();
             let put = Put::builder()
                 .table_name(self.db.table())
@@ -229,20 +230,39 @@ impl KeyStore {
                 .condition_expression("attribute_not_exists(PK)")
                 .build()
                 .map_err(DbError::internal)?;
-            let steps = vec![
-                TransactWriteItem::builder().put(put).build(),
-                TransactWriteItem::builder().delete(retire.clone()).build(),
-            ];
-            match self.db.transact(steps).await? {
-                TransactOutcome::Done => return Ok(IssuedKey { record, key }),
-                TransactOutcome::ConditionFailed(1) => return Err(RotateError::Raced(id)),
-                // Another transaction held an item (or, never in practice,
-                // the new hash was taken): the same again, with a new secret.
-                TransactOutcome::ConditionFailed(_) | TransactOutcome::Conflict => {
-                    backoff(attempt).await
+            let write = Write::new()
+                .checked(
+                    KeyCheck::SecretFree,
+                    TransactWriteItem::builder().put(put).build(),
+                )
+                .checked(
+                    KeyCheck::StillStored,
+                    TransactWriteItem::builder().delete(retire.clone()).build(),
+                );
+            match self.db.write(write).await? {
+                Written::Done => return Ok(IssuedKey { record, key }),
+                Written::Failed(KeyCheck::StillStored) => return Err(RotateError::Raced(id)),
+                // Never in practice, the new hash was taken; or another
+                // transaction held an item: the same again, with a new secret.
+                Written::Failed(KeyCheck::SecretFree) | Written::Conflict => {
+                    retry.again(Pause::Backoff).await?
                 }
             }
         }
-        Err(too_contended("rotate key").into())
+    }
+}
+
+/// The conditions of the key writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyCheck {
+    /// The key's item is still there, live (not rotated away or revoked).
+    StillStored,
+    /// No item has the new secret's hash.
+    SecretFree,
+}
+
+impl Check for KeyCheck {
+    fn on_failure(self) -> OnFailure {
+        OnFailure::Replan
     }
 }

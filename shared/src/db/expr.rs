@@ -1,0 +1,245 @@
+//! The one place guards and changes become DynamoDB syntax: condition and
+//! update expressions, their placeholders, and the write items they go in.
+
+use super::{n, s, DbError, Item};
+use crate::rules::Guard;
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+use std::collections::HashMap;
+
+/// One item's write under construction: its condition, its update clauses,
+/// and the names and values their placeholders stand for.
+#[derive(Debug, Default)]
+pub(crate) struct Expr {
+    condition: Vec<String>,
+    set: Vec<String>,
+    remove: Vec<String>,
+    add: Vec<String>,
+    names: HashMap<String, String>,
+    values: HashMap<String, AttributeValue>,
+}
+
+impl Expr {
+    pub(crate) fn new() -> Expr {
+        Expr::default()
+    }
+
+    /// A placeholder for an attribute name (every name goes through one, so
+    /// reserved words such as `name` and `status` need no special care).
+    fn name(&mut self, attribute: &str) -> String {
+        let placeholder = format!("#{attribute}");
+        self.names
+            .insert(placeholder.clone(), attribute.to_string());
+        placeholder
+    }
+
+    fn value(&mut self, value: AttributeValue) -> String {
+        let placeholder = format!(":v{}", self.values.len());
+        self.values.insert(placeholder.clone(), value);
+        placeholder
+    }
+
+    fn compare(&mut self, attribute: &str, operator: &str, value: AttributeValue) -> String {
+        let name = self.name(attribute);
+        let value = self.value(value);
+        format!("{name} {operator} {value}")
+    }
+
+    /// Conditions the write on the item existing.
+    pub(crate) fn exists(mut self) -> Expr {
+        self.condition.push("attribute_exists(PK)".into());
+        self
+    }
+
+    /// Conditions the write on no item having its key.
+    pub(crate) fn absent(mut self) -> Expr {
+        self.condition.push("attribute_not_exists(PK)".into());
+        self
+    }
+
+    /// Conditions the write on `guard` holding.
+    pub(crate) fn when(mut self, guard: &Guard) -> Expr {
+        let condition = self.condition_of(guard);
+        self.condition.push(condition);
+        self
+    }
+
+    /// Conditions the write on every one of `guards` holding.
+    pub(crate) fn when_all<'a>(self, guards: impl IntoIterator<Item = &'a Guard>) -> Expr {
+        guards.into_iter().fold(self, Expr::when)
+    }
+
+    /// The condition `guard` stands for: a single comparison, or a group in
+    /// parentheses, so it can stand as it is in an `AND` chain or after
+    /// `NOT` (DynamoDB refuses redundant parentheses).
+    fn condition_of(&mut self, guard: &Guard) -> String {
+        match guard {
+            Guard::StatusIs(status) => self.compare("status", "=", s(status.as_str())),
+            Guard::StockIs(units) => self.compare("stock", "=", n(units)),
+            Guard::StockAbove(units) => self.compare("stock", ">", n(units)),
+            Guard::OpenOrdersIs(count) => self.compare("openOrders", "=", n(count)),
+            Guard::CategoryIs(id) => self.compare("categoryId", "=", n(id)),
+            // Categories created before pets were counted have no `petCount`.
+            Guard::CategoryUnused => {
+                let count = self.name("petCount");
+                let zero = self.value(n(0));
+                format!("(attribute_not_exists({count}) OR {count} = {zero})")
+            }
+            Guard::NameIs(name) => self.compare("name", "=", s(name.as_str())),
+            Guard::OrderIncomplete => self.compare("complete", "=", AttributeValue::Bool(false)),
+            Guard::OwnedBy(owner) => self.compare("ownerId", "=", n(owner)),
+            Guard::Not(inner) => {
+                let condition = self.condition_of(inner);
+                if matches!(**inner, Guard::All(_) | Guard::CategoryUnused) {
+                    format!("NOT {condition}")
+                } else {
+                    format!("NOT ({condition})")
+                }
+            }
+            Guard::All(guards) => {
+                let all: Vec<String> = guards.iter().map(|g| self.condition_of(g)).collect();
+                format!("({})", all.join(" AND "))
+            }
+        }
+    }
+
+    /// Sets an attribute.
+    pub(crate) fn set(mut self, attribute: &str, value: AttributeValue) -> Expr {
+        let name = self.name(attribute);
+        let value = self.value(value);
+        self.set.push(format!("{name} = {value}"));
+        self
+    }
+
+    /// Moves a number the item holds by `delta`.
+    pub(crate) fn adjust(mut self, attribute: &str, delta: i64) -> Expr {
+        let name = self.name(attribute);
+        let (operator, amount) = if delta < 0 {
+            ("-", -delta)
+        } else {
+            ("+", delta)
+        };
+        let value = self.value(n(amount));
+        self.set.push(format!("{name} = {name} {operator} {value}"));
+        self
+    }
+
+    /// Adds `delta` to a number, which starts at 0 when the item has none.
+    pub(crate) fn add(mut self, attribute: &str, delta: i64) -> Expr {
+        let name = self.name(attribute);
+        let value = self.value(n(delta));
+        self.add.push(format!("{name} {value}"));
+        self
+    }
+
+    pub(crate) fn remove(mut self, attribute: &str) -> Expr {
+        let name = self.name(attribute);
+        self.remove.push(name);
+        self
+    }
+
+    fn condition_expression(&self) -> Option<String> {
+        (!self.condition.is_empty()).then(|| self.condition.join(" AND "))
+    }
+
+    fn update_expression(&self) -> String {
+        [
+            ("SET", &self.set),
+            ("REMOVE", &self.remove),
+            ("ADD", &self.add),
+        ]
+        .iter()
+        .filter(|(_, clauses)| !clauses.is_empty())
+        .map(|(keyword, clauses)| format!("{keyword} {}", clauses.join(", ")))
+        .collect::<Vec<_>>()
+        .join(" ")
+    }
+
+    /// DynamoDB refuses empty maps of names or values.
+    fn names(&mut self) -> Option<HashMap<String, String>> {
+        Some(std::mem::take(&mut self.names)).filter(|names| !names.is_empty())
+    }
+
+    fn values(&mut self) -> Option<HashMap<String, AttributeValue>> {
+        Some(std::mem::take(&mut self.values)).filter(|values| !values.is_empty())
+    }
+
+    /// An update of the item at `key`.
+    pub(crate) fn update(mut self, table: &str, key: Item) -> Result<TransactWriteItem, DbError> {
+        let update = Update::builder()
+            .table_name(table)
+            .set_key(Some(key))
+            .update_expression(self.update_expression())
+            .set_condition_expression(self.condition_expression())
+            .set_expression_attribute_names(self.names())
+            .set_expression_attribute_values(self.values())
+            .build()
+            .map_err(DbError::internal)?;
+        Ok(TransactWriteItem::builder().update(update).build())
+    }
+
+    /// A put of `item`.
+    pub(crate) fn put(mut self, table: &str, item: Item) -> Result<TransactWriteItem, DbError> {
+        let put = Put::builder()
+            .table_name(table)
+            .set_item(Some(item))
+            .set_condition_expression(self.condition_expression())
+            .set_expression_attribute_names(self.names())
+            .set_expression_attribute_values(self.values())
+            .build()
+            .map_err(DbError::internal)?;
+        Ok(TransactWriteItem::builder().put(put).build())
+    }
+
+    /// A delete of the item at `key`.
+    pub(crate) fn delete(mut self, table: &str, key: Item) -> Result<TransactWriteItem, DbError> {
+        let delete = Delete::builder()
+            .table_name(table)
+            .set_key(Some(key))
+            .set_condition_expression(self.condition_expression())
+            .set_expression_attribute_names(self.names())
+            .set_expression_attribute_values(self.values())
+            .build()
+            .map_err(DbError::internal)?;
+        Ok(TransactWriteItem::builder().delete(delete).build())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::PetStatus;
+
+    #[test]
+    fn guards_become_one_condition_with_their_placeholders() {
+        let sold_out = Guard::All(vec![Guard::StockIs(0), Guard::OpenOrdersIs(1)]);
+        let mut expr = Expr::new()
+            .exists()
+            .when(&Guard::StatusIs(PetStatus::Pending))
+            .when(&sold_out.negated());
+        assert_eq!(
+            expr.condition_expression().as_deref(),
+            Some(
+                "attribute_exists(PK) AND #status = :v0 AND NOT (#stock = :v1 AND #openOrders = :v2)"
+            )
+        );
+        assert_eq!(expr.values().map(|v| v.len()), Some(3));
+        assert_eq!(expr.names().map(|n| n.len()), Some(3));
+    }
+
+    #[test]
+    fn changes_become_set_remove_and_add_clauses() {
+        let expr = Expr::new()
+            .set("name", s("Rex"))
+            .adjust("stock", -2)
+            .adjust("openOrders", 1)
+            .remove("description")
+            .add("petCount", -1);
+        assert_eq!(
+            expr.update_expression(),
+            "SET #name = :v0, #stock = #stock - :v1, #openOrders = #openOrders + :v2 \
+             REMOVE #description ADD #petCount :v3"
+        );
+        assert_eq!(expr.values.get(":v1"), Some(&n(2)));
+        assert_eq!(expr.condition_expression(), None);
+    }
+}
