@@ -362,6 +362,28 @@ impl TestResponse {
         );
     }
 
+    /// The `id` of each record in a JSON array body, in order.
+    #[track_caller]
+    pub fn ids(&self) -> Vec<u64> {
+        let body = self.json();
+        body.as_array()
+            .unwrap_or_else(|| panic!("body is not an array: {body}"))
+            .iter()
+            .map(|record| {
+                record["id"]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("record has no integer id: {record}"))
+            })
+            .collect()
+    }
+
+    /// The URL of the next page, from `Link: <URL>; rel="next"`.
+    pub fn next_page(&self) -> Option<String> {
+        let link = self.header("link")?;
+        let url = link.strip_prefix('<')?.split('>').next()?;
+        link.ends_with("rel=\"next\"").then(|| url.to_string())
+    }
+
     /// The `id` field of the JSON body.
     #[track_caller]
     pub fn id(&self) -> u64 {

@@ -5,6 +5,10 @@ mod inventory;
 mod races;
 
 use crate::helpers::{TestApp, TestResponse};
+use futures::future::join_all;
+use petstore::db::orders::{OrderCheck, OrderFilter};
+use petstore::db::Written;
+use petstore::records::{Id, OrderPatch, OrderScope};
 use serde_json::{json, Value};
 
 /// A category and one pet in it with the given status; returns the pet id.
@@ -380,4 +384,234 @@ async fn an_unreachable_database_answers_503_with_retry_after_never_500() {
         assert_eq!(record["code"], "SERVICE_UNAVAILABLE");
         assert_eq!(record["status"], 503);
     }
+}
+
+/// Every id of a list and how many pages it took, following its next links.
+async fn all_pages(app: &TestApp, path: &str) -> (Vec<u64>, usize) {
+    let (mut ids, mut pages) = (Vec::new(), 0);
+    let mut next = Some(path.to_string());
+    while let Some(path) = next {
+        let page = app.get(&path).await;
+        page.assert_status(200);
+        ids.extend(page.ids());
+        pages += 1;
+        next = page.next_page();
+    }
+    (ids, pages)
+}
+
+fn id(raw: u64) -> Id {
+    Id::new(raw).unwrap_or_else(|| panic!("{raw} is a valid id"))
+}
+
+#[tokio::test]
+async fn another_customers_order_answers_404_exactly_like_a_missing_one() {
+    // Given an order of one customer's
+    let owner = TestApp::spawn().await;
+    let pet_id = pet(&owner, "available").await;
+    set_stock(&owner, pet_id, 5).await.assert_status(200);
+    let order_id = order(&owner, pet_id, 1).await.id();
+    let path = format!("/store/orders/{order_id}");
+    let stranger = owner.as_customer().await;
+
+    // When another customer reads it, and lists orders
+    let foreign = stranger.get(&path).await;
+    let listed = stranger.get("/store/orders").await;
+    let by_pet = stranger.get(&format!("/store/orders?petId={pet_id}")).await;
+
+    // Then it is not there for them, and its 404 is a missing order's, byte for byte
+    foreign.assert_error(404, "NOT_FOUND");
+    assert_eq!(listed.ids(), Vec::<u64>::new());
+    assert_eq!(by_pet.ids(), Vec::<u64>::new());
+    owner.get(&path).await.assert_status(200);
+    owner.delete(&path).await.assert_status(204);
+    let missing = stranger.get(&path).await;
+    assert_eq!(
+        (
+            foreign.status,
+            &foreign.body,
+            foreign.header("content-type")
+        ),
+        (
+            missing.status,
+            &missing.body,
+            missing.header("content-type")
+        ),
+        "nothing tells another customer's order from a missing one"
+    );
+}
+
+#[tokio::test]
+async fn a_customers_list_is_its_own_orders_with_filters_and_paging() {
+    // Given two customers whose orders of two pets interleave, one of mine complete
+    let staff = TestApp::spawn().await;
+    let me = staff.as_customer().await;
+    let other = me.as_customer().await;
+    let (a, b) = (
+        pet(&staff, "available").await,
+        pet(&staff, "available").await,
+    );
+    set_stock(&staff, a, 20).await.assert_status(200);
+    set_stock(&staff, b, 20).await.assert_status(200);
+    let mut mine = Vec::new();
+    for pet in [a, b, a, b, a] {
+        mine.push(order(&me, pet, 1).await.id());
+        order(&other, pet, 1).await.assert_status(201);
+    }
+    let complete = OrderPatch {
+        complete: Some(true),
+        ship_date: None,
+    };
+    let db = &me.app.db;
+    db.update_order(id(mine[4]), complete, OrderScope::All, chrono::Utc::now())
+        .await
+        .expect("staff may complete any order");
+
+    // When I list my orders, page by page, with and without filters
+    let every = all_pages(&me, "/store/orders?limit=2").await;
+    let of_a = all_pages(&me, &format!("/store/orders?petId={a}&limit=1")).await;
+    let open = all_pages(&me, "/store/orders?complete=false&limit=2").await;
+    let done = all_pages(&me, "/store/orders?complete=true").await;
+    let open_of_a = all_pages(
+        &me,
+        &format!("/store/orders?petId={a}&complete=false&limit=1"),
+    )
+    .await;
+
+    // Then I see only mine, newest first, every filter kept across pages
+    let newest_first: Vec<u64> = mine.iter().rev().copied().collect();
+    assert_eq!(every, (newest_first, 3));
+    assert_eq!(of_a, (vec![mine[4], mine[2], mine[0]], 3));
+    assert_eq!(open.0, vec![mine[3], mine[2], mine[1], mine[0]]);
+    assert_eq!(done.0, vec![mine[4]]);
+    assert_eq!(open_of_a, (vec![mine[2], mine[0]], 2));
+    let (theirs, _) = all_pages(&other, "/store/orders?limit=100").await;
+    assert_eq!(theirs.len(), 5);
+    assert!(theirs.iter().all(|order| !mine.contains(order)));
+
+    // And staff see every order
+    let all = db
+        .list_orders(OrderFilter::default(), OrderScope::All, 100, None)
+        .await
+        .expect("staff list every order");
+    assert_eq!(all.items.len(), 10);
+}
+
+#[tokio::test]
+async fn another_customers_cancel_is_404_and_changes_nothing() {
+    // Given an order that took a pet's last units
+    let owner = TestApp::spawn().await;
+    let pet_id = pet(&owner, "available").await;
+    set_stock(&owner, pet_id, 2).await.assert_status(200);
+    let placed = order(&owner, pet_id, 2).await;
+    placed.assert_status(201);
+    let path = format!("/store/orders/{}", placed.id());
+    let stranger = owner.as_customer().await;
+    let stock_before = inventory(&owner, pet_id).await;
+
+    // When another customer cancels it
+    let response = stranger.delete(&path).await;
+
+    // Then it is not found, and the order and the stock are as they were
+    response.assert_error(404, "NOT_FOUND");
+    assert_eq!(owner.get(&path).await.json(), placed.json());
+    assert_eq!(inventory(&owner, pet_id).await, stock_before);
+    assert_eq!(
+        stock_before,
+        json!({ "petId": pet_id, "quantity": 0, "status": "pending" })
+    );
+}
+
+#[tokio::test]
+async fn racing_customers_cancel_only_their_own_orders() {
+    // Given four customers with three open orders each, on one pet
+    let app = TestApp::spawn().await;
+    let pet_id = pet(&app, "available").await;
+    set_stock(&app, pet_id, 12).await.assert_status(200);
+    let mut customers = vec![app.as_customer().await];
+    for _ in 0..3 {
+        customers.push(app.as_customer().await);
+    }
+    let mut orders = Vec::new();
+    for (owner, customer) in customers.iter().enumerate() {
+        for _ in 0..3 {
+            orders.push((owner, order(customer, pet_id, 1).await.id()));
+        }
+    }
+
+    // When every customer cancels every order, all at once
+    let attempts = customers.iter().enumerate().flat_map(|(caller, customer)| {
+        orders.iter().map(move |&(owner, order_id)| {
+            let customer = customer.clone();
+            tokio::spawn(async move {
+                let response = customer.delete(&format!("/store/orders/{order_id}")).await;
+                (caller == owner, response)
+            })
+        })
+    });
+    let results = join_all(attempts.collect::<Vec<_>>()).await;
+
+    // Then every owner's cancel succeeded and no one else's did
+    assert_eq!(results.len(), 48);
+    for result in results {
+        let (own, response) = result.expect("task ran");
+        if own {
+            response.assert_status(204);
+        } else {
+            response.assert_error(404, "NOT_FOUND");
+        }
+    }
+    assert_eq!(
+        inventory(&app, pet_id).await,
+        json!({ "petId": pet_id, "quantity": 12, "status": "available" })
+    );
+    for customer in &customers {
+        assert_eq!(customer.get("/store/orders").await.ids(), Vec::<u64>::new());
+    }
+}
+
+#[tokio::test]
+async fn a_foreign_write_fails_in_dynamodb_even_if_the_read_check_were_skipped(
+) -> Result<(), Box<dyn std::error::Error>> {
+    // Given a customer's order, and its cancel planned from a read that
+    // (wrongly) let another customer through
+    let app = TestApp::spawn().await;
+    let pet_id = pet(&app, "available").await;
+    let order_id = id(order(&app, pet_id, 1).await.id());
+    let db = &app.app.db;
+    let order = db
+        .get_order(order_id, OrderScope::All)
+        .await?
+        .ok_or("the order exists")?;
+    let pet = db.get_pet(order.pet_id).await?.ok_or("the pet exists")?;
+    let stranger = OrderScope::OwnedBy(id(app.as_customer().await.key_id));
+    let stale = db.plan_cancel(&order, &pet, stranger)?;
+
+    // When that write is sent
+    let written = db.write(stale).await?;
+
+    // Then DynamoDB refuses it on the order's own condition, and nothing changed
+    assert_eq!(written, Written::Failed(OrderCheck::OrderAsPlanned));
+    assert_eq!(
+        db.get_order(order_id, OrderScope::All).await?,
+        Some(order.clone())
+    );
+    assert_eq!(inventory(&app, pet_id).await["quantity"], 0);
+    let patch = OrderPatch {
+        complete: Some(true),
+        ship_date: None,
+    };
+    assert!(matches!(
+        db.update_order(order_id, patch, stranger, chrono::Utc::now())
+            .await,
+        Err(petstore::db::DbError::NotFound { .. })
+    ));
+
+    // And the same plan made for its owner goes through
+    let owner = OrderScope::OwnedBy(id(app.key_id));
+    let written = db.write(db.plan_cancel(&order, &pet, owner)?).await?;
+    assert_eq!(written, Written::Done);
+    assert_eq!(db.get_order(order_id, OrderScope::All).await?, None);
+    assert_eq!(inventory(&app, pet_id).await["quantity"], 1);
+    Ok(())
 }

@@ -322,3 +322,37 @@ impl Db {
             ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_customers_list_queries_its_own_partition_and_filters_only_there() {
+        let (me, pet) = (Id::clamped(7), Id::clamped(9));
+        let filter = OrderFilter {
+            pet_id: Some(pet),
+            complete: Some(false),
+        };
+        let mine = filter.query(OrderScope::OwnedBy(me));
+        assert_eq!(
+            (mine.index, mine.partition.as_str()),
+            ("GSI4", "ORDER#OWNER#7")
+        );
+        let (expression, _, values) = mine.filter.unwrap_or_default();
+        assert_eq!(expression, "petId = :pet AND complete = :complete");
+        assert_eq!(values.get(":pet"), Some(&n(9)));
+        let unfiltered = OrderFilter::default().query(OrderScope::OwnedBy(me));
+        assert_eq!(unfiltered.index, "GSI4");
+        assert!(unfiltered.filter.is_none());
+
+        let staff = filter.query(OrderScope::All);
+        assert_eq!(
+            (staff.index, staff.partition.as_str()),
+            ("GSI3", "ORDER#PET#9")
+        );
+        let (expression, _, _) = staff.filter.unwrap_or_default();
+        assert_eq!(expression, "complete = :complete");
+        assert_eq!(OrderFilter::default().query(OrderScope::All).index, "GSI1");
+    }
+}
