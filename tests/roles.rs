@@ -1,6 +1,6 @@
 //! Who may do what (contract 4a), row by row of its table, through the real
 //! router and wrapper. Order ownership (own orders only, 404 for another
-//! customer's) is in `store::ownership`.
+//! customer's, races between customers) is in `store`.
 
 use crate::helpers::TestApp;
 use http::Method;
@@ -229,87 +229,3 @@ async fn the_openapi_document_needs_no_key_and_no_role() {
     shop.customer.get("/openapi.json").await.assert_status(200);
 }
 
-#[tokio::test]
-async fn another_customers_order_is_exactly_like_a_missing_one() {
-    // Given an order placed by one customer
-    let shop = shop().await;
-    let alice = shop.customer.clone();
-    let bob = shop.staff.as_customer().await;
-    let placed = alice
-        .post("/store/orders", json!({"petId": shop.pet}))
-        .await
-        .id();
-
-    // When another customer reads or cancels it, it answers as a missing order does
-    let path = format!("/store/orders/{placed}");
-    let foreign = bob.get(&path).await;
-    foreign.assert_error(404, "NOT_FOUND");
-    let missing_id = placed + 1;
-    let missing = bob.get(&format!("/store/orders/{missing_id}")).await;
-    assert_eq!(
-        foreign.json()["message"]
-            .as_str()
-            .map(|m| m.replace(&placed.to_string(), "ID")),
-        missing.json()["message"]
-            .as_str()
-            .map(|m| m.replace(&missing_id.to_string(), "ID"))
-    );
-    bob.delete(&path).await.assert_error(404, "NOT_FOUND");
-    assert_eq!(bob.get("/store/orders").await.json(), json!([]));
-
-    // Then nothing changed: the order is still the owner's, the stock still taken
-    alice.get(&path).await.assert_status(200);
-    let stock = shop
-        .staff
-        .get(&format!("/store/inventory/{}", shop.pet))
-        .await;
-    assert_eq!(stock.json()["quantity"], 3);
-    // And staff see both orders
-    let all = shop.staff.get("/store/orders").await.json();
-    assert_eq!(all.as_array().map(Vec::len), Some(2));
-}
-
-#[tokio::test]
-async fn customers_racing_each_others_cancels_never_win() {
-    // Given one order of each of three customers
-    let shop = shop().await;
-    let mut customers = Vec::new();
-    for _ in 0..3 {
-        let customer = shop.staff.as_customer().await;
-        let order = customer
-            .post("/store/orders", json!({"petId": shop.pet}))
-            .await
-            .id();
-        customers.push((customer, order));
-    }
-
-    // When each cancels every order at once, its own and the others'
-    let mut attempts = Vec::new();
-    for (customer, _) in &customers {
-        for (_, order) in &customers {
-            let customer = customer.clone();
-            let path = format!("/store/orders/{order}");
-            attempts
-                .push(async move { (customer.key_id, path.clone(), customer.delete(&path).await) });
-        }
-    }
-    let results = futures::future::join_all(attempts).await;
-
-    // Then exactly the owners' cancels succeed, and every unit is back
-    for (key_id, path, response) in &results {
-        let owner = customers
-            .iter()
-            .find(|(_, order)| path.ends_with(&order.to_string()))
-            .map(|(c, _)| c.key_id);
-        if owner == Some(*key_id) {
-            response.assert_status(204);
-        } else {
-            response.assert_error(404, "NOT_FOUND");
-        }
-    }
-    let stock = shop
-        .staff
-        .get(&format!("/store/inventory/{}", shop.pet))
-        .await;
-    assert_eq!(stock.json()["quantity"], 4);
-}
