@@ -296,6 +296,10 @@ impl Counters {
     ) -> Result<Counted, CounterError> {
         let (mut m, mut d) = (RateWindow::Minute.start(now), RateWindow::Day.start(now));
         let mut variant = first;
+        // Not db::Retry: a failed condition here returns the item as it is
+        // (ALL_OLD), so the next attempt is planned from fresh state at once,
+        // and a lone UpdateItem never meets a transaction conflict to back
+        // off from.
         for _ in 0..MAX_ATTEMPTS {
             let (expression, condition, values) = variant.update(limits, now, (m, d));
             let stored = match self.update(subject, expression, &condition, values).await? {
