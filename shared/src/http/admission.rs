@@ -10,13 +10,13 @@
 use super::access;
 use super::error::ApiError;
 use crate::ratelimit::{Admission, Verdict};
+use crate::records::Caller;
 use crate::App;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::Method;
 use std::net::{IpAddr, SocketAddr};
-use tracing::Instrument;
 
 /// The header API Gateway's (or a fresh) request id travels in.
 pub const REQUEST_ID: &str = "x-request-id";
@@ -60,20 +60,11 @@ impl Sender {
 }
 
 /// The middleware: count, then serve (or serve while counting), then add the
-/// rate-limit headers. Runs inside a span carrying the request id.
+/// rate-limit headers. Runs inside the request's span (see [`super::observe`]).
 pub async fn admit(State(app): State<App>, req: Request, next: Next) -> Response {
-    let request_id = req
-        .headers()
-        .get(REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    let span = tracing::info_span!("request", request_id = %request_id, method = %req.method(), path = %req.uri().path());
-    admit_and_serve(app, req, next).instrument(span).await
-}
-
-async fn admit_and_serve(app: App, req: Request, next: Next) -> Response {
     let sender = Sender::of(&req);
+    // For the request's log line (observe), which sees only the response.
+    let caller = req.extensions().get::<Caller>().copied();
     let public = access::is_public(req.method(), req.uri().path());
     let limiter = &app.limiter;
     let counting = limiter.admit(sender.api_key.as_deref(), sender.source_ip);
@@ -97,6 +88,9 @@ async fn admit_and_serve(app: App, req: Request, next: Next) -> Response {
         },
     };
     status.apply(response.headers_mut());
+    if let Some(caller) = caller {
+        response.extensions_mut().insert(caller);
+    }
     response
 }
 
