@@ -54,14 +54,20 @@ impl Db {
                         return Ok(TransactOutcome::ConditionFailed(index));
                     }
                     if throttled {
+                        crate::metrics::count(crate::metrics::Metric::DbThrottles, 1);
                         return Err(DbError::Unavailable(Box::new(cancelled)));
                     }
+                    crate::metrics::count(crate::metrics::Metric::DbConflicts, 1);
                     Ok(TransactOutcome::Conflict)
                 }
                 TransactWriteItemsError::TransactionInProgressException(_) => {
+                    crate::metrics::count(crate::metrics::Metric::DbConflicts, 1);
                     Ok(TransactOutcome::Conflict)
                 }
-                other if is_throttling(other.code()) => Err(DbError::Unavailable(Box::new(other))),
+                other if is_throttling(other.code()) => {
+                    crate::metrics::count(crate::metrics::Metric::DbThrottles, 1);
+                    Err(DbError::Unavailable(Box::new(other)))
+                }
                 other => Err(DbError::Internal(Box::new(other))),
             },
             Err(other) => Err(classify(other)),
@@ -97,6 +103,7 @@ impl Db {
 
 /// Waits before another attempt: jittered exponential backoff, 5 ms to ~300 ms.
 pub(crate) async fn backoff(attempt: u32) {
+    crate::metrics::count(crate::metrics::Metric::DbRetries, 1);
     let ceiling = 5u64 << attempt.min(6);
     let millis = rand::random_range(ceiling / 2..=ceiling);
     tokio::time::sleep(Duration::from_millis(millis)).await;

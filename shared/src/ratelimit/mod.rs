@@ -444,6 +444,7 @@ impl RateLimiter {
                 .await
             {
                 Ok(until) => {
+                    crate::metrics::count(crate::metrics::Metric::Bans, 1);
                     tracing::info!(%subject, until, refusals = stored.refusals, "banned");
                     (until, limited)
                 }
