@@ -11,6 +11,7 @@ mod helpers;
 
 // The areas.
 mod events;
+mod observe;
 mod pets;
 mod ratelimit;
 mod roles;

@@ -13,7 +13,9 @@
 //!    to the Error record ([`http::error`]), responses, and the wrapper every
 //!    response passes through (which applies [`ratelimit`]).
 //!
-//! Each layer uses only the ones above it in this list. The routes are not
+//! Each layer uses only the ones above it in this list; [`metrics`] (the
+//! service's own CloudWatch metrics) and [`telemetry`] (logging) sit beside
+//! them all, using none. The routes are not
 //! here: each Lambda function's crate owns its own (`functions/pets`,
 //! `functions/store`), and its `main` only builds an [`App`] and hands
 //! [`http::service`] of its routes to `lambda_http::run`.
@@ -21,6 +23,7 @@
 pub mod config;
 pub mod db;
 pub mod http;
+pub mod metrics;
 pub mod ratelimit;
 pub mod records;
 pub mod rules;
@@ -37,6 +40,7 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct App {
     inner: Arc<AppInner>,
+    metrics: metrics::Emitter,
 }
 
 pub struct AppInner {
@@ -74,7 +78,22 @@ impl App {
                 db,
                 limiter,
             }),
+            metrics: metrics::Emitter::off(),
         }
+    }
+
+    /// This app, writing its metrics lines through `emitter` (the default
+    /// writes none: each Lambda function's `main` asks for stdout).
+    pub fn with_metrics(self, emitter: metrics::Emitter) -> App {
+        App {
+            metrics: emitter,
+            ..self
+        }
+    }
+
+    /// Where this app's metrics lines go.
+    pub fn metrics(&self) -> &metrics::Emitter {
+        &self.metrics
     }
 
     /// Reads configuration and AWS settings from the environment. With

@@ -60,6 +60,7 @@ async fn place_order(
 ) -> Result<Response, ApiError> {
     let new = NewOrder::parse(&body)?;
     let order = app.db.place_order(new, caller.key_id, Utc::now()).await?;
+    petstore::metrics::order_placed(order.quantity.get());
     Ok(created(format!("/store/orders/{}", order.id), &order))
 }
 

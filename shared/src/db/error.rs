@@ -82,6 +82,7 @@ where
             DbError::Unavailable(described(&err))
         }
         SdkError::ServiceError(service) if is_throttling(service.err().code()) => {
+            crate::metrics::count(crate::metrics::Metric::DbThrottles, 1);
             DbError::Unavailable(described(&err))
         }
         _ => DbError::Internal(described(&err)),

@@ -10,6 +10,7 @@
 
 use super::error::is_throttling;
 use super::{classify, Db, DbError};
+use crate::metrics::{count, Metric};
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
@@ -113,6 +114,7 @@ impl Retry {
                 attempts: self.attempts,
             });
         }
+        count(Metric::DbRetries, 1);
         if pause == Pause::Backoff {
             backoff(self.attempts - 1).await;
         }
@@ -208,12 +210,20 @@ impl Db {
                     return Ok(Sent::ConditionFailed(index));
                 }
                 if reasons.iter().any(|r| is_throttling(r.code())) {
+                    count(Metric::DbThrottles, 1);
                     return Err(DbError::Unavailable(Box::new(cancelled)));
                 }
+                count(Metric::DbConflicts, 1);
                 Ok(Sent::Conflict)
             }
-            TransactWriteItemsError::TransactionInProgressException(_) => Ok(Sent::Conflict),
-            other if is_throttling(other.code()) => Err(DbError::Unavailable(Box::new(other))),
+            TransactWriteItemsError::TransactionInProgressException(_) => {
+                count(Metric::DbConflicts, 1);
+                Ok(Sent::Conflict)
+            }
+            other if is_throttling(other.code()) => {
+                count(Metric::DbThrottles, 1);
+                Err(DbError::Unavailable(Box::new(other)))
+            }
             other => Err(DbError::Internal(Box::new(other))),
         }
     }
@@ -237,8 +247,14 @@ impl Db {
             Err(SdkError::ServiceError(e)) => match e.into_err() {
                 UpdateItemError::ConditionalCheckFailedException(_) => Ok(Sent::ConditionFailed(0)),
                 // The item is in another request's transaction right now.
-                UpdateItemError::TransactionConflictException(_) => Ok(Sent::Conflict),
-                other if is_throttling(other.code()) => Err(DbError::Unavailable(Box::new(other))),
+                UpdateItemError::TransactionConflictException(_) => {
+                    count(Metric::DbConflicts, 1);
+                    Ok(Sent::Conflict)
+                }
+                other if is_throttling(other.code()) => {
+                    count(Metric::DbThrottles, 1);
+                    Err(DbError::Unavailable(Box::new(other)))
+                }
                 other => Err(DbError::Internal(Box::new(other))),
             },
             Err(other) => Err(classify(other)),

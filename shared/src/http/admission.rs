@@ -16,7 +16,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::Method;
 use std::net::{IpAddr, SocketAddr};
-use tracing::Instrument;
 
 /// The header API Gateway's (or a fresh) request id travels in.
 pub const REQUEST_ID: &str = "x-request-id";
@@ -60,19 +59,8 @@ impl Sender {
 }
 
 /// The middleware: count, then serve (or serve while counting), then add the
-/// rate-limit headers. Runs inside a span carrying the request id.
-pub async fn admit(State(app): State<App>, req: Request, next: Next) -> Response {
-    let request_id = req
-        .headers()
-        .get(REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    let span = tracing::info_span!("request", request_id = %request_id, method = %req.method(), path = %req.uri().path());
-    admit_and_serve(app, req, next).instrument(span).await
-}
-
-async fn admit_and_serve(app: App, mut req: Request, next: Next) -> Response {
+/// rate-limit headers. Runs inside the request's span (see [`super::observe`]).
+pub async fn admit(State(app): State<App>, mut req: Request, next: Next) -> Response {
     let sender = Sender::of(&req);
     let public = access::is_public(req.method(), req.uri().path());
     let limiter = &app.limiter;
@@ -93,19 +81,27 @@ async fn admit_and_serve(app: App, mut req: Request, next: Next) -> Response {
         (counting.await, Err((req, next)))
     };
     let Admission { status, verdict } = admission;
+    let mut caller = None;
     let mut response = match verdict {
         Verdict::Refused(refusal) => ApiError::from(refusal).into_response(),
         Verdict::Admitted { caller: None } if !public => ApiError::Unauthorized.into_response(),
-        Verdict::Admitted { caller } => match served {
-            Ok(response) => response,
-            Err((mut req, next)) => {
-                if let Some(caller) = caller {
-                    req.extensions_mut().insert(caller);
+        Verdict::Admitted { caller: admitted } => {
+            caller = admitted;
+            match served {
+                Ok(response) => response,
+                Err((mut req, next)) => {
+                    if let Some(caller) = admitted {
+                        req.extensions_mut().insert(caller);
+                    }
+                    next.run(req).await
                 }
-                next.run(req).await
             }
-        },
+        }
     };
     status.apply(response.headers_mut());
+    // For the request's log line (observe), which sees only the response.
+    if let Some(caller) = caller {
+        response.extensions_mut().insert(caller);
+    }
     response
 }

@@ -11,6 +11,7 @@ pub mod access;
 pub mod admission;
 pub mod error;
 pub mod extract;
+pub mod observe;
 pub mod openapi;
 pub mod request_id;
 pub mod respond;
@@ -26,6 +27,7 @@ use tower_http::set_header::SetRequestHeaderLayer;
 
 /// A function's routes, ready to serve. From the outside in:
 /// - the request id (API Gateway's, or fresh), on the request and the response;
+/// - [`observe::observe`]: the request's span, its metrics line and log line;
 /// - [`admission::admit`]: count, answer 401/429/503, the rate-limit headers;
 /// - the 64 KiB body limit (its bare 413 becomes the Error record);
 /// - the router: `GET /openapi.json` added, the JSON 404 for unknown paths,
@@ -33,6 +35,7 @@ use tower_http::set_header::SetRequestHeaderLayer;
 ///   matched route the access table's check (403) before the handler.
 pub fn service(routes: Router<App>, app: App) -> Router {
     let request_id = HeaderName::from_static(admission::REQUEST_ID);
+    let observing = axum::middleware::from_fn_with_state(app.clone(), observe::observe);
     routes
         .merge(openapi::routes())
         .fallback(not_found)
@@ -46,6 +49,7 @@ pub fn service(routes: Router<App>, app: App) -> Router {
         .layer(RequestBodyLimitLayer::new(extract::MAX_BODY_BYTES))
         .layer(axum::middleware::map_response(payload_too_large_record))
         .layer(axum::middleware::from_fn_with_state(app, admission::admit))
+        .layer(observing)
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(SetRequestHeaderLayer::overriding(
             request_id,

@@ -46,6 +46,7 @@ impl RateLimiter {
             let (base, max) = (self.config.ban_base, self.config.ban_max);
             match self.counters.ban(subject, stored, now, base, max).await {
                 Ok(until) => {
+                    crate::metrics::count(crate::metrics::Metric::Bans, 1);
                     tracing::info!(%subject, until, refusals = stored.refusals, "banned");
                     (until, limited)
                 }

@@ -1,0 +1,175 @@
+//! Observing every request, outermost after the request id: the span all of
+//! its log lines are written in, its metrics line, and its log line.
+//!
+//! - The `request` span carries the request id, the X-Ray trace id (in
+//!   Lambda, from the invocation's context), the method and the path; every
+//!   line logged while the request is served, the SDK's per-call lines
+//!   included (see [`crate::telemetry`]), is inside it.
+//! - The metrics line ([`crate::metrics`]): `Requests` by function, route and
+//!   status class, `Latency`, `RateLimited` (every 429), `ColdStarts` (the
+//!   process's first request), and whatever the layers below counted.
+//! - One `INFO` line, message `request`: route, status, latency, and who
+//!   called: the key's id and role (never the key), as admission puts them on
+//!   the response, and the key's plan once something puts a [`Plan`] there
+//!   (nothing does yet: the key record stays inside the rate limiter).
+//!
+//! The route is the contract's operation (`GET /pets/{petId}`), found in
+//! [`access::ACCESS`] for every request, including those admission refuses
+//! before anything is routed; anything the contract does not list is
+//! `unmatched`, so the `Route` dimension stays bounded whatever paths clients
+//! send.
+
+use super::access;
+use super::admission::REQUEST_ID;
+use crate::metrics::{self, Metric, RequestMetrics};
+use crate::ratelimit::Plan;
+use crate::records::Caller;
+use crate::App;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use http::{Method, StatusCode};
+use std::time::Instant;
+use tracing::field::Empty;
+use tracing::Instrument;
+
+/// The route of requests the contract does not describe.
+pub const UNMATCHED: &str = "unmatched";
+
+/// The middleware (see the module's documentation).
+pub async fn observe(State(app): State<App>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = route_of(req.method(), req.uri().path());
+    let request_id = req
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let trace_id = xray_trace_id(&req).map(str::to_string);
+    let span = tracing::info_span!(
+        crate::telemetry::REQUEST_SPAN,
+        request_id = %request_id,
+        xray_trace_id = Empty,
+        method = %req.method(),
+        path = %req.uri().path(),
+    );
+    if let Some(trace_id) = &trace_id {
+        span.record("xray_trace_id", trace_id.as_str());
+    }
+    let served = async {
+        if metrics::first_request() {
+            metrics::count(Metric::ColdStarts, 1);
+        }
+        next.run(req).await
+    };
+    let (response, mut counts) = metrics::tallied(served).instrument(span.clone()).await;
+    let latency = started.elapsed();
+    let status = response.status();
+    if status == StatusCode::TOO_MANY_REQUESTS {
+        counts.add(Metric::RateLimited, 1);
+    }
+    app.metrics().emit(&RequestMetrics {
+        route: &route,
+        status: status.as_u16(),
+        latency,
+        counts,
+        request_id: &request_id,
+        trace_id: trace_id.as_deref(),
+    });
+    let caller = response.extensions().get::<Caller>();
+    let plan = response.extensions().get::<Plan>().map(|p| p.as_str());
+    span.in_scope(|| {
+        tracing::info!(
+            route = %route,
+            status = status.as_u16(),
+            latency_ms = (latency.as_secs_f64() * 1_000_000.0).round() / 1000.0,
+            key_id = caller.map(|c| c.key_id.get()),
+            role = caller.map(|c| c.role.as_str()),
+            plan,
+            "request"
+        );
+    });
+    response
+}
+
+/// `METHOD /route/{param}` as the contract lists it, or [`UNMATCHED`]. `HEAD`
+/// is served as `GET`, and counted as one.
+pub fn route_of(method: &Method, path: &str) -> String {
+    let method = if method == Method::HEAD {
+        &Method::GET
+    } else {
+        method
+    };
+    access::ACCESS
+        .iter()
+        .find(|(m, route, _)| m == method && matches(route, path))
+        .map_or_else(
+            || UNMATCHED.to_string(),
+            |(m, route, _)| format!("{m} {route}"),
+        )
+}
+
+/// Whether `path` is an instance of `route`, whose `{param}` segments match any
+/// one non-empty segment.
+fn matches(route: &str, path: &str) -> bool {
+    let mut route = route.split('/');
+    let mut path = path.split('/');
+    loop {
+        match (route.next(), path.next()) {
+            (None, None) => return true,
+            (Some(r), Some(p)) if r.starts_with('{') && !p.is_empty() => {}
+            (Some(r), Some(p)) if r == p => {}
+            _ => return false,
+        }
+    }
+}
+
+/// The X-Ray trace id (`1-5759e988-bd862e3fe1be46a994272793`) of the Lambda
+/// invocation serving `req`, from the `Root` of its trace header.
+fn xray_trace_id<B>(req: &http::Request<B>) -> Option<&str> {
+    let header = req
+        .extensions()
+        .get::<lambda_http::Context>()?
+        .xray_trace_id
+        .as_deref()?;
+    let root = header
+        .split(';')
+        .find_map(|part| part.trim().strip_prefix("Root="))
+        .unwrap_or(header);
+    (!root.is_empty()).then_some(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_is_named_by_its_route_and_unknown_paths_by_one_name() {
+        assert_eq!(route_of(&Method::GET, "/pets"), "GET /pets");
+        assert_eq!(route_of(&Method::HEAD, "/pets/12"), "GET /pets/{petId}");
+        assert_eq!(
+            route_of(&Method::DELETE, "/store/orders/7"),
+            "DELETE /store/orders/{orderId}"
+        );
+        assert_eq!(route_of(&Method::GET, "/pets/"), UNMATCHED);
+        assert_eq!(route_of(&Method::GET, "/pets/1/2"), UNMATCHED);
+        assert_eq!(route_of(&Method::POST, "/pets/1"), UNMATCHED);
+        assert_eq!(route_of(&Method::GET, "/wp-admin.php"), UNMATCHED);
+    }
+
+    #[test]
+    fn the_trace_id_is_the_root_of_the_invocation_s_trace_header() {
+        let mut context = lambda_http::Context::default();
+        context.xray_trace_id = Some(
+            "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1".into(),
+        );
+        let mut req = http::Request::new(());
+        assert_eq!(xray_trace_id(&req), None);
+        req.extensions_mut().insert(context);
+        assert_eq!(
+            xray_trace_id(&req),
+            Some("1-5759e988-bd862e3fe1be46a994272793")
+        );
+    }
+}

@@ -1,0 +1,442 @@
+//! The service's own metrics, written as CloudWatch Embedded Metric Format
+//! (EMF): one JSON line on stdout per request, which CloudWatch Logs turns
+//! into metrics in namespace [`NAMESPACE`]. No `PutMetricData`, no agent, and
+//! nothing on a request's path but one `write` to stdout.
+//!
+//! Every line has the dimension `Function` (`pets` | `store`). `Requests` is
+//! also split by `Route` (`GET /pets/{petId}`, ...; `unmatched` for anything
+//! the contract does not list) and by `StatusClass` (`2xx` | `4xx` | `5xx`);
+//! everything else is by `Function` alone, which keeps the number of custom
+//! metrics (what CloudWatch bills) small. The request id and the X-Ray trace
+//! id ride along as properties, so a data point leads to its request's logs.
+//!
+//! Code anywhere below the HTTP edge counts with one call,
+//! `metrics::count(Metric::DbRetries, 1)`: the count goes into the tally of the
+//! request being served (a task-local [`tallied`] opens around each request in
+//! [`crate::http::observe`]), so concurrent requests never see each other's
+//! counts. A count made outside any request (the admin tool, a test calling
+//! the database directly) is kept for the process and goes out with the next
+//! request's line.
+//!
+//! Why not the `metrics` facade with `metrics_cloudwatch_embedded`: it keeps
+//! one process-wide registry, so a request's counts cannot be told from a
+//! concurrent one's (and tests in one binary see each other's), it emits one
+//! document per label set with exactly one dimension set each (three lines a
+//! request to get `Requests` by `Function`, `Route` and `StatusClass`), and
+//! its flush needs its own service around `lambda_http::run`. What is needed
+//! here is a fixed set of counters and one line per request: this module.
+
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+use std::cell::Cell;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The CloudWatch namespace of every metric here.
+pub const NAMESPACE: &str = "PetStore";
+
+/// A count a request can make besides `Requests` and `Latency`, which every
+/// request has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// Requests answered 429 (`RATE_LIMITED` or `API_KEY_BANNED`).
+    RateLimited,
+    /// Keys (or source IPs) banned.
+    Bans,
+    /// DynamoDB calls that failed with throttling, after the SDK's own retries.
+    DbThrottles,
+    /// Transactions DynamoDB cancelled because another one held an item.
+    DbConflicts,
+    /// Writes (and batch reads) tried again after a backoff.
+    DbRetries,
+    OrdersPlaced,
+    /// Units ordered, counted when the order is placed.
+    UnitsSold,
+    /// Requests answered from a stored response (idempotency keys; not yet).
+    IdempotentReplays,
+    /// The first request of a process.
+    ColdStarts,
+}
+
+const COUNTERS: usize = 9;
+
+impl Metric {
+    pub const ALL: [Metric; COUNTERS] = [
+        Metric::RateLimited,
+        Metric::Bans,
+        Metric::DbThrottles,
+        Metric::DbConflicts,
+        Metric::DbRetries,
+        Metric::OrdersPlaced,
+        Metric::UnitsSold,
+        Metric::IdempotentReplays,
+        Metric::ColdStarts,
+    ];
+
+    /// The metric's name in CloudWatch.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::RateLimited => "RateLimited",
+            Metric::Bans => "Bans",
+            Metric::DbThrottles => "DbThrottles",
+            Metric::DbConflicts => "DbConflicts",
+            Metric::DbRetries => "DbRetries",
+            Metric::OrdersPlaced => "OrdersPlaced",
+            Metric::UnitsSold => "UnitsSold",
+            Metric::IdempotentReplays => "IdempotentReplays",
+            Metric::ColdStarts => "ColdStarts",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What one request counted, by [`Metric`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts([u64; COUNTERS]);
+
+impl Counts {
+    pub fn get(&self, metric: Metric) -> u64 {
+        self.0[metric.index()]
+    }
+
+    pub fn add(&mut self, metric: Metric, n: u64) {
+        let slot = &mut self.0[metric.index()];
+        *slot = slot.saturating_add(n);
+    }
+
+    /// The metrics counted at least once, with their counts.
+    pub fn nonzero(&self) -> impl Iterator<Item = (Metric, u64)> + '_ {
+        Metric::ALL
+            .into_iter()
+            .map(|metric| (metric, self.get(metric)))
+            .filter(|(_, n)| *n > 0)
+    }
+}
+
+/// The counts of the request being served.
+#[derive(Default)]
+struct Tally([Cell<u64>; COUNTERS]);
+
+tokio::task_local! {
+    static TALLY: Tally;
+}
+
+/// Counts made outside any request, until the next request's line takes them.
+static UNCLAIMED: [AtomicU64; COUNTERS] = [const { AtomicU64::new(0) }; COUNTERS];
+
+static COLD: AtomicBool = AtomicBool::new(true);
+
+/// Adds `n` to `metric` for the request being served.
+pub fn count(metric: Metric, n: u64) {
+    let counted = TALLY.try_with(|tally| {
+        let cell = &tally.0[metric.index()];
+        cell.set(cell.get().saturating_add(n));
+    });
+    if counted.is_err() {
+        UNCLAIMED[metric.index()].fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// An order placed: `OrdersPlaced` and its `quantity` as `UnitsSold`.
+pub fn order_placed(quantity: u32) {
+    count(Metric::OrdersPlaced, 1);
+    count(Metric::UnitsSold, quantity.into());
+}
+
+/// Runs `request` with a tally of its own, and returns what it counted (and
+/// whatever was counted outside any request since the last call).
+pub async fn tallied<F: Future>(request: F) -> (F::Output, Counts) {
+    TALLY
+        .scope(Tally::default(), async move {
+            let output = request.await;
+            let mut counts = Counts::default();
+            let _ = TALLY.try_with(|tally| {
+                for metric in Metric::ALL {
+                    counts.add(metric, tally.0[metric.index()].get());
+                }
+            });
+            for metric in Metric::ALL {
+                counts.add(metric, UNCLAIMED[metric.index()].swap(0, Ordering::Relaxed));
+            }
+            (output, counts)
+        })
+        .await
+}
+
+/// True for the first call in a process (the cold start's first request).
+pub fn first_request() -> bool {
+    COLD.swap(false, Ordering::Relaxed)
+}
+
+/// One request, as its metrics line describes it.
+#[derive(Debug, Clone)]
+pub struct RequestMetrics<'a> {
+    /// `GET /pets/{petId}`, or `unmatched`.
+    pub route: &'a str,
+    pub status: u16,
+    pub latency: Duration,
+    pub counts: Counts,
+    pub request_id: &'a str,
+    /// The X-Ray trace id (`1-...`), in Lambda.
+    pub trace_id: Option<&'a str>,
+}
+
+type Write = dyn Fn(&str) + Send + Sync;
+
+/// Where metrics lines go, and the `Function` dimension they carry.
+#[derive(Clone)]
+pub struct Emitter {
+    function: &'static str,
+    write: Option<Arc<Write>>,
+}
+
+impl std::fmt::Debug for Emitter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Emitter")
+            .field("function", &self.function)
+            .field("on", &self.write.is_some())
+            .finish()
+    }
+}
+
+impl Emitter {
+    /// Writes nothing: local runs and tests, unless they ask.
+    pub fn off() -> Emitter {
+        Emitter {
+            function: "",
+            write: None,
+        }
+    }
+
+    /// One line per request on stdout, where Lambda sends it to CloudWatch Logs.
+    pub fn stdout(function: &'static str) -> Emitter {
+        Emitter::to(function, |line| {
+            use std::io::Write as _;
+            // One `write_all` per line, so lines never interleave; a full or
+            // closed stdout loses the line, never the response.
+            let _ = std::io::stdout().lock().write_all(line.as_bytes());
+        })
+    }
+
+    /// Hands each line (newline included) to `write`; tests capture them so.
+    pub fn to(function: &'static str, write: impl Fn(&str) + Send + Sync + 'static) -> Emitter {
+        Emitter {
+            function,
+            write: Some(Arc::new(write)),
+        }
+    }
+
+    pub fn is_on(&self) -> bool {
+        self.write.is_some()
+    }
+
+    /// Writes `request`'s line.
+    pub fn emit(&self, request: &RequestMetrics<'_>) {
+        let Some(write) = &self.write else {
+            return;
+        };
+        let timestamp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX));
+        let document = Document {
+            function: self.function,
+            timestamp,
+            request,
+        };
+        // Strings, integers and a finite float: it always serializes.
+        if let Ok(mut line) = serde_json::to_string(&document) {
+            line.push('\n');
+            write(&line);
+        }
+    }
+}
+
+/// An EMF document: the `_aws` metadata, then dimensions, values and
+/// properties as top-level keys.
+struct Document<'a> {
+    function: &'static str,
+    timestamp: u64,
+    request: &'a RequestMetrics<'a>,
+}
+
+#[derive(Serialize)]
+struct Aws<'a> {
+    #[serde(rename = "Timestamp")]
+    timestamp: u64,
+    #[serde(rename = "CloudWatchMetrics")]
+    cloudwatch_metrics: [Directive<'a>; 2],
+}
+
+#[derive(Serialize)]
+struct Directive<'a> {
+    #[serde(rename = "Namespace")]
+    namespace: &'static str,
+    #[serde(rename = "Dimensions")]
+    dimensions: &'static [&'static [&'static str]],
+    #[serde(rename = "Metrics")]
+    metrics: &'a [Definition],
+}
+
+#[derive(Serialize, Clone, Copy)]
+struct Definition {
+    #[serde(rename = "Name")]
+    name: &'static str,
+    #[serde(rename = "Unit")]
+    unit: &'static str,
+}
+
+const REQUESTS: Definition = Definition {
+    name: "Requests",
+    unit: "Count",
+};
+const LATENCY: Definition = Definition {
+    name: "Latency",
+    unit: "Milliseconds",
+};
+
+impl Serialize for Document<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let request = self.request;
+        let mut by_function = [LATENCY; COUNTERS + 1];
+        let mut listed = 1;
+        for (metric, _) in request.counts.nonzero() {
+            by_function[listed] = Definition {
+                name: metric.name(),
+                unit: "Count",
+            };
+            listed += 1;
+        }
+        let aws = Aws {
+            timestamp: self.timestamp,
+            cloudwatch_metrics: [
+                Directive {
+                    namespace: NAMESPACE,
+                    dimensions: &[
+                        &["Function"],
+                        &["Function", "Route"],
+                        &["Function", "StatusClass"],
+                    ],
+                    metrics: &[REQUESTS],
+                },
+                Directive {
+                    namespace: NAMESPACE,
+                    dimensions: &[&["Function"]],
+                    metrics: &by_function[..listed],
+                },
+            ],
+        };
+        let status_class = match request.status {
+            200..=299 => "2xx",
+            400..=499 => "4xx",
+            500..=599 => "5xx",
+            100..=199 => "1xx",
+            _ => "3xx",
+        };
+        // Milliseconds with microseconds kept.
+        let latency = (request.latency.as_secs_f64() * 1_000_000.0).round() / 1000.0;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("_aws", &aws)?;
+        map.serialize_entry("Function", self.function)?;
+        map.serialize_entry("Route", request.route)?;
+        map.serialize_entry("StatusClass", status_class)?;
+        map.serialize_entry("Requests", &1)?;
+        map.serialize_entry("Latency", &latency)?;
+        for (metric, n) in request.counts.nonzero() {
+            map.serialize_entry(metric.name(), &n)?;
+        }
+        map.serialize_entry("requestId", request.request_id)?;
+        if let Some(trace_id) = request.trace_id {
+            map.serialize_entry("traceId", trace_id)?;
+        }
+        map.serialize_entry("status", &request.status)?;
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+    use std::sync::Mutex;
+
+    fn captured() -> (Emitter, Arc<Mutex<String>>) {
+        let out = Arc::new(Mutex::new(String::new()));
+        let sink = out.clone();
+        let emitter = Emitter::to("pets", move |line| {
+            sink.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push_str(line)
+        });
+        (emitter, out)
+    }
+
+    #[tokio::test]
+    async fn counts_belong_to_the_request_that_made_them() {
+        // Metrics no other unit test counts: counts made outside a request
+        // (another test's) go to the next request's line.
+        let one = tallied(async {
+            count(Metric::IdempotentReplays, 2);
+            tokio::task::yield_now().await;
+            count(Metric::IdempotentReplays, 1);
+        });
+        let other = tallied(async {
+            tokio::task::yield_now().await;
+            count(Metric::OrdersPlaced, 1);
+        });
+        let (((), one), ((), other)) = tokio::join!(one, other);
+        assert_eq!(one.get(Metric::IdempotentReplays), 3);
+        assert_eq!(one.get(Metric::OrdersPlaced), 0);
+        assert_eq!(other.get(Metric::IdempotentReplays), 0);
+        assert_eq!(other.get(Metric::OrdersPlaced), 1);
+    }
+
+    #[test]
+    fn a_line_is_an_emf_document_with_its_values_at_the_top() {
+        let (emitter, out) = captured();
+        let mut counts = Counts::default();
+        counts.add(Metric::UnitsSold, 3);
+        emitter.emit(&RequestMetrics {
+            route: "POST /store/orders",
+            status: 201,
+            latency: Duration::from_micros(2_345),
+            counts,
+            request_id: "r-1",
+            trace_id: Some("1-5759e988-bd862e3fe1be46a994272793"),
+        });
+        let text = out.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        assert!(text.ends_with('\n') && text.lines().count() == 1, "{text}");
+        let line: Value = serde_json::from_str(&text).unwrap_or_default();
+        let directives = &line["_aws"]["CloudWatchMetrics"];
+        assert_eq!(directives[0]["Namespace"], "PetStore");
+        assert_eq!(directives[0]["Metrics"][0]["Name"], "Requests");
+        assert_eq!(
+            directives[1]["Dimensions"],
+            serde_json::json!([["Function"]])
+        );
+        assert_eq!(directives[1]["Metrics"][1]["Name"], "UnitsSold");
+        assert_eq!(line["Function"], "pets");
+        assert_eq!(line["StatusClass"], "2xx");
+        assert_eq!(line["Latency"], 2.345);
+        assert_eq!(line["UnitsSold"], 3);
+        assert!(line.get("DbRetries").is_none(), "zero counts are left out");
+        assert_eq!(line["traceId"], "1-5759e988-bd862e3fe1be46a994272793");
+    }
+
+    #[test]
+    fn an_emitter_that_is_off_writes_nothing() {
+        assert!(!Emitter::off().is_on());
+        Emitter::off().emit(&RequestMetrics {
+            route: "unmatched",
+            status: 404,
+            latency: Duration::ZERO,
+            counts: Counts::default(),
+            request_id: "",
+            trace_id: None,
+        });
+    }
+}
