@@ -265,6 +265,7 @@ async fn a_lambda_request_writes_one_emf_line_and_one_log_line() {
     assert!(log["latency_ms"].is_number(), "{log}");
     assert_eq!(log["key_id"], test.key_id);
     assert_eq!(log["role"], "staff");
+    assert_eq!(log["plan"], "enterprise");
 
     // Traces: a line per DynamoDB call (the key's GetItem, the counter's
     // UpdateItem, the list's Query), from the SDK's own spans.

@@ -80,7 +80,11 @@ pub async fn admit(State(app): State<App>, mut req: Request, next: Next) -> Resp
     } else {
         (counting.await, Err((req, next)))
     };
-    let Admission { status, verdict } = admission;
+    let Admission {
+        status,
+        verdict,
+        plan,
+    } = admission;
     let mut caller = None;
     let mut response = match verdict {
         Verdict::Refused(refusal) => ApiError::from(refusal).into_response(),
@@ -102,6 +106,9 @@ pub async fn admit(State(app): State<App>, mut req: Request, next: Next) -> Resp
     // For the request's log line (observe), which sees only the response.
     if let Some(caller) = caller {
         response.extensions_mut().insert(caller);
+    }
+    if let Some(plan) = plan {
+        response.extensions_mut().insert(plan);
     }
     response
 }

@@ -9,9 +9,8 @@
 //!   status class, `Latency`, `RateLimited` (every 429), `ColdStarts` (the
 //!   process's first request), and whatever the layers below counted.
 //! - One `INFO` line, message `request`: route, status, latency, and who
-//!   called: the key's id and role (never the key), as admission puts them on
-//!   the response, and the key's plan once something puts a [`Plan`] there
-//!   (nothing does yet: the key record stays inside the rate limiter).
+//!   called: the key's id, role and plan (never the key), as admission puts
+//!   them on the response.
 //!
 //! The route is the contract's operation (`GET /pets/{petId}`), found in
 //! [`access::ACCESS`] for every request, including those admission refuses

@@ -4,7 +4,7 @@
 use super::counter::{Counted, CounterError, Subject};
 use super::keys::{ApiKeyHash, ApiKeyRecord};
 use super::memory::{fresh, lock, make_room_for_key, make_room_for_subject, CachedKey, Decision};
-use super::window::{seconds_until, Limits, RateStatus, UnixSeconds};
+use super::window::{seconds_until, Limits, Plan, RateStatus, UnixSeconds};
 use super::RateLimiter;
 use crate::db::DbError;
 use crate::records::Caller;
@@ -16,6 +16,8 @@ pub struct Admission {
     /// The rate-limit headers every response carries.
     pub status: RateStatus,
     pub verdict: Verdict,
+    /// The plan of the key sent, when it is valid (for the request's log line).
+    pub plan: Option<Plan>,
 }
 
 /// Whether the request goes on to the wrapper's checks and its handler.
@@ -55,11 +57,13 @@ impl RateLimiter {
                     return Admission {
                         status: RateStatus::unknown(Limits::FREE, now),
                         verdict: Verdict::Refused(Refusal::Unavailable),
+                        plan: None,
                     };
                 }
             },
         };
         let caller = record.as_ref().map(ApiKeyRecord::caller);
+        let plan = record.as_ref().map(|record| record.plan);
         let (subject, limits) = match &record {
             Some(record) => (Subject::Key(record.id), record.limits()),
             None => {
@@ -99,7 +103,11 @@ impl RateLimiter {
                 )
             }
         };
-        Admission { status, verdict }
+        Admission {
+            status,
+            verdict,
+            plan,
+        }
     }
 
     /// The key sent, from this process's cache while that is fresh.
