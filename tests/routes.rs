@@ -50,6 +50,26 @@ fn template_routes_are_the_openapi_operations() {
 }
 
 #[test]
+fn the_access_table_is_the_set_of_template_and_openapi_operations() {
+    // Deny by default: an operation missing from the access table is refused
+    // to everyone, so the table must list exactly the deployed operations.
+    let table: BTreeSet<Operation> = petstore::http::access::ACCESS
+        .iter()
+        .map(|(method, route, _)| (method.to_string(), route.to_string()))
+        .collect();
+    for (name, operations) in [
+        ("template.yaml", template_operations(&template_routes())),
+        ("openapi.yaml", openapi_operations()),
+    ] {
+        assert_eq!(
+            show(&table),
+            show(&operations),
+            "the access table and {name} list different operations"
+        );
+    }
+}
+
+#[test]
 fn every_path_has_one_function_and_an_any_route_to_it() {
     let routes = template_routes();
     let mut owners: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();

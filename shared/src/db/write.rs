@@ -162,7 +162,7 @@ impl Db {
     }
 
     /// Sends a write once, as it was planned, and says which condition, if
-    /// any, failed. Operations go through [`Db::run`]; this is its one step.
+    /// any, failed. Operations go through `Db::run`; this is its one step.
     ///
     /// A lone update is sent as a plain conditional `UpdateItem`: just as
     /// atomic, at half the write units of a one-item transaction.
