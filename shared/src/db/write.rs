@@ -220,11 +220,7 @@ impl Db {
                 count(Metric::DbConflicts, 1);
                 Ok(Sent::Conflict)
             }
-            other if is_throttling(other.code()) => {
-                count(Metric::DbThrottles, 1);
-                Err(DbError::Unavailable(Box::new(other)))
-            }
-            other => Err(DbError::Internal(Box::new(other))),
+            other => Err(unexpected(other)),
         }
     }
 
@@ -251,14 +247,23 @@ impl Db {
                     count(Metric::DbConflicts, 1);
                     Ok(Sent::Conflict)
                 }
-                other if is_throttling(other.code()) => {
-                    count(Metric::DbThrottles, 1);
-                    Err(DbError::Unavailable(Box::new(other)))
-                }
-                other => Err(DbError::Internal(Box::new(other))),
+                other => Err(unexpected(other)),
             },
             Err(other) => Err(classify(other)),
         }
+    }
+}
+
+/// A service error a write did not expect: throttling (retry later) or a bug.
+fn unexpected<E>(error: E) -> DbError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    if is_throttling(error.code()) {
+        count(Metric::DbThrottles, 1);
+        DbError::Unavailable(Box::new(error))
+    } else {
+        DbError::Internal(Box::new(error))
     }
 }
 
