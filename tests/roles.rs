@@ -228,4 +228,3 @@ async fn the_openapi_document_needs_no_key_and_no_role() {
         .assert_status(200);
     shop.customer.get("/openapi.json").await.assert_status(200);
 }
-
