@@ -8,11 +8,17 @@
 //!
 //! | record | PK | SK | GSI1PK | GSI2PK | GSI3PK | GSI4PK |
 //! |---|---|---|---|---|---|---|
-//! | pet (+ its stock) | `PET#<id>` | `PET` | `PET` | `PET#STATUS#<status>` | `PET#CATEGORY#<categoryId>` | |
-//! | category | `CATEGORY#<id>` | `CATEGORY` | `CATEGORY` | | | |
+//! | pet (+ its stock) | `PET#<id>` | `PET` | `PET#<s>` | `PET#STATUS#<status>#<s>` | `PET#CATEGORY#<categoryId>` | |
+//! | category | `CATEGORY#<id>` | `CATEGORY` | `CATEGORY#<s>` | | | |
 //! | category name guard | `CATEGORYNAME#<lowercased name>` | `CATEGORYNAME` | | | | |
-//! | order (+ `ownerId`) | `ORDER#<id>` | `ORDER` | `ORDER` | `ORDER#COMPLETE#<bool>` | `ORDER#PET#<petId>` | `ORDER#OWNER#<keyId>` |
+//! | order (+ `ownerId`) | `ORDER#<id>` | `ORDER` | `ORDER#<s>` | `ORDER#COMPLETE#<bool>#<s>` | `ORDER#PET#<petId>` | `ORDER#OWNER#<keyId>` |
 //! | API key | `APIKEY#<sha256 hex of the key>` | `APIKEY` | `APIKEY` | | | |
+//!
+//! `<s>` is the record's shard: a fixed hash of its id modulo its kind's shard
+//! count (configuration; pets 4, orders 32, categories 1 by default), so
+//! the lists of all of a kind, and by status, are spread over that many
+//! partitions and a page merges them ([`shards`]). API keys stay one
+//! partition: only the admin tool writes them.
 //!
 //! Access patterns: get/put/delete by id on the table; list all of a kind on
 //! GSI1; pets by status and orders by completion on GSI2; pets by category and
@@ -50,6 +56,7 @@ mod item;
 pub mod orders;
 pub mod pets;
 pub mod query;
+pub mod shards;
 pub mod tables;
 mod write;
 
@@ -60,6 +67,7 @@ pub use error::{BoxError, DbError};
 pub use ids::new_id;
 pub use item::Item;
 pub use query::{Cursor, Page};
+pub use shards::Shards;
 pub use write::{Check, OnFailure, Write, Written};
 pub(crate) use write::{Pause, Retry};
 
@@ -71,14 +79,22 @@ pub(crate) use item::{from_item, n, s, to_item};
 pub struct Db {
     client: Client,
     table: String,
+    shards: Shards,
 }
 
 impl Db {
+    /// The table `table`, its lists sharded as [`Shards::default`].
     pub fn new(client: Client, table: impl Into<String>) -> Db {
         Db {
             client,
             table: table.into(),
+            shards: Shards::default(),
         }
+    }
+
+    /// This table with its lists sharded as `shards` (see [`shards`]).
+    pub fn with_shards(self, shards: Shards) -> Db {
+        Db { shards, ..self }
     }
 
     pub fn client(&self) -> &Client {
