@@ -25,7 +25,9 @@
 //! orders by pet on GSI3 (with the other filter, when both are given, as a
 //! filter expression on that query); a customer's own orders on GSI4 (its
 //! `petId`/`complete` filters as a filter expression on its own partition); an
-//! API key by the hash of the key sent (see [`crate::ratelimit::keys`]).
+//! API key by the hash of the key sent (see [`crate::ratelimit::keys`]); the
+//! inventory list as a page of pet ids from GSI1 or GSI2, then one batch read
+//! of their stock from the table ([`inventory`]).
 //! Nothing on a request path scans. Rate-limit counters live in a table of
 //! their own ([`crate::ratelimit::counter`]).
 //!
@@ -34,6 +36,21 @@
 //! deleting the pet removes its inventory entry. A category keeps `petCount`,
 //! so "in use" is a condition, not a query.
 //!
+//! # Partitions
+//!
+//! DynamoDB gives one partition key at most 1,000 write and 3,000 read units
+//! a second, and an index partition that falls behind throttles the table's
+//! writes. So no partition key takes a growing share of the writes: what
+//! changes on every order (`stock`, `openOrders`) is in no index
+//! ([`tables::INDEXES`]), so an order writes its pet's item and its own
+//! item and index entries only; the lists every order is in are sharded; a
+//! customer's orders are that customer's partition; and a pet's own item
+//! takes twice the units of its orders' GSI3 partition, so it is the first
+//! to reach a limit when one pet sells fast (a flash sale: about 500 orders a
+//! second, past which the answer is 503 with `Retry-After`). An index keyed
+//! by category takes a write only when a pet is created, changed or moves
+//! status. A page of a sharded list costs one query per shard.
+
 //! # Concurrency
 //!
 //! Every change goes one way (`write.rs`): read, plan with [`crate::rules`],
@@ -47,6 +64,7 @@
 //! DynamoDB left undone) after a jittered, growing pause, and after eight
 //! attempts the answer is [`DbError::Contended`].
 
+mod batch;
 pub mod categories;
 mod error;
 mod expr;

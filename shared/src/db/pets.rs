@@ -3,11 +3,11 @@
 use super::expr::Expr;
 use super::query::{IndexQuery, Projection};
 use super::shards::{Kind, Shards};
-use super::write::{Check, OnFailure, Pause, Retry, Step, Write};
-use super::{classify, from_item, n, new_id, s, to_item, Db, DbError, Item, Page};
+use super::write::{Check, OnFailure, Step, Write};
+use super::{from_item, n, new_id, s, to_item, Db, DbError, Item, Page};
 use crate::records::{Id, NewPet, Pet, PetStatus};
 use crate::rules::{self, Guard, StockMove, StockPlan, StockState};
-use aws_sdk_dynamodb::types::{KeysAndAttributes, TransactWriteItem};
+use aws_sdk_dynamodb::types::TransactWriteItem;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -231,41 +231,11 @@ impl Db {
         let mut unique: Vec<Id> = ids.to_vec();
         unique.sort_unstable();
         unique.dedup();
+        let keys = unique.iter().map(|id| key(*id)).collect();
         let mut found: HashMap<Id, Pet> = HashMap::with_capacity(unique.len());
-        for chunk in unique.chunks(100) {
-            let keys = chunk.iter().map(|id| key(*id)).collect::<Vec<_>>();
-            let mut pending = Some(
-                KeysAndAttributes::builder()
-                    .set_keys(Some(keys))
-                    .build()
-                    .map_err(DbError::internal)?,
-            );
-            // Keys DynamoDB left unprocessed are asked again, as any write is.
-            let mut retry = Retry::new("batch get pets");
-            while let Some(request) = pending.take() {
-                let out = self
-                    .client
-                    .batch_get_item()
-                    .request_items(&self.table, request)
-                    .send()
-                    .await
-                    .map_err(classify)?;
-                for item in out
-                    .responses
-                    .and_then(|mut r| r.remove(&self.table))
-                    .unwrap_or_default()
-                {
-                    let pet = pet_from(item)?.pet;
-                    found.insert(pet.id, pet);
-                }
-                pending = out
-                    .unprocessed_keys
-                    .and_then(|mut u| u.remove(&self.table))
-                    .filter(|k| !k.keys().is_empty());
-                if pending.is_some() {
-                    retry.again(Pause::Backoff).await?;
-                }
-            }
+        for item in self.batch_get("batch get pets", keys, None).await? {
+            let pet = pet_from(item)?.pet;
+            found.insert(pet.id, pet);
         }
         Ok(ids.iter().filter_map(|id| found.get(id).cloned()).collect())
     }

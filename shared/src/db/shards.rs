@@ -32,8 +32,9 @@ pub enum Kind {
 /// "Partitions"): an order writes its lists' shards twice (placed, then
 /// completed or cancelled), so 32 shards take 20,000 such writes a second at
 /// 625 each, under DynamoDB's 1,000 per partition with room for an uneven
-/// spread. Pets: 4, and a pet list page costs 4 queries. Categories are
-/// created by hand: 1.
+/// spread. Pets are written on catalogue changes and status moves, never on
+/// an order (stock is in no index), so 4 shards suffice and a pet list page
+/// costs 4 queries. Categories are created by hand: 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shards {
     pub pets: u16,
