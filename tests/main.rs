@@ -11,6 +11,7 @@ mod helpers;
 
 // The areas.
 mod events;
+mod partitions;
 mod pets;
 mod ratelimit;
 mod roles;
