@@ -154,8 +154,9 @@ fn hottest(units: Option<&BTreeMap<String, f64>>) -> Option<HotPartition> {
 /// `orders` is how many orders the replay placed.
 pub fn scopes(layout: &Layout, load: &Load, orders: usize) -> Vec<ScopeLoad> {
     let orders = orders.max(1) as f64;
-    let names =
-        std::iter::once("table".to_string()).chain(layout.indexes.iter().map(|i| i.name.clone()));
+    let mut indexes: Vec<String> = layout.indexes.iter().map(|i| i.name.clone()).collect();
+    indexes.sort();
+    let names = std::iter::once("table".to_string()).chain(indexes);
     names
         .map(|scope| {
             let (writes, reads) = (load.writes.get(&scope), load.reads.get(&scope));
