@@ -195,6 +195,26 @@ impl TestApp {
         }
     }
 
+    /// As [`TestApp::another_instance`], its configuration changed by
+    /// `change` (e.g. other shard counts over the same tables).
+    pub async fn another_instance_with(&self, change: impl FnOnce(&mut Config)) -> TestApp {
+        let mut config = self.app.config.clone();
+        change(&mut config);
+        self.instance_on(config, petstore::local_client(&self.endpoint).await)
+    }
+
+    /// A process serving `config` through `client` (e.g. one whose calls a
+    /// test intercepts), with this app's clock and key.
+    pub fn instance_on(&self, config: Config, client: aws_sdk_dynamodb::Client) -> TestApp {
+        let app = App::with_clock(config, client, self.clock.clone());
+        let router = petstore::http::service(pets::routes().merge(store::routes()), app.clone());
+        TestApp {
+            app,
+            router,
+            ..self.clone()
+        }
+    }
+
     /// This app, sending `key` as `X-API-Key`.
     ///
     /// `spawn` creates an enterprise key with limits no functional test

@@ -12,6 +12,7 @@ mod helpers;
 // The areas.
 mod events;
 mod observe;
+mod partitions;
 mod pets;
 mod ratelimit;
 mod roles;

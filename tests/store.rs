@@ -1,6 +1,7 @@
 //! Orders and inventory (contract sections 2 and 3, tag Store), rule by rule,
 //! against DynamoDB Local.
 
+mod flash_sale;
 mod inventory;
 mod races;
 

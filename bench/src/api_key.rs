@@ -2,6 +2,7 @@
 //! bench cannot reach, made with `petstore-admin` in the bench's own DynamoDB
 //! Local. `BENCH_API_KEY` overrides.
 
+use crate::client::Error;
 use serde::Deserialize;
 use std::path::Path;
 use std::process::Stdio;
@@ -52,6 +53,43 @@ pub async fn obtain(root: &Path, dynamodb_url: &str, notes: &mut Vec<String>) ->
         notes.push("no API key: petstore-admin printed nothing that looks like one".into());
     }
     key
+}
+
+/// `count` enterprise keys of `role` (limits the bench cannot reach) in the
+/// tables `env` names (`NAME=value`), made with the `petstore-admin` binary at
+/// `admin`, eight at a time.
+pub async fn issue(
+    admin: &Path,
+    dynamodb_url: &str,
+    env: &[String],
+    role: &str,
+    count: usize,
+) -> Result<Vec<String>, Error> {
+    let mut keys = Vec::with_capacity(count);
+    while keys.len() < count {
+        let mut batch = tokio::task::JoinSet::new();
+        for _ in keys.len()..count.min(keys.len() + 8) {
+            let mut command = Command::new(admin);
+            command
+                .args(["keys", "create", "--plan", "enterprise", "--role", role])
+                .args(["--per-minute", "100000000", "--per-day", "1000000000"])
+                .envs(env.iter().filter_map(|pair| pair.split_once('=')))
+                .env("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_url)
+                .env("AWS_ACCESS_KEY_ID", "local")
+                .env("AWS_SECRET_ACCESS_KEY", "local")
+                .env("AWS_REGION", "us-east-1")
+                .stdin(Stdio::null());
+            batch.spawn(async move { command.output().await });
+        }
+        while let Some(output) = batch.join_next().await {
+            let output = output??;
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            let key = parse_key(&stdout).filter(|_| output.status.success());
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            keys.push(key.ok_or_else(|| format!("petstore-admin keys create: {}", stderr.trim()))?);
+        }
+    }
+    Ok(keys)
 }
 
 /// The key from `keys create`'s output: a JSON line's `key`, or else the

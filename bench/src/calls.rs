@@ -115,6 +115,11 @@ impl Counter<'_> {
             .await?;
         self.get("GET /store/inventory?limit=20", "/store/inventory?limit=20")
             .await?;
+        // Sharded lists: a page queries every shard (orders 32, categories 1).
+        self.get("GET /store/orders?limit=20", "/store/orders?limit=20")
+            .await?;
+        self.get("GET /categories?limit=20", "/categories?limit=20")
+            .await?;
         let inventory = format!("/store/inventory/{pet_id}");
         self.get("GET /store/inventory/{id}", &inventory).await?;
         Ok(())

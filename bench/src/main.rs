@@ -11,9 +11,10 @@ use petstore_bench::load::{self, Fixture, Mix};
 use petstore_bench::oha::{self, OhaSetup};
 use petstore_bench::processes::{DynamoDbLocal, PetstoreLocal};
 use petstore_bench::proxy::Proxy;
+use petstore_bench::replay;
 use petstore_bench::results::{
-    BenchResults, ColdStart, LoadRun, Machine, OhaCheck, OperationCalls, Overhead, RunSettings,
-    OVERHEAD_FILE, RESULTS_FILE,
+    BenchResults, ColdStart, LoadRun, Machine, OhaCheck, OperationCalls, Overhead, PartitionModel,
+    RunSettings, OVERHEAD_FILE, RESULTS_FILE,
 };
 use petstore_bench::{api_key, calls, cost, machine, report, sizes, targets};
 use std::collections::BTreeMap;
@@ -37,6 +38,13 @@ struct Settings {
     memory_mb: u32,
     oha: Option<PathBuf>,
     oha_seconds: u64,
+    /// The partition model's orders, and what else its service gets.
+    partition_orders: usize,
+    partition_env: Vec<String>,
+    /// The `petstore-local` the model measures (an older build for "before").
+    partition_service: PathBuf,
+    /// `BENCH_ONLY=partitions`: the partition model alone.
+    partitions_only: bool,
 }
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -65,6 +73,17 @@ impl Settings {
             memory_mb: env_or("BENCH_MEMORY_MB", 128),
             oha: oha.is_file().then_some(oha),
             oha_seconds: env_or("BENCH_OHA_SECONDS", 5),
+            partition_orders: env_or("BENCH_PARTITION_ORDERS", 1000),
+            partition_env: std::env::var("BENCH_PARTITION_ENV")
+                .unwrap_or_default()
+                .split(',')
+                .filter(|pair| pair.contains('='))
+                .map(str::to_string)
+                .collect(),
+            partition_service: std::env::var_os("BENCH_PARTITION_SERVICE")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| target.join("release/petstore-local")),
+            partitions_only: std::env::var("BENCH_ONLY").is_ok_and(|only| only == "partitions"),
             root,
             target,
         })
@@ -103,7 +122,11 @@ async fn run() -> Result<(), Error> {
     let started = Instant::now();
     let machine = machine::describe();
     eprintln!("bench: {}", machine.cpu);
-    for binary in ["pets", "store", "petstore-local"] {
+    let needed = match settings.partitions_only {
+        true => vec![],
+        false => vec!["pets", "store", "petstore-local"],
+    };
+    for binary in needed {
         let path = settings.release().join(binary);
         if !path.is_file() {
             let missing = format!(
@@ -116,7 +139,12 @@ async fn run() -> Result<(), Error> {
 
     let mut dynamodb = DynamoDbLocal::start(&settings.root).await?;
     let outcome = async {
-        let results = measure_all(&settings, &dynamodb, machine, started).await?;
+        let mut results = match settings.partitions_only {
+            true => BenchResults::empty(machine, settings.recorded(false)),
+            false => measure_all(&settings, &dynamodb, machine, started).await?,
+        };
+        results.partitions = measure_partitions(&settings, &dynamodb, &mut results.notes).await;
+        results.elapsed_seconds = started.elapsed().as_secs_f64();
         publish(&settings, &results)
     }
     .await;
@@ -167,9 +195,47 @@ async fn measure_all(
         dynamodb_calls: calls,
         in_process_overhead,
         size,
+        partitions: None,
         notes,
         elapsed_seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// The partition model (`src/replay.rs`, `src/partitions.rs`); a note when it
+/// cannot run.
+async fn measure_partitions(
+    settings: &Settings,
+    dynamodb: &DynamoDbLocal,
+    notes: &mut Vec<String>,
+) -> Option<PartitionModel> {
+    eprintln!(
+        "bench: partition model, {} orders of the mix",
+        settings.partition_orders
+    );
+    let built = tokio::process::Command::new("cargo")
+        .args(["build", "-q", "-p", "petstore-admin"])
+        .current_dir(&settings.root)
+        .status()
+        .await;
+    if !built.is_ok_and(|status| status.success()) {
+        notes.push("no partition model: petstore-admin did not build".into());
+        return None;
+    }
+    let setup = replay::Setup {
+        admin: &settings.target.join("debug/petstore-admin"),
+        service: &settings.partition_service,
+        dynamodb: dynamodb.addr,
+        log: &settings.out.join("petstore-local-partitions.log"),
+        orders: settings.partition_orders,
+        env: settings.partition_env.clone(),
+    };
+    match replay::measure(&setup).await {
+        Ok(model) => Some(model),
+        Err(e) => {
+            notes.push(format!("no partition model: {e}"));
+            None
+        }
+    }
 }
 
 /// What is timed while the first `petstore-local` runs, and the records it

@@ -74,9 +74,21 @@ pub struct PetstoreLocal {
 
 impl PetstoreLocal {
     pub async fn start(binary: &Path, dynamodb_url: &str, log: &Path) -> Result<Self, Error> {
+        PetstoreLocal::start_with(binary, dynamodb_url, log, &[]).await
+    }
+
+    /// As [`PetstoreLocal::start`], with `env` (`NAME=value`) added.
+    pub async fn start_with(
+        binary: &Path,
+        dynamodb_url: &str,
+        log: &Path,
+        env: &[String],
+    ) -> Result<Self, Error> {
         let port = free_port()?;
         let log = std::fs::File::create(log)?;
+        let env = env.iter().filter_map(|pair| pair.split_once('='));
         let child = Command::new(binary)
+            .envs(env)
             .env("PORT", port.to_string())
             .env("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_url)
             .env("AWS_ACCESS_KEY_ID", "local")

@@ -6,7 +6,11 @@
 //! each index. The response goes back byte for byte (the SDK checks its CRC32);
 //! the extra `ConsumedCapacity` field is one the SDK already knows. DynamoDB
 //! Local does not verify request signatures, so changing the body is harmless.
+//!
+//! With a [`Capture`] attached it also keeps, for the partition model, each
+//! write to the data table with its items before and after, and each read.
 
+use crate::capture::Capture;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
@@ -57,10 +61,14 @@ pub fn merge(into: &mut Tally, more: Tally) {
     }
 }
 
+/// Where the connections find the capture, once one is attached.
+type Attached = Arc<Mutex<Option<Arc<Capture>>>>;
+
 #[derive(Clone)]
 pub struct Proxy {
     pub addr: SocketAddr,
     tally: Arc<Mutex<Tally>>,
+    capture: Attached,
 }
 
 impl Proxy {
@@ -70,17 +78,23 @@ impl Proxy {
         let proxy = Proxy {
             addr: listener.local_addr()?,
             tally: Arc::default(),
+            capture: Arc::default(),
         };
-        let tally = proxy.tally.clone();
+        let (tally, capture) = (proxy.tally.clone(), proxy.capture.clone());
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let tally = tally.clone();
+                let (tally, capture) = (tally.clone(), capture.clone());
                 tokio::spawn(async move {
-                    let _ = serve_connection(stream, upstream, tally).await;
+                    let _ = serve_connection(stream, upstream, tally, capture).await;
                 });
             }
         });
         Ok(proxy)
+    }
+
+    /// From now on, every call also goes through `capture`.
+    pub fn attach(&self, capture: Arc<Capture>) {
+        *self.capture.lock().expect("capture lock") = Some(capture);
     }
 
     /// The calls counted since the last take.
@@ -95,6 +109,7 @@ async fn serve_connection(
     stream: TcpStream,
     upstream: SocketAddr,
     tally: Arc<Mutex<Tally>>,
+    capture: Attached,
 ) -> Result<(), BoxError> {
     stream.set_nodelay(true)?;
     let up = TcpStream::connect(upstream).await?;
@@ -108,8 +123,10 @@ async fn serve_connection(
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let sender = sender.clone();
         let tally = tally.clone();
+        let capture = capture.lock().expect("capture lock").clone();
         async move {
-            Ok::<_, std::convert::Infallible>(match forward(req, &sender, &tally).await {
+            let forwarded = forward(req, &sender, &tally, capture.as_deref()).await;
+            Ok::<_, std::convert::Infallible>(match forwarded {
                 Ok(response) => response,
                 Err(e) => {
                     let mut response = Response::new(Full::new(Bytes::from(e.to_string())));
@@ -129,6 +146,7 @@ async fn forward(
     req: Request<Incoming>,
     sender: &tokio::sync::Mutex<hyper::client::conn::http1::SendRequest<Full<Bytes>>>,
     tally: &Mutex<Tally>,
+    capture: Option<&Capture>,
 ) -> Result<Response<Full<Bytes>>, BoxError> {
     let (mut parts, body) = req.into_parts();
     let body = body.collect().await?.to_bytes();
@@ -139,6 +157,15 @@ async fn forward(
         .map(|t| t.rsplit('.').next().unwrap_or(t).to_string())
         .unwrap_or_else(|| "unknown".to_string());
     let (body, tables) = ask_for_capacity(&operation, body);
+    let captured_request = match capture {
+        Some(_) => serde_json::from_slice::<Value>(&body).ok(),
+        None => None,
+    };
+    let pending = match (capture, &captured_request) {
+        (Some(capture), Some(request)) => capture.before(&operation, request).await?,
+        _ => None,
+    };
+    let kind = operation.clone();
     // Calls are told apart by table too, so the rate limiter's calls show up
     // separately from the data table's.
     let operation = if tables.is_empty() {
@@ -161,6 +188,13 @@ async fn forward(
     let (parts, body) = response.into_parts();
     let body = body.collect().await?.to_bytes();
     let upstream_ms = started.elapsed().as_secs_f64() * 1e3;
+    if let (Some(capture), Some(request)) = (capture, captured_request) {
+        let answer = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
+        let succeeded = parts.status.is_success();
+        capture
+            .after(&kind, request, pending, &answer, succeeded)
+            .await?;
+    }
     let mut tally = tally.lock().expect("tally lock");
     let entry = tally.entry(operation).or_default();
     entry.calls += 1;

@@ -3,6 +3,7 @@
 //! Every knob has a default that works for `make run`, so a function only needs
 //! `TABLE_NAME` and `RATE_LIMIT_TABLE_NAME` in production (set by `template.yaml`).
 
+use crate::db::shards::{Shards, MAX_SHARDS};
 use chrono::{DateTime, Utc};
 use std::time::Duration;
 
@@ -19,6 +20,10 @@ pub struct Config {
     pub deprecated_at: DateTime<Utc>,
     /// Rate limiting and API keys.
     pub limits: LimitsConfig,
+    /// How many partitions each kind's lists are spread over
+    /// (`PET_LIST_SHARDS`, `ORDER_LIST_SHARDS`, `CATEGORY_LIST_SHARDS`; see
+    /// [`crate::db::shards`]). Raise them freely; lowering one needs a backfill.
+    pub shards: Shards,
 }
 
 /// The rate limiter's thresholds; small values make the ban testable.
@@ -93,7 +98,23 @@ impl Config {
                 })
             }
         };
+        let defaults = Shards::default();
+        let shards = |name: &'static str, default: u16| {
+            let count = number(name, u64::from(default))?;
+            u16::try_from(count)
+                .ok()
+                .filter(|c| (1..=MAX_SHARDS).contains(c))
+                .ok_or_else(|| ConfigError {
+                    name,
+                    reason: format!("a shard count is 1 to {MAX_SHARDS}, got {count}"),
+                })
+        };
         Ok(Config {
+            shards: Shards {
+                pets: shards("PET_LIST_SHARDS", defaults.pets)?,
+                orders: shards("ORDER_LIST_SHARDS", defaults.orders)?,
+                categories: shards("CATEGORY_LIST_SHARDS", defaults.categories)?,
+            },
             table_name: text("TABLE_NAME", "petstore"),
             rate_limit_table_name: text("RATE_LIMIT_TABLE_NAME", "petstore-ratelimits"),
             sunset_at: instant("SUNSET_AT", DEFAULT_SUNSET_AT)?,
@@ -123,6 +144,7 @@ mod tests {
         assert_eq!(config.limits.ban_threshold, 30);
         assert_eq!(config.limits.ban_base, Duration::from_secs(900));
         assert!(!config.limits.fail_open);
+        assert_eq!(config.shards, Shards::default());
         Ok(())
     }
 
@@ -134,5 +156,10 @@ mod tests {
         let err =
             Config::from_lookup(|n| (n == "BAN_THRESHOLD").then(|| "-1".to_string())).unwrap_err();
         assert!(err.to_string().contains("BAN_THRESHOLD"));
+        for bad in ["0", "257", "many"] {
+            let err = Config::from_lookup(|n| (n == "ORDER_LIST_SHARDS").then(|| bad.to_string()))
+                .unwrap_err();
+            assert!(err.to_string().contains("ORDER_LIST_SHARDS"), "{bad}");
+        }
     }
 }

@@ -71,7 +71,7 @@ impl App {
             config.limits.clone(),
             clock,
         );
-        let db = Db::new(client, config.table_name.clone());
+        let db = Db::new(client, config.table_name.clone()).with_shards(config.shards);
         App {
             inner: Arc::new(AppInner {
                 config,

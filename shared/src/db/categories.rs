@@ -2,6 +2,7 @@
 
 use super::expr::Expr;
 use super::query::{IndexQuery, Projection};
+use super::shards::Kind;
 use super::write::{Check, OnFailure, Step, Write};
 use super::{from_item, n, new_id, s, to_item, Db, DbError, Item, Page};
 use crate::records::{Category, Id, Name, NewCategory};
@@ -12,6 +13,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 const SK: &str = "CATEGORY";
+/// GSI1's list of every category; sharded.
+const ALL: &str = "CATEGORY";
 const NAME_SK: &str = "CATEGORYNAME";
 
 pub(crate) fn key(id: Id) -> Item {
@@ -49,7 +52,7 @@ struct CategoryItem<'a> {
     #[serde(rename = "SK")]
     sk: &'static str,
     #[serde(rename = "GSI1PK")]
-    gsi1: &'static str,
+    gsi1: String,
     #[serde(flatten)]
     category: &'a Category,
     #[serde(rename = "petCount")]
@@ -116,7 +119,7 @@ impl Db {
             let item = to_item(&CategoryItem {
                 pk: format!("CATEGORY#{}", category.id),
                 sk: SK,
-                gsi1: "CATEGORY",
+                gsi1: self.shards.key(Kind::Category, ALL, category.id.get()),
                 category: &category,
                 pet_count: 0,
             })?;
@@ -154,7 +157,8 @@ impl Db {
     ) -> Result<Page<Category>, DbError> {
         let query = IndexQuery {
             index: "GSI1",
-            partition: "CATEGORY".into(),
+            partition: ALL.into(),
+            sharded: Some(Kind::Category),
             descending: false,
             filter: None,
             projection: Projection {

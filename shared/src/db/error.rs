@@ -54,6 +54,8 @@ pub(crate) fn is_throttling(code: Option<&str>) -> bool {
         Some(
             "ThrottlingException"
                 | "ProvisionedThroughputExceededException"
+                // A transaction's cancellation reason for a hot partition.
+                | "ProvisionedThroughputExceeded"
                 | "RequestLimitExceeded"
                 | "ThrottlingError"
                 | "InternalServerError"
@@ -99,6 +101,8 @@ mod tests {
             "ProvisionedThroughputExceededException"
         )));
         assert!(is_throttling(Some("ThrottlingException")));
+        assert!(is_throttling(Some("ProvisionedThroughputExceeded")));
+        assert!(is_throttling(Some("ThrottlingError")));
         assert!(!is_throttling(Some("ValidationException")));
         assert!(!is_throttling(None));
     }

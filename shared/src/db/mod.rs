@@ -8,18 +8,26 @@
 //!
 //! | record | PK | SK | GSI1PK | GSI2PK | GSI3PK | GSI4PK |
 //! |---|---|---|---|---|---|---|
-//! | pet (+ its stock) | `PET#<id>` | `PET` | `PET` | `PET#STATUS#<status>` | `PET#CATEGORY#<categoryId>` | |
-//! | category | `CATEGORY#<id>` | `CATEGORY` | `CATEGORY` | | | |
+//! | pet (+ its stock) | `PET#<id>` | `PET` | `PET#<s>` | `PET#STATUS#<status>#<s>` | `PET#CATEGORY#<categoryId>` | |
+//! | category | `CATEGORY#<id>` | `CATEGORY` | `CATEGORY#<s>` | | | |
 //! | category name guard | `CATEGORYNAME#<lowercased name>` | `CATEGORYNAME` | | | | |
-//! | order (+ `ownerId`) | `ORDER#<id>` | `ORDER` | `ORDER` | `ORDER#COMPLETE#<bool>` | `ORDER#PET#<petId>` | `ORDER#OWNER#<keyId>` |
+//! | order (+ `ownerId`) | `ORDER#<id>` | `ORDER` | `ORDER#<s>` | `ORDER#COMPLETE#<bool>#<s>` | `ORDER#PET#<petId>` | `ORDER#OWNER#<keyId>` |
 //! | API key | `APIKEY#<sha256 hex of the key>` | `APIKEY` | `APIKEY` | | | |
+//!
+//! `<s>` is the record's shard: a fixed hash of its id modulo its kind's shard
+//! count (configuration; pets 4, orders 32, categories 1 by default), so
+//! the lists of all of a kind, and by status, are spread over that many
+//! partitions and a page merges them ([`shards`]). API keys stay one
+//! partition: only the admin tool writes them.
 //!
 //! Access patterns: get/put/delete by id on the table; list all of a kind on
 //! GSI1; pets by status and orders by completion on GSI2; pets by category and
 //! orders by pet on GSI3 (with the other filter, when both are given, as a
 //! filter expression on that query); a customer's own orders on GSI4 (its
 //! `petId`/`complete` filters as a filter expression on its own partition); an
-//! API key by the hash of the key sent (see [`crate::ratelimit::keys`]).
+//! API key by the hash of the key sent (see [`crate::ratelimit::keys`]); the
+//! inventory list as a page of pet ids from GSI1 or GSI2, then one batch read
+//! of their stock from the table ([`inventory`]).
 //! Nothing on a request path scans. Rate-limit counters live in a table of
 //! their own ([`crate::ratelimit::counter`]).
 //!
@@ -28,6 +36,21 @@
 //! deleting the pet removes its inventory entry. A category keeps `petCount`,
 //! so "in use" is a condition, not a query.
 //!
+//! # Partitions
+//!
+//! DynamoDB gives one partition key at most 1,000 write and 3,000 read units
+//! a second, and an index partition that falls behind throttles the table's
+//! writes. So no partition key takes a growing share of the writes: what
+//! changes on every order (`stock`, `openOrders`) is in no index
+//! ([`tables::INDEXES`]), so an order writes its pet's item and its own
+//! item and index entries only; the lists every order is in are sharded; a
+//! customer's orders are that customer's partition; and a pet's own item
+//! takes twice the units of its orders' GSI3 partition, so it is the first
+//! to reach a limit when one pet sells fast (a flash sale: about 500 orders a
+//! second, past which the answer is 503 with `Retry-After`). An index keyed
+//! by category takes a write only when a pet is created, changed or moves
+//! status. A page of a sharded list costs one query per shard.
+
 //! # Concurrency
 //!
 //! Every change goes one way (`write.rs`): read, plan with [`crate::rules`],
@@ -41,6 +64,7 @@
 //! DynamoDB left undone) after a jittered, growing pause, and after eight
 //! attempts the answer is [`DbError::Contended`].
 
+mod batch;
 pub mod categories;
 mod error;
 mod expr;
@@ -50,6 +74,7 @@ mod item;
 pub mod orders;
 pub mod pets;
 pub mod query;
+pub mod shards;
 pub mod tables;
 mod write;
 
@@ -60,6 +85,7 @@ pub use error::{BoxError, DbError};
 pub use ids::new_id;
 pub use item::Item;
 pub use query::{Cursor, Page};
+pub use shards::Shards;
 pub use write::{Check, OnFailure, Write, Written};
 pub(crate) use write::{Pause, Retry};
 
@@ -71,14 +97,22 @@ pub(crate) use item::{from_item, n, s, to_item};
 pub struct Db {
     client: Client,
     table: String,
+    shards: Shards,
 }
 
 impl Db {
+    /// The table `table`, its lists sharded as [`Shards::default`].
     pub fn new(client: Client, table: impl Into<String>) -> Db {
         Db {
             client,
             table: table.into(),
+            shards: Shards::default(),
         }
+    }
+
+    /// This table with its lists sharded as `shards` (see [`shards`]).
+    pub fn with_shards(self, shards: Shards) -> Db {
+        Db { shards, ..self }
     }
 
     pub fn client(&self) -> &Client {

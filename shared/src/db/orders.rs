@@ -14,6 +14,7 @@
 use super::expr::Expr;
 use super::pets::StoredPet;
 use super::query::{Filter, IndexQuery, Projection};
+use super::shards::Kind;
 use super::write::{Check, OnFailure, Step, Write};
 use super::{from_item, n, new_id, s, to_item, Db, DbError, Item, Page};
 use crate::records::{Id, NewOrder, Order, OrderPatch, OrderScope};
@@ -32,7 +33,11 @@ fn key(id: Id) -> Item {
     ])
 }
 
-fn completion_partition(complete: bool) -> String {
+/// GSI1's list of every order; sharded.
+const ALL: &str = "ORDER";
+
+/// GSI2's list of the orders complete or not; sharded.
+fn completion_list(complete: bool) -> String {
     format!("ORDER#COMPLETE#{complete}")
 }
 
@@ -55,7 +60,7 @@ struct OrderItem<'a> {
     #[serde(rename = "SK")]
     sk: &'static str,
     #[serde(rename = "GSI1PK")]
-    gsi1: &'static str,
+    gsi1: String,
     #[serde(rename = "GSI2PK")]
     gsi2: String,
     #[serde(rename = "GSI3PK")]
@@ -96,22 +101,28 @@ impl OrderFilter {
     /// The GSI query for this filter within `scope`: a customer's orders are
     /// its own partition of GSI4, filtered there; staff lists run on the
     /// partition of the first filter, with the other as a filter expression.
+    ///
+    /// Every order's lists and the open ones are sharded. A customer's are
+    /// spread by customer already, and a pet's orders stay one partition:
+    /// each of them also writes the pet's own item, twice the units, so the
+    /// item reaches DynamoDB's limit first (see `README.md`, "Flash sale").
     fn query(&self, scope: OrderScope) -> IndexQuery<'static> {
-        let (index, partition, filter) = match (scope, self.pet_id, self.complete) {
+        let (index, partition, sharded, filter) = match (scope, self.pet_id, self.complete) {
             (OrderScope::OwnedBy(owner), pet, complete) => {
-                ("GSI4", owner_partition(owner), filter(pet, complete))
+                ("GSI4", owner_partition(owner), None, filter(pet, complete))
             }
             (OrderScope::All, Some(pet), complete) => {
-                ("GSI3", pet_partition(pet), filter(None, complete))
+                ("GSI3", pet_partition(pet), None, filter(None, complete))
             }
             (OrderScope::All, None, Some(complete)) => {
-                ("GSI2", completion_partition(complete), None)
+                ("GSI2", completion_list(complete), Some(Kind::Order), None)
             }
-            (OrderScope::All, None, None) => ("GSI1", "ORDER".to_string(), None),
+            (OrderScope::All, None, None) => ("GSI1", ALL.to_string(), Some(Kind::Order), None),
         };
         IndexQuery {
             index,
             partition,
+            sharded,
             descending: true,
             filter,
             projection: ORDER_FIELDS,
@@ -182,8 +193,10 @@ impl Db {
             let item = to_item(&OrderItem {
                 pk: format!("ORDER#{}", order.id),
                 sk: SK,
-                gsi1: "ORDER",
-                gsi2: completion_partition(false),
+                gsi1: self.shards.key(Kind::Order, ALL, order.id.get()),
+                gsi2: self
+                    .shards
+                    .key(Kind::Order, &completion_list(false), order.id.get()),
                 gsi3: pet_partition(order.pet_id),
                 gsi4: owner_partition(owner),
                 owner_id: owner,
@@ -280,9 +293,12 @@ impl Db {
             expr = expr.set("shipDate", timestamp(ship_date));
         }
         if order.complete {
+            let list = self
+                .shards
+                .key(Kind::Order, &completion_list(true), order.id.get());
             expr = expr
                 .set("complete", AttributeValue::Bool(true))
-                .set("GSI2PK", s(completion_partition(true)));
+                .set("GSI2PK", s(list));
         }
         expr.update(self.table(), key(order.id))
     }

@@ -2,11 +2,12 @@
 
 use super::expr::Expr;
 use super::query::{IndexQuery, Projection};
-use super::write::{Check, OnFailure, Pause, Retry, Step, Write};
-use super::{classify, from_item, n, new_id, s, to_item, Db, DbError, Item, Page};
+use super::shards::{Kind, Shards};
+use super::write::{Check, OnFailure, Step, Write};
+use super::{from_item, n, new_id, s, to_item, Db, DbError, Item, Page};
 use crate::records::{Id, NewPet, Pet, PetStatus};
 use crate::rules::{self, Guard, StockMove, StockPlan, StockState};
-use aws_sdk_dynamodb::types::{KeysAndAttributes, TransactWriteItem};
+use aws_sdk_dynamodb::types::TransactWriteItem;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -39,7 +40,7 @@ struct PetItem<'a> {
     #[serde(rename = "SK")]
     sk: &'static str,
     #[serde(rename = "GSI1PK")]
-    gsi1: &'static str,
+    gsi1: String,
     #[serde(rename = "GSI2PK")]
     gsi2: String,
     #[serde(rename = "GSI3PK")]
@@ -64,7 +65,11 @@ pub(crate) fn key(id: Id) -> Item {
     HashMap::from([("PK".to_string(), s(pk(id))), ("SK".to_string(), s(SK))])
 }
 
-pub(crate) fn status_partition(status: PetStatus) -> String {
+/// GSI1's list of every pet; sharded.
+const ALL: &str = "PET";
+
+/// GSI2's list of the pets with `status`; sharded.
+fn status_list(status: PetStatus) -> String {
     format!("PET#STATUS#{status}")
 }
 
@@ -81,11 +86,15 @@ pub struct PetFilter {
 
 impl PetFilter {
     /// The GSI query for this filter, reading the attributes in `projection`.
+    ///
+    /// Pets by category stay one partition each: no order writes there
+    /// (stock is in no index), and a page of them costs one query.
     pub(crate) fn query<'a>(&self, projection: Projection) -> IndexQuery<'a> {
-        let (index, partition, filter) = match (self.category_id, self.status) {
+        let (index, partition, sharded, filter) = match (self.category_id, self.status) {
             (Some(category), status) => (
                 "GSI3",
                 category_partition(category),
+                None,
                 status.map(|status| {
                     (
                         "#status = :status",
@@ -94,12 +103,13 @@ impl PetFilter {
                     )
                 }),
             ),
-            (None, Some(status)) => ("GSI2", status_partition(status), None),
-            (None, None) => ("GSI1", "PET".to_string(), None),
+            (None, Some(status)) => ("GSI2", status_list(status), Some(Kind::Pet), None),
+            (None, None) => ("GSI1", ALL.to_string(), Some(Kind::Pet), None),
         };
         IndexQuery {
             index,
             partition,
+            sharded,
             descending: false,
             filter,
             projection,
@@ -111,10 +121,11 @@ pub(crate) fn pet_from(item: Item) -> Result<StoredPet, DbError> {
     from_item(item)
 }
 
-/// Moves a pet to `status`, keeping its status index in step.
-fn with_status(expr: Expr, status: PetStatus) -> Expr {
+/// Moves pet `id` to `status`, keeping its status index in step.
+fn with_status(expr: Expr, shards: &Shards, id: Id, status: PetStatus) -> Expr {
+    let list = shards.key(Kind::Pet, &status_list(status), id.get());
     expr.set("status", s(status.as_str()))
-        .set("GSI2PK", s(status_partition(status)))
+        .set("GSI2PK", s(list))
 }
 
 /// The conditions of a pet's writes.
@@ -141,11 +152,12 @@ impl Check for PetCheck {
 
 impl Db {
     fn pet_put(&self, pet: &StoredPet) -> Result<TransactWriteItem, DbError> {
+        let id = pet.pet.id.get();
         let item = to_item(&PetItem {
             pk: pk(pet.pet.id),
             sk: SK,
-            gsi1: "PET",
-            gsi2: status_partition(pet.pet.status),
+            gsi1: self.shards.key(Kind::Pet, ALL, id),
+            gsi2: self.shards.key(Kind::Pet, &status_list(pet.pet.status), id),
             gsi3: category_partition(pet.pet.category_id),
             pet,
         })?;
@@ -171,7 +183,7 @@ impl Db {
             expr = expr.adjust("openOrders", i64::from(change.open_orders));
         }
         if let Some(status) = change.status {
-            expr = with_status(expr, status);
+            expr = with_status(expr, &self.shards, pet, status);
         }
         expr.update(&self.table, key(pet))
     }
@@ -219,41 +231,11 @@ impl Db {
         let mut unique: Vec<Id> = ids.to_vec();
         unique.sort_unstable();
         unique.dedup();
+        let keys = unique.iter().map(|id| key(*id)).collect();
         let mut found: HashMap<Id, Pet> = HashMap::with_capacity(unique.len());
-        for chunk in unique.chunks(100) {
-            let keys = chunk.iter().map(|id| key(*id)).collect::<Vec<_>>();
-            let mut pending = Some(
-                KeysAndAttributes::builder()
-                    .set_keys(Some(keys))
-                    .build()
-                    .map_err(DbError::internal)?,
-            );
-            // Keys DynamoDB left unprocessed are asked again, as any write is.
-            let mut retry = Retry::new("batch get pets");
-            while let Some(request) = pending.take() {
-                let out = self
-                    .client
-                    .batch_get_item()
-                    .request_items(&self.table, request)
-                    .send()
-                    .await
-                    .map_err(classify)?;
-                for item in out
-                    .responses
-                    .and_then(|mut r| r.remove(&self.table))
-                    .unwrap_or_default()
-                {
-                    let pet = pet_from(item)?.pet;
-                    found.insert(pet.id, pet);
-                }
-                pending = out
-                    .unprocessed_keys
-                    .and_then(|mut u| u.remove(&self.table))
-                    .filter(|k| !k.keys().is_empty());
-                if pending.is_some() {
-                    retry.again(Pause::Backoff).await?;
-                }
-            }
+        for item in self.batch_get("batch get pets", keys, None).await? {
+            let pet = pet_from(item)?.pet;
+            found.insert(pet.id, pet);
         }
         Ok(ids.iter().filter_map(|id| found.get(id).cloned()).collect())
     }
@@ -300,7 +282,7 @@ impl Db {
                 .when(&Guard::CategoryIs(old))
                 .set("name", s(updated.name.as_str()))
                 .set("categoryId", n(new));
-            let update = with_status(expr, updated.status)
+            let update = with_status(expr, &self.shards, id, updated.status)
                 .set("GSI3PK", s(category_partition(new)))
                 .update(&self.table, key(id))?;
             let mut write = Write::new().checked(PetCheck::AsPlanned, update);

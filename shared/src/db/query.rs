@@ -1,5 +1,7 @@
-//! Paged queries on the GSIs, and the opaque cursor that continues them.
+//! Paged queries on the GSIs, one partition or merged shards, and the opaque
+//! cursor that continues them.
 
+use super::shards::{merge, Kind};
 use super::{classify, n, s, Db, DbError, Item};
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
@@ -80,10 +82,14 @@ pub(crate) type Filter<'a> = (
     HashMap<String, AttributeValue>,
 );
 
-/// A query on one GSI partition, in id order.
+/// A query on one GSI list, in id order: one partition, or every shard of a
+/// sharded one (see [`shards`](super::shards)).
 pub(crate) struct IndexQuery<'a> {
     pub index: &'static str,
+    /// The list's partition key; a sharded list's partitions add `#<shard>`.
     pub partition: String,
+    /// The kind whose shard count spreads the list; `None`: one partition.
+    pub sharded: Option<Kind>,
     /// Newest (highest id) first.
     pub descending: bool,
     /// An extra filter, for the second of two list filters.
@@ -96,15 +102,38 @@ pub(crate) struct IndexQuery<'a> {
 impl Db {
     /// Reads up to `limit` items after `after`, and whether more exist.
     ///
-    /// A filter expression applies after DynamoDB's own limit, so a filtered
-    /// query may need several round trips to fill a page; it stops as soon as
-    /// it holds one item more than asked, which proves a next page exists.
+    /// A sharded list queries each shard at once for `limit + 1` items and
+    /// merges them by id: N shards cost N queries a page, concurrently.
     pub(crate) async fn query_page(
         &self,
         query: IndexQuery<'_>,
         limit: usize,
         after: Option<u64>,
     ) -> Result<Page<Item>, DbError> {
+        let partitions = match query.sharded {
+            Some(kind) => self.shards.keys(kind, &query.partition),
+            None => vec![query.partition.clone()],
+        };
+        let query = &query;
+        let reads = partitions
+            .iter()
+            .map(|partition| self.query_partition(query, partition, limit + 1, after));
+        let found = futures::future::try_join_all(reads).await?;
+        merge(found, limit, query.descending)
+    }
+
+    /// Reads up to `wanted` items of one partition after `after`, in order.
+    ///
+    /// A filter expression applies after DynamoDB's own limit, so a filtered
+    /// query may need several round trips; it stops as soon as it holds
+    /// `wanted` items (one more than a page, which proves a next page exists).
+    async fn query_partition(
+        &self,
+        query: &IndexQuery<'_>,
+        partition: &str,
+        wanted: usize,
+        after: Option<u64>,
+    ) -> Result<Vec<Item>, DbError> {
         let pk_attr = format!("{}PK", query.index);
         let mut key_condition = "#pk = :pk".to_string();
         if after.is_some() {
@@ -114,7 +143,7 @@ impl Db {
                 " AND id > :after"
             });
         }
-        let mut items: Vec<Item> = Vec::with_capacity(limit + 1);
+        let mut items: Vec<Item> = Vec::with_capacity(wanted);
         let mut start: Option<HashMap<String, AttributeValue>> = None;
         loop {
             let mut request = self
@@ -124,9 +153,9 @@ impl Db {
                 .index_name(query.index)
                 .key_condition_expression(&key_condition)
                 .expression_attribute_names("#pk", &pk_attr)
-                .expression_attribute_values(":pk", s(query.partition.clone()))
+                .expression_attribute_values(":pk", s(partition))
                 .scan_index_forward(!query.descending)
-                .limit((limit + 1 - items.len()) as i32)
+                .limit((wanted - items.len()) as i32)
                 .set_exclusive_start_key(start.take());
             if let Some(after) = after {
                 request = request.expression_attribute_values(":after", n(after));
@@ -147,20 +176,11 @@ impl Db {
             let out = request.send().await.map_err(classify)?;
             items.extend(out.items.unwrap_or_default());
             match out.last_evaluated_key {
-                Some(key) if items.len() <= limit => start = Some(key),
+                Some(key) if items.len() < wanted => start = Some(key),
                 _ => break,
             }
         }
-        let next_after = if items.len() > limit {
-            items.truncate(limit);
-            items.last().and_then(|item| match item.get("id") {
-                Some(AttributeValue::N(id)) => id.parse().ok(),
-                _ => None,
-            })
-        } else {
-            None
-        };
-        Ok(Page { items, next_after })
+        Ok(items)
     }
 }
 

@@ -1,0 +1,338 @@
+//! Sharded lists (`shared/src/db/shards.rs`): with several shards each
+//! holding more than a page, every list, with every filter, pages through
+//! its records in order with no gap and no repeat; and raising a shard count
+//! over stored records loses none of them.
+
+use crate::helpers::TestApp;
+use aws_sdk_dynamodb::types::{AttributeValue, Select};
+use petstore::db::shards::shard_of;
+use serde_json::json;
+use std::collections::BTreeMap;
+
+/// The page size every list is read with here.
+const LIMIT: usize = 3;
+const PET_SHARDS: u16 = 5;
+const ORDER_SHARDS: u16 = 6;
+const CATEGORY_SHARDS: u16 = 3;
+const STATUSES: [&str; 3] = ["available", "pending", "sold"];
+
+/// Small shard counts, so a modest store fills every shard past a page.
+fn small_shards(name: &str) -> Option<String> {
+    match name {
+        "PET_LIST_SHARDS" => Some(PET_SHARDS.to_string()),
+        "ORDER_LIST_SHARDS" => Some(ORDER_SHARDS.to_string()),
+        "CATEGORY_LIST_SHARDS" => Some(CATEGORY_SHARDS.to_string()),
+        _ => None,
+    }
+}
+
+/// Follows the next links from `path`: every record's `field`, in the order
+/// served. Every page but the last is full.
+async fn page_through(app: &TestApp, path: &str, field: &str) -> Vec<u64> {
+    let (mut seen, mut next, mut pages) = (Vec::new(), Some(path.to_string()), 0);
+    while let Some(url) = next {
+        let page = app.get(&url).await;
+        page.assert_status(200);
+        let ids: Vec<u64> = page
+            .json()
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|record| record[field].as_u64())
+            .collect();
+        next = page.next_page();
+        let full = if next.is_some() { LIMIT } else { ids.len() };
+        assert!(ids.len() <= LIMIT && ids.len() == full, "{url}: {ids:?}");
+        seen.extend(ids);
+        pages += 1;
+        assert!(pages <= 500, "paging {path} must end");
+    }
+    seen
+}
+
+/// Paging `path` sees exactly `expected`, in id order (newest first when
+/// `newest_first`): no gap, no repeat.
+async fn assert_lists(
+    app: &TestApp,
+    path: &str,
+    field: &str,
+    expected: &[u64],
+    newest_first: bool,
+) {
+    let mut expected = expected.to_vec();
+    expected.sort_unstable();
+    if newest_first {
+        expected.reverse();
+    }
+    let separator = if path.contains('?') { '&' } else { '?' };
+    let first = format!("{path}{separator}limit={LIMIT}");
+    assert_eq!(page_through(app, &first, field).await, expected, "{path}");
+}
+
+/// How many index entries each shard of `list` holds, read from the index.
+async fn shard_sizes(app: &TestApp, index: &str, list: &str, shards: u16) -> Vec<i32> {
+    let db = &app.app.db;
+    let mut sizes = Vec::new();
+    for shard in 0..shards {
+        let out = db
+            .client()
+            .query()
+            .table_name(db.table())
+            .index_name(index)
+            .key_condition_expression("#pk = :pk")
+            .expression_attribute_names("#pk", format!("{index}PK"))
+            .expression_attribute_values(":pk", AttributeValue::S(format!("{list}#{shard}")))
+            .select(Select::Count)
+            .send()
+            .await
+            .expect("the index answers");
+        sizes.push(out.count);
+    }
+    sizes
+}
+
+/// Whether every one of `shards` shards holds more than a page of `ids`.
+fn every_shard_past_a_page<'a>(ids: impl Iterator<Item = &'a u64>, shards: u16) -> bool {
+    let mut sizes = vec![0usize; usize::from(shards)];
+    for id in ids {
+        sizes[usize::from(shard_of(*id, shards))] += 1;
+    }
+    sizes.iter().all(|size| *size > LIMIT)
+}
+
+/// What the test store holds, to say what each list must show.
+#[derive(Default)]
+struct Store {
+    categories: Vec<u64>,
+    /// Pet id → (status, category).
+    pets: BTreeMap<u64, (&'static str, u64)>,
+    /// Order id → (pet, complete, customer).
+    orders: BTreeMap<u64, (u64, bool, usize)>,
+}
+
+impl Store {
+    fn pets_where(&self, keep: impl Fn(&str, u64) -> bool) -> Vec<u64> {
+        let pets = self.pets.iter();
+        pets.filter(|(_, (s, c))| keep(s, *c))
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    fn orders_where(&self, keep: impl Fn(u64, bool, usize) -> bool) -> Vec<u64> {
+        let orders = self.orders.iter();
+        orders
+            .filter(|(_, (p, c, o))| keep(*p, *c, *o))
+            .map(|(id, _)| *id)
+            .collect()
+    }
+}
+
+/// Categories until each of their shards holds more than a page.
+async fn fill_categories(app: &TestApp, store: &mut Store) {
+    while !every_shard_past_a_page(store.categories.iter(), CATEGORY_SHARDS) {
+        let name = format!("Kind {}", store.categories.len());
+        store.categories.push(app.create_category(&name).await);
+        assert!(store.categories.len() < 200, "categories fill their shards");
+    }
+}
+
+/// Pets of every status in two categories, until each status's every shard
+/// holds more than a page; and three stocked pets to order.
+async fn fill_pets(app: &TestApp, store: &mut Store) -> Vec<u64> {
+    let (a, b) = (store.categories[0], store.categories[1]);
+    let mut made = 0;
+    while !STATUSES.iter().all(|status| {
+        let ids = store.pets_where(|s, _| s == *status);
+        every_shard_past_a_page(ids.iter(), PET_SHARDS)
+    }) {
+        let (status, category) = (STATUSES[made % 3], [a, b][made / 3 % 2]);
+        let id = app
+            .create_pet(&format!("Pet {made}"), category, status)
+            .await;
+        store.pets.insert(id, (status, category));
+        made += 1;
+        assert!(made < 600, "pets fill their shards");
+    }
+    let mut stocked = Vec::new();
+    for i in 0..3 {
+        let id = app
+            .create_pet(&format!("Stocked {i}"), a, "available")
+            .await;
+        let stock = json!({ "quantity": 1000 });
+        let path = format!("/store/inventory/{id}");
+        app.put(&path, stock).await.assert_status(200);
+        store.pets.insert(id, ("available", a));
+        stocked.push(id);
+    }
+    stocked
+}
+
+/// Orders of `stocked` pets by `customers`, every other one completed, until
+/// each shard of the open and of the complete orders holds more than a page.
+async fn fill_orders(app: &TestApp, customers: &[TestApp], stocked: &[u64], store: &mut Store) {
+    let filled = |store: &Store, complete: bool| {
+        let ids = store.orders_where(|_, c, _| c == complete);
+        every_shard_past_a_page(ids.iter(), ORDER_SHARDS)
+    };
+    let mut made = 0;
+    while !(filled(store, false) && filled(store, true)) {
+        let (pet, customer) = (stocked[made % 3], made % customers.len());
+        let body = json!({ "petId": pet, "quantity": 1 });
+        let placed = customers[customer].post("/store/orders", body).await;
+        placed.assert_status(201);
+        let complete = made % 2 == 1;
+        if complete {
+            let path = format!("/store/orders/{}", placed.id());
+            let done = app.patch(&path, json!({ "complete": true })).await;
+            done.assert_status(200);
+        }
+        store.orders.insert(placed.id(), (pet, complete, customer));
+        made += 1;
+        assert!(made < 800, "orders fill their shards");
+    }
+}
+
+#[tokio::test]
+async fn every_list_pages_through_many_full_shards_with_no_gap_and_no_repeat() {
+    // Given shards that each hold more than a page of every sharded list
+    let app = TestApp::spawn_with(small_shards).await;
+    let customers = [app.as_customer().await, app.as_customer().await];
+    let mut store = Store::default();
+    fill_categories(&app, &mut store).await;
+    let stocked = fill_pets(&app, &mut store).await;
+    fill_orders(&app, &customers, &stocked, &mut store).await;
+    for (index, list, shards) in [
+        ("GSI1", "CATEGORY", CATEGORY_SHARDS),
+        ("GSI1", "PET", PET_SHARDS),
+        ("GSI2", "PET#STATUS#pending", PET_SHARDS),
+        ("GSI1", "ORDER", ORDER_SHARDS),
+        ("GSI2", "ORDER#COMPLETE#false", ORDER_SHARDS),
+        ("GSI2", "ORDER#COMPLETE#true", ORDER_SHARDS),
+    ] {
+        let sizes = shard_sizes(&app, index, list, shards).await;
+        assert!(sizes.iter().all(|s| *s > LIMIT as i32), "{list}: {sizes:?}");
+    }
+
+    // When each list is paged through, with each filter, Then it shows exactly its records
+    assert_lists(&app, "/categories", "id", &store.categories, false).await;
+    let all_pets = store.pets_where(|_, _| true);
+    assert_lists(&app, "/pets", "id", &all_pets, false).await;
+    assert_lists(&app, "/store/inventory", "petId", &all_pets, false).await;
+    let a = store.categories[0];
+    assert_lists(
+        &app,
+        &format!("/pets?categoryId={a}"),
+        "id",
+        &store.pets_where(|_, c| c == a),
+        false,
+    )
+    .await;
+    for status in STATUSES {
+        let pets = store.pets_where(|s, _| s == status);
+        assert_lists(&app, &format!("/pets?status={status}"), "id", &pets, false).await;
+        let path = format!("/store/inventory?status={status}");
+        assert_lists(&app, &path, "petId", &pets, false).await;
+        let in_a = store.pets_where(|s, c| s == status && c == a);
+        let path = format!("/pets?categoryId={a}&status={status}");
+        assert_lists(&app, &path, "id", &in_a, false).await;
+    }
+
+    let all_orders = store.orders_where(|_, _, _| true);
+    assert_lists(&app, "/store/orders", "id", &all_orders, true).await;
+    let pet = stocked[1];
+    let of_pet = store.orders_where(|p, _, _| p == pet);
+    assert_lists(
+        &app,
+        &format!("/store/orders?petId={pet}"),
+        "id",
+        &of_pet,
+        true,
+    )
+    .await;
+    for complete in [false, true] {
+        let orders = store.orders_where(|_, c, _| c == complete);
+        let path = format!("/store/orders?complete={complete}");
+        assert_lists(&app, &path, "id", &orders, true).await;
+        let of_pet = store.orders_where(|p, c, _| p == pet && c == complete);
+        let path = format!("/store/orders?petId={pet}&complete={complete}");
+        assert_lists(&app, &path, "id", &of_pet, true).await;
+    }
+    for (who, customer) in customers.iter().enumerate() {
+        let mine = store.orders_where(|_, _, o| o == who);
+        assert_lists(customer, "/store/orders", "id", &mine, true).await;
+        let open = store.orders_where(|_, c, o| o == who && !c);
+        assert_lists(customer, "/store/orders?complete=false", "id", &open, true).await;
+        let of_pet = store.orders_where(|p, _, o| o == who && p == pet);
+        let path = format!("/store/orders?petId={pet}");
+        assert_lists(customer, &path, "id", &of_pet, true).await;
+    }
+}
+
+#[tokio::test]
+async fn raising_the_shard_counts_keeps_every_stored_record_in_its_lists() {
+    // Given pets and orders stored with two shards per list
+    let narrow = TestApp::spawn_with(|name| match name {
+        "PET_LIST_SHARDS" | "ORDER_LIST_SHARDS" => Some("2".into()),
+        _ => None,
+    })
+    .await;
+    let category = narrow.create_category("Dogs").await;
+    let mut pets = Vec::new();
+    let mut orders = Vec::new();
+    for i in 0..8 {
+        pets.push(
+            narrow
+                .create_pet(&format!("Old {i}"), category, "available")
+                .await,
+        );
+        orders.push(
+            narrow
+                .post("/store/orders", json!({ "petId": pets[i] }))
+                .await
+                .id(),
+        );
+    }
+
+    // When the counts are raised, and more are stored and an old order completes
+    let wide = narrow
+        .another_instance_with(|config| {
+            config.shards.pets = 7;
+            config.shards.orders = 9;
+        })
+        .await;
+    for i in 0..8 {
+        pets.push(
+            wide.create_pet(&format!("New {i}"), category, "available")
+                .await,
+        );
+    }
+    let path = format!("/store/orders/{}", orders[0]);
+    wide.patch(&path, json!({ "complete": true }))
+        .await
+        .assert_status(200);
+
+    // Then the wider lists hold every record, old and new, once
+    assert_lists(&wide, "/pets", "id", &pets, false).await;
+    // Each old pet's one unit is ordered (pending); the completed order sold
+    // the first, moving it to a status list's shard of the wider count.
+    assert_lists(&wide, "/pets?status=pending", "id", &pets[1..8], false).await;
+    assert_lists(&wide, "/pets?status=sold", "id", &pets[..1], false).await;
+    assert_lists(&wide, "/pets?status=available", "id", &pets[8..], false).await;
+    assert_lists(&wide, "/store/orders", "id", &orders, true).await;
+    assert_lists(
+        &wide,
+        "/store/orders?complete=false",
+        "id",
+        &orders[1..],
+        true,
+    )
+    .await;
+    assert_lists(
+        &wide,
+        "/store/orders?complete=true",
+        "id",
+        &orders[..1],
+        true,
+    )
+    .await;
+}
