@@ -4,13 +4,15 @@ use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
-use http::{HeaderValue, StatusCode};
+use http::StatusCode;
 use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link, JsonBody, QueryParams};
 use petstore::http::respond::{json, list_page};
 use petstore::records::{Id, InventoryUpdate, PetStatus};
 use petstore::App;
 
+/// Every answer on these routes says they are beta: the shared wrapper adds
+/// `X-API-Stability` (`petstore::http::BETA_ROUTES`).
 pub fn routes() -> Router<App> {
     Router::new()
         .route("/store/inventory", get(list_inventory))
@@ -18,15 +20,6 @@ pub fn routes() -> Router<App> {
             "/store/inventory/{petId}",
             get(get_inventory).put(set_inventory),
         )
-        .layer(axum::middleware::map_response(mark_beta))
-}
-
-/// Every inventory answer, errors included, says the operation is beta.
-async fn mark_beta(mut response: Response) -> Response {
-    response
-        .headers_mut()
-        .insert("x-api-stability", HeaderValue::from_static("beta"));
-    response
 }
 
 async fn list_inventory(State(app): State<App>, query: QueryParams) -> Result<Response, ApiError> {

@@ -17,10 +17,12 @@ pub mod request_id;
 pub mod respond;
 
 use crate::App;
+use axum::extract::{MatchedPath, Request};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use error::ApiError;
-use http::{header, HeaderName, StatusCode};
+use http::{header, HeaderName, HeaderValue, StatusCode};
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::PropagateRequestIdLayer;
 use tower_http::set_header::SetRequestHeaderLayer;
@@ -32,7 +34,8 @@ use tower_http::set_header::SetRequestHeaderLayer;
 /// - the 64 KiB body limit (its bare 413 becomes the Error record);
 /// - the router: `GET /openapi.json` added, the JSON 404 for unknown paths,
 ///   the JSON 405 (axum adds `Allow`) for unserved methods, and on every
-///   matched route the access table's check (403) before the handler.
+///   matched route `X-API-Stability` on the beta ones and the access table's
+///   check (403) before the handler.
 pub fn service(routes: Router<App>, app: App) -> Router {
     let request_id = HeaderName::from_static(admission::REQUEST_ID);
     let observing = axum::middleware::from_fn_with_state(app.clone(), observe::observe);
@@ -43,6 +46,7 @@ pub fn service(routes: Router<App>, app: App) -> Router {
         // fallback; setting our 405 fallback afterwards replaces that wrapped
         // default, so an unserved method stays 405, never 403.
         .route_layer(axum::middleware::from_fn(access::authorize))
+        .route_layer(axum::middleware::from_fn(mark_beta))
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(app.clone())
         // Each `layer` wraps everything above it: the last one is outermost.
@@ -55,6 +59,22 @@ pub fn service(routes: Router<App>, app: App) -> Router {
             request_id,
             request_id::request_id,
         ))
+}
+
+/// The routes of the beta operations (`x-beta: true` in `openapi.yaml`).
+pub const BETA_ROUTES: &[&str] = &["/store/inventory", "/store/inventory/{petId}"];
+
+/// Every answer on a beta route says so, its 403 included (so this wraps
+/// the access check).
+async fn mark_beta(matched: Option<MatchedPath>, req: Request, next: Next) -> Response {
+    let beta = matched.is_some_and(|m| BETA_ROUTES.contains(&m.as_str()));
+    let mut response = next.run(req).await;
+    if beta {
+        response
+            .headers_mut()
+            .insert("x-api-stability", HeaderValue::from_static("beta"));
+    }
+    response
 }
 
 async fn not_found() -> ApiError {
@@ -79,5 +99,27 @@ async fn payload_too_large_record(response: Response) -> Response {
         ApiError::PayloadTooLarge.into_response()
     } else {
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_beta_routes_are_the_documents_x_beta_operations() {
+        let document: serde_json::Value =
+            serde_json::from_str(openapi::OPENAPI_JSON).unwrap_or_default();
+        let paths = document["paths"].as_object().cloned().unwrap_or_default();
+        let mut documented: Vec<String> = paths
+            .iter()
+            .filter(|(_, item)| {
+                let operations = item.as_object().cloned().unwrap_or_default();
+                operations.values().any(|op| op["x-beta"] == true)
+            })
+            .map(|(path, _)| path.clone())
+            .collect();
+        documented.sort();
+        assert_eq!(documented, BETA_ROUTES);
     }
 }
