@@ -28,6 +28,11 @@ pub enum DbError {
         operation: &'static str,
         attempts: u32,
     },
+    /// Another request with the same idempotency key has made its change, or
+    /// is making it right now: its record held the write's condition, or was
+    /// in another transaction.
+    #[error("another request with this idempotency key made or is making its change")]
+    IdempotencyKeyInUse,
     /// Anything else is a bug or a misconfiguration.
     #[error("database error")]
     Internal(#[source] BoxError),

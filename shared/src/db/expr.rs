@@ -56,6 +56,16 @@ impl Expr {
         self
     }
 
+    /// Conditions the write on no item having its key, or on the one there
+    /// having expired by `now` (Unix seconds) though TTL has not deleted it.
+    pub(crate) fn absent_or_expired(mut self, now: i64) -> Expr {
+        let expires = self.name("expiresAt");
+        let now = self.value(n(now));
+        self.condition
+            .push(format!("(attribute_not_exists(PK) OR {expires} < {now})"));
+        self
+    }
+
     /// Conditions the write on `guard` holding.
     pub(crate) fn when(mut self, guard: &Guard) -> Expr {
         let condition = self.condition_of(guard);

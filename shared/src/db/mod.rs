@@ -13,6 +13,7 @@
 //! | category name guard | `CATEGORYNAME#<lowercased name>` | `CATEGORYNAME` | | | | |
 //! | order (+ `ownerId`) | `ORDER#<id>` | `ORDER` | `ORDER#<s>` | `ORDER#COMPLETE#<bool>#<s>` | `ORDER#PET#<petId>` | `ORDER#OWNER#<keyId>` |
 //! | API key | `APIKEY#<sha256 hex of the key>` | `APIKEY` | `APIKEY` | | | |
+//! | idempotency record | `IDEMPOTENCY#<keyId>#<sha256 hex of the Idempotency-Key>` | `IDEMPOTENCY` | | | | |
 //!
 //! `<s>` is the record's shard: a fixed hash of its id modulo its kind's shard
 //! count (configuration; pets 4, orders 32, categories 1 by default), so
@@ -27,7 +28,8 @@
 //! `petId`/`complete` filters as a filter expression on its own partition); an
 //! API key by the hash of the key sent (see [`crate::ratelimit::keys`]); the
 //! inventory list as a page of pet ids from GSI1 or GSI2, then one batch read
-//! of their stock from the table ([`inventory`]).
+//! of their stock from the table ([`inventory`]); an idempotency record by its
+//! key identity and key (see [`idempotency`]).
 //! Nothing on a request path scans. Rate-limit counters live in a table of
 //! their own ([`crate::ratelimit::counter`]).
 //!
@@ -62,12 +64,14 @@
 //! place (`expr.rs`). One retry policy serves every operation, batch reads
 //! included: a failed condition plans again at once, a conflict (or work
 //! DynamoDB left undone) after a jittered, growing pause, and after eight
-//! attempts the answer is [`DbError::Contended`].
+//! attempts the answer is [`DbError::Contended`]. A change sent with an
+//! `Idempotency-Key` adds its record to that same write ([`idempotency`]).
 
 mod batch;
 pub mod categories;
 mod error;
 mod expr;
+pub mod idempotency;
 mod ids;
 pub mod inventory;
 mod item;
@@ -80,6 +84,8 @@ mod write;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
+use idempotency::Recording;
+use std::sync::Arc;
 
 pub use error::{BoxError, DbError};
 pub use ids::new_id;
@@ -98,6 +104,9 @@ pub struct Db {
     client: Client,
     table: String,
     shards: Shards,
+    /// The idempotency record of the request this handle serves, written with
+    /// its change (see [`idempotency`]); `None` on the app's own handle.
+    recording: Option<Arc<Recording>>,
 }
 
 impl Db {
@@ -107,6 +116,7 @@ impl Db {
             client,
             table: table.into(),
             shards: Shards::default(),
+            recording: None,
         }
     }
 

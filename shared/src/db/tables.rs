@@ -1,10 +1,10 @@
 //! Creating the data table, for `make run` and the tests (production tables
-//! come from `template.yaml`, with the same schema).
+//! come from `template.yaml`, with the same schema and TTL attribute).
 
 use super::{classify, DbError};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType,
+    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
 };
 use aws_sdk_dynamodb::Client;
 
@@ -121,17 +121,38 @@ pub async fn create_data_table(client: &Client, table: &str) -> Result<(), DbErr
             );
     }
     match request.send().await {
-        Ok(_) => Ok(()),
+        Ok(_) => {}
         // Another process created it between our check and our create.
         Err(err)
             if err
                 .as_service_error()
                 .is_some_and(|e| e.is_resource_in_use_exception()) =>
         {
-            Ok(())
+            return Ok(())
         }
-        Err(err) => Err(classify(err)),
+        Err(err) => return Err(classify(err)),
     }
+    expire_on(client, table, TTL_ATTRIBUTE).await
+}
+
+/// The data table's TTL attribute: idempotency records expire by it.
+const TTL_ATTRIBUTE: &str = "expiresAt";
+
+/// Turns on TTL for `table` on `attribute`.
+async fn expire_on(client: &Client, table: &str, attribute: &str) -> Result<(), DbError> {
+    let ttl = TimeToLiveSpecification::builder()
+        .attribute_name(attribute)
+        .enabled(true)
+        .build()
+        .map_err(DbError::internal)?;
+    client
+        .update_time_to_live()
+        .table_name(table)
+        .time_to_live_specification(ttl)
+        .send()
+        .await
+        .map_err(classify)?;
+    Ok(())
 }
 
 /// Whether `table` exists.

@@ -7,6 +7,13 @@
 //! condition, a [`Check`] that says what its failure means (plan again from a
 //! fresh read, or a particular error). [`Retry`] is the one retry policy of
 //! every operation, batch reads included.
+//!
+//! When the request sent an `Idempotency-Key`, its [`Db`] handle carries a
+//! [`Recording`](super::idempotency::Recording): [`Db::run`] adds the record
+//! of the plan's answer to every write it sends, as one more item after the
+//! plan's own (whose conditions stay as they are). A failed condition on
+//! that item, or a conflict on it, means another request with the key made
+//! or is making its change: [`DbError::IdempotencyKeyInUse`], never a replan.
 
 use super::error::is_throttling;
 use super::{classify, Db, DbError};
@@ -15,6 +22,8 @@ use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
+use chrono::Utc;
+use serde::Serialize;
 use std::fmt::Debug;
 use std::future::Future;
 use std::time::Duration;
@@ -38,15 +47,28 @@ pub enum OnFailure {
 }
 
 /// One write: a lone item, or the items of one transaction, each with the
-/// name of its condition (`None` for an item written unconditionally).
+/// name of its condition (`None` for an item written unconditionally), and
+/// the request's idempotency record, if it has one.
 #[derive(Debug)]
 pub struct Write<C> {
     items: Vec<(Option<C>, TransactWriteItem)>,
+    /// Boxed: most writes have none, and an item is large.
+    record: Option<Box<TransactWriteItem>>,
 }
 
 impl<C: Check> Write<C> {
     pub(crate) fn new() -> Write<C> {
-        Write { items: Vec::new() }
+        Write {
+            items: Vec::new(),
+            record: None,
+        }
+    }
+
+    /// Adds the idempotency record of the change: it goes last, and makes
+    /// even a lone update a transaction.
+    pub(crate) fn recording(mut self, record: TransactWriteItem) -> Write<C> {
+        self.record = Some(Box::new(record));
+        self
     }
 
     /// Adds an item whose condition is named `check`.
@@ -139,6 +161,7 @@ impl Db {
         plan: F,
     ) -> Result<T, DbError>
     where
+        T: Serialize,
         C: Check,
         F: Fn() -> Fut,
         Fut: Future<Output = Result<Step<T, C>, DbError>>,
@@ -148,6 +171,12 @@ impl Db {
             let (write, answer) = match plan().await? {
                 Step::Answer(answer) => return Ok(answer),
                 Step::Write(write, answer) => (write, answer),
+            };
+            let write = match &self.recording {
+                Some(recording) => {
+                    write.recording(recording.put(self.table(), &answer, Utc::now())?)
+                }
+                None => write,
             };
             let pause = match self.write(write).await? {
                 Written::Done => return Ok(answer),
@@ -169,16 +198,19 @@ impl Db {
     pub async fn write<C: Check>(&self, write: Write<C>) -> Result<Written<C>, DbError> {
         let (checks, mut items): (Vec<Option<C>>, Vec<TransactWriteItem>) =
             write.items.into_iter().unzip();
+        let record_at = write.record.is_some().then_some(items.len());
+        items.extend(write.record.map(|record| *record));
         let failed = match items.as_mut_slice() {
             [lone] if lone.update.is_some() => {
                 let update = lone.update.take();
                 self.conditional_update(update).await?
             }
-            _ => self.transact(items).await?,
+            _ => self.transact(items, record_at).await?,
         };
         match failed {
             Sent::Done => Ok(Written::Done),
             Sent::Conflict => Ok(Written::Conflict),
+            Sent::RecordTaken => Err(DbError::IdempotencyKeyInUse),
             Sent::ConditionFailed(index) => match checks.get(index).copied().flatten() {
                 Some(check) => Ok(Written::Failed(check)),
                 None => Err(DbError::internal(format!(
@@ -188,7 +220,13 @@ impl Db {
         }
     }
 
-    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<Sent, DbError> {
+    /// Sends a transaction; `record_at` is the position of the idempotency
+    /// record, whose failure outranks any other item's.
+    async fn transact(
+        &self,
+        items: Vec<TransactWriteItem>,
+        record_at: Option<usize>,
+    ) -> Result<Sent, DbError> {
         let result = self
             .client
             .transact_write_items()
@@ -203,6 +241,15 @@ impl Db {
         match service {
             TransactWriteItemsError::TransactionCanceledException(cancelled) => {
                 let reasons = cancelled.cancellation_reasons();
+                let record = record_at.and_then(|at| reasons.get(at));
+                if record.is_some_and(|r| {
+                    matches!(
+                        r.code(),
+                        Some("ConditionalCheckFailed" | "TransactionConflict")
+                    )
+                }) {
+                    return Ok(Sent::RecordTaken);
+                }
                 if let Some(index) = reasons
                     .iter()
                     .position(|r| r.code() == Some("ConditionalCheckFailed"))
@@ -272,6 +319,9 @@ enum Sent {
     Done,
     ConditionFailed(usize),
     Conflict,
+    /// The idempotency record's condition failed, or another transaction
+    /// held it.
+    RecordTaken,
 }
 
 #[cfg(test)]

@@ -44,6 +44,12 @@ pub enum ApiError {
     Banned { retry_after: u64 },
     #[error("the service is temporarily unavailable; retry after {retry_after} seconds")]
     Unavailable { retry_after: u64 },
+    #[error(
+        "this Idempotency-Key was sent with a different request; a new request needs a new key"
+    )]
+    IdempotencyKeyReused,
+    #[error("a request with this Idempotency-Key is still in progress; retry after {retry_after} seconds")]
+    IdempotencyKeyInUse { retry_after: u64 },
     /// A bug. The cause is logged, never sent.
     #[error("internal error")]
     Internal(#[source] BoxError),
@@ -75,8 +81,10 @@ impl ApiError {
             ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::Conflict(_) => StatusCode::CONFLICT,
-            ApiError::UnknownReference(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Conflict(_) | ApiError::IdempotencyKeyInUse { .. } => StatusCode::CONFLICT,
+            ApiError::UnknownReference(_) | ApiError::IdempotencyKeyReused => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             ApiError::Sunset => StatusCode::GONE,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -102,6 +110,8 @@ impl ApiError {
             ApiError::RateLimited { .. } => "RATE_LIMITED",
             ApiError::Banned { .. } => "API_KEY_BANNED",
             ApiError::Unavailable { .. } => "SERVICE_UNAVAILABLE",
+            ApiError::IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
+            ApiError::IdempotencyKeyInUse { .. } => "IDEMPOTENCY_KEY_IN_USE",
             ApiError::Internal(_) => "INTERNAL_ERROR",
         }
     }
@@ -155,6 +165,9 @@ impl From<DbError> for ApiError {
                 tracing::warn!(cause = %cause_chain(&err), "database unavailable");
                 ApiError::Unavailable { retry_after: 1 }
             }
+            // When the other request's record is in by now, the idempotency
+            // layer answers with it instead (`http::idempotency`).
+            DbError::IdempotencyKeyInUse => ApiError::IdempotencyKeyInUse { retry_after: 1 },
             DbError::Internal(_) => ApiError::Internal(Box::new(err)),
         }
     }
@@ -187,7 +200,8 @@ impl IntoResponse for ApiError {
         let retry_after = match &self {
             ApiError::RateLimited { retry_after }
             | ApiError::Banned { retry_after }
-            | ApiError::Unavailable { retry_after } => Some(*retry_after),
+            | ApiError::Unavailable { retry_after }
+            | ApiError::IdempotencyKeyInUse { retry_after } => Some(*retry_after),
             _ => None,
         };
         if let Some(seconds) = retry_after {

@@ -11,6 +11,7 @@
 mod caller;
 mod category;
 mod id;
+mod idempotency_key;
 mod inventory;
 mod json;
 mod order;
@@ -21,6 +22,7 @@ mod text;
 pub use caller::{Caller, OrderScope, Role};
 pub use category::{Category, NewCategory};
 pub use id::{Id, MAX_ID};
+pub use idempotency_key::{IdempotencyKey, MAX_IDEMPOTENCY_KEY_LEN};
 pub use inventory::{InventoryItem, InventoryUpdate};
 pub use json::JsonObject;
 pub use order::{NewOrder, Order, OrderPatch};
