@@ -11,6 +11,7 @@ mod helpers;
 
 // The areas.
 mod events;
+mod idempotency;
 mod observe;
 mod partitions;
 mod pets;

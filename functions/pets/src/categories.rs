@@ -1,4 +1,7 @@
 //! `/categories`: list, create, read, replace, delete.
+//!
+//! Handlers that change something take their [`Db`] from the request, which
+//! writes the request's idempotency record with the change (contract 4b).
 
 use axum::extract::{Path, State};
 use axum::response::Response;
@@ -6,6 +9,7 @@ use axum::routing::get;
 use axum::Router;
 use chrono::Utc;
 use http::StatusCode;
+use petstore::db::Db;
 use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link, JsonBody, QueryParams};
 use petstore::http::respond::{created, json, list_page, no_content};
@@ -32,12 +36,9 @@ async fn list_categories(State(app): State<App>, query: QueryParams) -> Result<R
     Ok(list_page(&found.items, next))
 }
 
-async fn create_category(
-    State(app): State<App>,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
+async fn create_category(db: Db, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
     let new = NewCategory::parse(&body)?;
-    let category = app.db.create_category(new, Utc::now()).await?;
+    let category = db.create_category(new, Utc::now()).await?;
     Ok(created(format!("/categories/{}", category.id), &category))
 }
 
@@ -53,22 +54,18 @@ async fn get_category(
 }
 
 async fn replace_category(
-    State(app): State<App>,
+    db: Db,
     Path(raw): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "categoryId")?;
     let new = NewCategory::parse(&body)?;
-    let category = app.db.replace_category(id, new).await?;
+    let category = db.replace_category(id, new).await?;
     Ok(json(StatusCode::OK, &category))
 }
 
-async fn delete_category(
-    State(app): State<App>,
-    Path(raw): Path<String>,
-) -> Result<Response, ApiError> {
-    app.db
-        .delete_category(Id::parse_param(&raw, "categoryId")?)
+async fn delete_category(db: Db, Path(raw): Path<String>) -> Result<Response, ApiError> {
+    db.delete_category(Id::parse_param(&raw, "categoryId")?)
         .await?;
     Ok(no_content())
 }

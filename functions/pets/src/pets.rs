@@ -1,4 +1,7 @@
 //! `/pets`: list, create, read (deprecated), replace, patch, delete.
+//!
+//! Handlers that change something take their [`Db`] from the request, which
+//! writes the request's idempotency record with the change (contract 4b).
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
@@ -7,6 +10,7 @@ use axum::Router;
 use chrono::Utc;
 use http::{header, HeaderValue, StatusCode};
 use petstore::db::pets::PetFilter;
+use petstore::db::Db;
 use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link, JsonBody, QueryParams};
 use petstore::http::respond::{created, json, list_page, no_content};
@@ -76,12 +80,9 @@ async fn list_pets(State(app): State<App>, query: QueryParams) -> Result<Respons
     ))
 }
 
-async fn create_pet(
-    State(app): State<App>,
-    JsonBody(body): JsonBody,
-) -> Result<Response, ApiError> {
+async fn create_pet(db: Db, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
     let new = NewPet::parse(&body)?;
-    let pet = app.db.create_pet(new, Utc::now()).await?;
+    let pet = db.create_pet(new, Utc::now()).await?;
     Ok(created(format!("/pets/{}", pet.id), &pet))
 }
 
@@ -120,31 +121,28 @@ async fn read_pet(app: &App, raw: &str) -> Result<Response, ApiError> {
 }
 
 async fn replace_pet(
-    State(app): State<App>,
+    db: Db,
     Path(raw): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "petId")?;
     let new = NewPet::parse(&body)?;
-    let pet = app.db.update_pet(id, |_| new.clone()).await?;
+    let pet = db.update_pet(id, |_| new.clone()).await?;
     Ok(json(StatusCode::OK, &pet))
 }
 
 async fn update_pet(
-    State(app): State<App>,
+    db: Db,
     Path(raw): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "petId")?;
     let patch = PetPatch::parse(&body)?;
-    let pet = app
-        .db
-        .update_pet(id, |current| patch.apply(current))
-        .await?;
+    let pet = db.update_pet(id, |current| patch.apply(current)).await?;
     Ok(json(StatusCode::OK, &pet))
 }
 
-async fn delete_pet(State(app): State<App>, Path(raw): Path<String>) -> Result<Response, ApiError> {
-    app.db.delete_pet(Id::parse_param(&raw, "petId")?).await?;
+async fn delete_pet(db: Db, Path(raw): Path<String>) -> Result<Response, ApiError> {
+    db.delete_pet(Id::parse_param(&raw, "petId")?).await?;
     Ok(no_content())
 }

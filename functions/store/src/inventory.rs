@@ -5,6 +5,7 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use http::StatusCode;
+use petstore::db::Db;
 use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link, JsonBody, QueryParams};
 use petstore::http::respond::{json, list_page};
@@ -51,12 +52,12 @@ async fn get_inventory(
 }
 
 async fn set_inventory(
-    State(app): State<App>,
+    db: Db,
     Path(raw): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "petId")?;
     let update = InventoryUpdate::parse(&body)?;
-    let item = app.db.set_stock(id, update.quantity).await?;
+    let item = db.set_stock(id, update.quantity).await?;
     Ok(json(StatusCode::OK, &item))
 }

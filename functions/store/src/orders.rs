@@ -2,7 +2,9 @@
 //!
 //! Every handler takes the [`Caller`]: an order is the caller's who placed it,
 //! and a customer sees and changes only its own (another's answers 404,
-//! exactly as a missing one); staff see and change every order.
+//! exactly as a missing one); staff see and change every order. Handlers that
+//! change something take their [`Db`] from the request, which writes the
+//! request's idempotency record with the change (contract 4b).
 
 use axum::extract::{Path, State};
 use axum::response::Response;
@@ -11,6 +13,7 @@ use axum::Router;
 use chrono::Utc;
 use http::StatusCode;
 use petstore::db::orders::OrderFilter;
+use petstore::db::Db;
 use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link, JsonBody, QueryParams};
 use petstore::http::respond::{created, json, list_page, no_content};
@@ -54,12 +57,12 @@ async fn list_orders(
 }
 
 async fn place_order(
-    State(app): State<App>,
+    db: Db,
     caller: Caller,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let new = NewOrder::parse(&body)?;
-    let order = app.db.place_order(new, caller.key_id, Utc::now()).await?;
+    let order = db.place_order(new, caller.key_id, Utc::now()).await?;
     petstore::metrics::order_placed(order.quantity.get());
     Ok(created(format!("/store/orders/{}", order.id), &order))
 }
@@ -77,26 +80,25 @@ async fn get_order(
 }
 
 async fn update_order(
-    State(app): State<App>,
+    db: Db,
     caller: Caller,
     Path(raw): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "orderId")?;
     let patch = OrderPatch::parse(&body)?;
-    let order = app
-        .db
+    let order = db
         .update_order(id, patch, caller.order_scope(), Utc::now())
         .await?;
     Ok(json(StatusCode::OK, &order))
 }
 
 async fn cancel_order(
-    State(app): State<App>,
+    db: Db,
     caller: Caller,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "orderId")?;
-    app.db.cancel_order(id, caller.order_scope()).await?;
+    db.cancel_order(id, caller.order_scope()).await?;
     Ok(no_content())
 }

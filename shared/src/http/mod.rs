@@ -11,6 +11,7 @@ pub mod access;
 pub mod admission;
 pub mod error;
 pub mod extract;
+pub mod idempotency;
 pub mod observe;
 pub mod openapi;
 pub mod request_id;
@@ -34,14 +35,19 @@ use tower_http::set_header::SetRequestHeaderLayer;
 /// - the 64 KiB body limit (its bare 413 becomes the Error record);
 /// - the router: `GET /openapi.json` added, the JSON 404 for unknown paths,
 ///   the JSON 405 (axum adds `Allow`) for unserved methods, and on every
-///   matched route `X-API-Stability` on the beta ones and the access table's
-///   check (403) before the handler.
+///   matched route: `X-API-Stability` on the beta ones, the access table's
+///   check (403), and [`idempotency::settle`] (replays, and the record a
+///   change writes) before the handler.
 pub fn service(routes: Router<App>, app: App) -> Router {
     let request_id = HeaderName::from_static(admission::REQUEST_ID);
     let observing = axum::middleware::from_fn_with_state(app.clone(), observe::observe);
     routes
         .merge(openapi::routes())
         .fallback(not_found)
+        .route_layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            idempotency::settle,
+        ))
         // The access check wraps every route, including axum's default 405
         // fallback; setting our 405 fallback afterwards replaces that wrapped
         // default, so an unserved method stays 405, never 403.
@@ -64,8 +70,8 @@ pub fn service(routes: Router<App>, app: App) -> Router {
 /// The routes of the beta operations (`x-beta: true` in `openapi.yaml`).
 pub const BETA_ROUTES: &[&str] = &["/store/inventory", "/store/inventory/{petId}"];
 
-/// Every answer on a beta route says so, its 403 included (so this wraps
-/// the access check).
+/// Every answer on a beta route says so, its 403 and replays included (so
+/// this wraps the access check and the idempotency layer).
 async fn mark_beta(matched: Option<MatchedPath>, req: Request, next: Next) -> Response {
     let beta = matched.is_some_and(|m| BETA_ROUTES.contains(&m.as_str()));
     let mut response = next.run(req).await;
