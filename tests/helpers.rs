@@ -182,15 +182,22 @@ impl TestApp {
     /// A second process serving the same tables with the same configuration,
     /// as another Lambda instance would (its own client and in-memory state).
     pub async fn another_instance(&self) -> TestApp {
+        self.instance_reaching(&self.endpoint).await
+    }
+
+    /// As [`TestApp::another_instance`], reaching DynamoDB at `endpoint`
+    /// (a proxy in front of this app's DynamoDB Local, say).
+    pub async fn instance_reaching(&self, endpoint: &str) -> TestApp {
         let app = App::with_clock(
             self.app.config.clone(),
-            petstore::local_client(&self.endpoint).await,
+            petstore::local_client(endpoint).await,
             self.clock.clone(),
         );
         let router = petstore::http::service(pets::routes().merge(store::routes()), app.clone());
         TestApp {
             app,
             router,
+            endpoint: endpoint.to_string(),
             ..self.clone()
         }
     }

@@ -1,6 +1,9 @@
 //! Safe retries (contract section 4b): `Idempotency-Key` on every change,
 //! the outcome recorded with the change and answered again, on DynamoDB
-//! Local.
+//! Local. `faults` runs shoppers through a fault-injecting `proxy`.
+
+mod faults;
+mod proxy;
 
 use crate::helpers::{TestApp, TestResponse};
 use aws_sdk_dynamodb::types::AttributeValue;

@@ -1,0 +1,239 @@
+//! A fault-injecting HTTP proxy between the service and DynamoDB Local.
+//!
+//! Each call it receives draws a fault from a seeded generator: the
+//! connection reset before the call is forwarded (DynamoDB never sees it),
+//! reset after DynamoDB answered (the change is made, the answer lost),
+//! throttled (400 `ProvisionedThroughputExceededException`), 500
+//! `InternalServerError`, or delayed; or forwarded untouched. The SDK sees what
+//! it would see from DynamoDB on a bad day, and its own retries (which retry
+//! throttles, 500s and resets) are part of the picture. Concurrency decides
+//! which call gets which draw, so a run is reproducible in its mix of faults,
+//! not call for call: tests assert invariants, not counts.
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+
+/// How often each fault is drawn, in percent of calls.
+#[derive(Debug, Clone, Copy)]
+pub struct FaultMix {
+    pub reset_before: u32,
+    pub reset_after: u32,
+    pub throttle: u32,
+    pub server_error: u32,
+    pub delay: u32,
+    /// The longest delay.
+    pub max_delay: Duration,
+}
+
+impl FaultMix {
+    fn total(&self) -> u32 {
+        self.reset_before + self.reset_after + self.throttle + self.server_error + self.delay
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    None,
+    ResetBefore,
+    ResetAfter,
+    Throttle,
+    ServerError,
+    Delay(Duration),
+}
+
+/// What the proxy did, by fault.
+#[derive(Debug, Default)]
+pub struct FaultCounts {
+    pub calls: AtomicU64,
+    pub reset_before: AtomicU64,
+    pub reset_after: AtomicU64,
+    pub throttled: AtomicU64,
+    pub server_errors: AtomicU64,
+    pub delayed: AtomicU64,
+}
+
+impl FaultCounts {
+    pub fn summary(&self) -> String {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        format!(
+            "{} calls: {} reset before forwarding, {} reset after DynamoDB answered, \
+             {} throttled, {} answered 500, {} delayed",
+            get(&self.calls),
+            get(&self.reset_before),
+            get(&self.reset_after),
+            get(&self.throttled),
+            get(&self.server_errors),
+            get(&self.delayed)
+        )
+    }
+}
+
+struct Shared {
+    upstream: SocketAddr,
+    mix: FaultMix,
+    rng: Mutex<StdRng>,
+    counts: FaultCounts,
+}
+
+impl Shared {
+    fn draw(&self) -> Fault {
+        let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
+        let mix = &self.mix;
+        let roll = rng.random_range(0..100);
+        let mut bound = 0;
+        let mut next = |percent: u32| {
+            bound += percent;
+            roll < bound
+        };
+        if next(mix.reset_before) {
+            Fault::ResetBefore
+        } else if next(mix.reset_after) {
+            Fault::ResetAfter
+        } else if next(mix.throttle) {
+            Fault::Throttle
+        } else if next(mix.server_error) {
+            Fault::ServerError
+        } else if next(mix.delay) {
+            let millis = mix.max_delay.as_millis().max(1) as u64;
+            Fault::Delay(Duration::from_millis(rng.random_range(1..=millis)))
+        } else {
+            Fault::None
+        }
+    }
+}
+
+/// A running proxy; it stops with the test's runtime.
+pub struct FaultProxy {
+    pub endpoint: String,
+    shared: Arc<Shared>,
+}
+
+impl FaultProxy {
+    /// Listens on a free port, forwarding to `upstream` (DynamoDB Local's
+    /// `http://host:port`) with faults drawn from `seed`.
+    pub async fn start(upstream: &str, mix: FaultMix, seed: u64) -> FaultProxy {
+        assert!(mix.total() <= 100, "a fault mix is at most 100%");
+        let upstream: SocketAddr = upstream
+            .trim_start_matches("http://")
+            .parse()
+            .expect("DynamoDB Local's endpoint is host:port");
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("a free port");
+        let endpoint = format!("http://{}", listener.local_addr().expect("bound"));
+        let shared = Arc::new(Shared {
+            upstream,
+            mix,
+            rng: Mutex::new(StdRng::seed_from_u64(seed)),
+            counts: FaultCounts::default(),
+        });
+        let accepting = shared.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let shared = accepting.clone();
+                tokio::spawn(async move {
+                    let _ = serve_connection(stream, shared).await;
+                });
+            }
+        });
+        FaultProxy { endpoint, shared }
+    }
+
+    pub fn counts(&self) -> &FaultCounts {
+        &self.shared.counts
+    }
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// One client connection, with its own connection to DynamoDB Local. A reset
+/// is the service failing the call: hyper then closes the connection without
+/// an answer, which the SDK sees as a connection error.
+async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), BoxError> {
+    let upstream = TcpStream::connect(shared.upstream).await?;
+    let (sender, connection) =
+        hyper::client::conn::http1::handshake::<_, Full<Bytes>>(TokioIo::new(upstream)).await?;
+    tokio::spawn(connection);
+    let sender = Arc::new(tokio::sync::Mutex::new(sender));
+    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        handle(request, shared.clone(), sender.clone())
+    });
+    hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(stream), service)
+        .await?;
+    Ok(())
+}
+
+type Sender = tokio::sync::Mutex<hyper::client::conn::http1::SendRequest<Full<Bytes>>>;
+
+async fn handle(
+    request: Request<Incoming>,
+    shared: Arc<Shared>,
+    sender: Arc<Sender>,
+) -> Result<Response<Full<Bytes>>, BoxError> {
+    let counts = &shared.counts;
+    counts.calls.fetch_add(1, Ordering::Relaxed);
+    let (parts, body) = request.into_parts();
+    let body = body.collect().await?.to_bytes();
+    let fault = shared.draw();
+    match fault {
+        Fault::ResetBefore => {
+            counts.reset_before.fetch_add(1, Ordering::Relaxed);
+            return Err("reset before forwarding".into());
+        }
+        Fault::Throttle => {
+            counts.throttled.fetch_add(1, Ordering::Relaxed);
+            return Ok(dynamodb_error(
+                StatusCode::BAD_REQUEST,
+                "ProvisionedThroughputExceededException",
+            ));
+        }
+        Fault::ServerError => {
+            counts.server_errors.fetch_add(1, Ordering::Relaxed);
+            return Ok(dynamodb_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "InternalServerError",
+            ));
+        }
+        Fault::Delay(pause) => {
+            counts.delayed.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(pause).await;
+        }
+        Fault::ResetAfter | Fault::None => {}
+    }
+    let response = {
+        let mut sender = sender.lock().await;
+        sender.ready().await?;
+        sender
+            .send_request(Request::from_parts(parts, Full::new(body)))
+            .await?
+    };
+    let (parts, body) = response.into_parts();
+    let body = body.collect().await?.to_bytes();
+    if fault == Fault::ResetAfter {
+        counts.reset_after.fetch_add(1, Ordering::Relaxed);
+        return Err("reset after DynamoDB answered".into());
+    }
+    Ok(Response::from_parts(parts, Full::new(body)))
+}
+
+/// An error as DynamoDB sends it (awsJson 1.0), which the SDK classifies.
+fn dynamodb_error(status: StatusCode, code: &str) -> Response<Full<Bytes>> {
+    let body = format!(
+        r#"{{"__type":"com.amazonaws.dynamodb.v20120810#{code}","message":"injected by the test's proxy"}}"#
+    );
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/x-amz-json-1.0")
+        .header("x-amzn-errortype", code)
+        .body(Full::new(Bytes::from(body)))
+        .expect("a valid response")
+}
