@@ -1,6 +1,8 @@
 //! DynamoDB calls, capacity units and bytes per operation: each operation is
 //! sent alone, one at a time, to a `petstore-local` whose DynamoDB is the
 //! counting [`Proxy`], so the calls counted in between are that operation's.
+//! The order changes are counted a second time sent with an `Idempotency-Key`
+//! (rows marked "+ key"): one `GetItem` more, and one more item in the write.
 
 use crate::client::{Conn, Error, Reply};
 use crate::cost;
@@ -48,6 +50,7 @@ pub async fn count(
         let pet_id = fixture.pet_ids[i % fixture.pet_ids.len()];
         counter.reads(&ids, pet_id).await?;
         counter.writes(fixture.category_id).await?;
+        counter.keyed_writes(pet_id, i).await?;
     }
     Ok(counter
         .by_operation
@@ -148,6 +151,41 @@ impl Counter<'_> {
         Ok(())
     }
 
+    /// The stock and order changes again, each with a key of its own.
+    async fn keyed_writes(&mut self, pet_id: u64, round: usize) -> Result<(), Error> {
+        let key = |change: &str| Some(format!("bench-{round}-{change}"));
+        let inventory = format!("/store/inventory/{pet_id}");
+        let stock = Some(json!({"quantity": 10}));
+        let operation = "PUT /store/inventory/{id} + key";
+        self.send_keyed(operation, Method::PUT, &inventory, stock, key("stock"))
+            .await?;
+        let order = Some(json!({"petId": pet_id, "quantity": 1}));
+        for fate in ["cancel", "complete"] {
+            let placed = self
+                .send_keyed(
+                    "POST /store/orders + key",
+                    Method::POST,
+                    "/store/orders",
+                    order.clone(),
+                    key(&format!("place-{fate}")),
+                )
+                .await?;
+            let id = placed.created_id().ok_or("POST /store/orders gave no id")?;
+            let path = format!("/store/orders/{id}");
+            let (operation, method, body) = match fate {
+                "cancel" => ("DELETE /store/orders/{id} + key", Method::DELETE, None),
+                _ => (
+                    "PATCH /store/orders/{id} (complete) + key",
+                    Method::PATCH,
+                    Some(json!({"complete": true})),
+                ),
+            };
+            self.send_keyed(operation, method, &path, body, key(fate))
+                .await?;
+        }
+        Ok(())
+    }
+
     async fn place_order(&mut self, pet_id: u64) -> Result<u64, Error> {
         let order = Some(json!({"petId": pet_id, "quantity": 1}));
         let reply = self.send("POST /store/orders", Method::POST, "/store/orders", order);
@@ -168,8 +206,23 @@ impl Counter<'_> {
         path: &str,
         body: Option<Value>,
     ) -> Result<Reply, Error> {
+        self.send_keyed(operation, method, path, body, None).await
+    }
+
+    async fn send_keyed(
+        &mut self,
+        operation: &'static str,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        idempotency_key: Option<String>,
+    ) -> Result<Reply, Error> {
         let started = Instant::now();
-        let reply = self.conn.send(method, path, body.as_ref()).await?;
+        let key = idempotency_key.as_deref();
+        let reply = self
+            .conn
+            .send_with(method, path, body.as_ref(), key)
+            .await?;
         let took_ms = started.elapsed().as_secs_f64() * 1e3;
         let sent = self.by_operation.entry(operation).or_default();
         sent.requests += 1;

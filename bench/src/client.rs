@@ -65,6 +65,17 @@ impl Conn {
         path: &str,
         body: Option<&serde_json::Value>,
     ) -> Result<Reply, Error> {
+        self.send_with(method, path, body, None).await
+    }
+
+    /// As [`Conn::send`], with `Idempotency-Key: key` when given.
+    pub async fn send_with(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<&serde_json::Value>,
+        idempotency_key: Option<&str>,
+    ) -> Result<Reply, Error> {
         let body = body.map(|b| Bytes::from(serde_json::to_vec(b).expect("JSON serializes")));
         for attempt in 0..2 {
             if self.sender.as_ref().is_none_or(|s| s.is_closed()) {
@@ -81,6 +92,9 @@ impl Conn {
             }
             if body.is_some() {
                 request = request.header(http::header::CONTENT_TYPE, "application/json");
+            }
+            if let Some(key) = idempotency_key {
+                request = request.header("idempotency-key", key);
             }
             let request = request.body(Full::new(body.clone().unwrap_or_default()))?;
             match sender.send_request(request).await {
