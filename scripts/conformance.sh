@@ -41,12 +41,18 @@ stack_start conformance
 KEY="$(stack_key)"
 mkdir -p "$REPORT_DIR"
 
-log "schemathesis: all checks, seed $SEED, at most $MAX_EXAMPLES examples per operation"
+# Every check but missing_required_header: the API key goes on every request by
+# --header, so a case meant to leave X-API-Key out still carries it and is
+# served, which is no finding. schemathesis makes such cases for operations that
+# declare a header parameter (the changes' optional Idempotency-Key). A missing
+# key's 401 is tested in tests/ratelimit.rs and tests/roles.rs.
+log "schemathesis: all checks (but missing_required_header), seed $SEED, at most $MAX_EXAMPLES examples per operation"
 # shellcheck disable=SC2086  # CONFORMANCE_ARGS is a list of words
 "$VENV/bin/schemathesis" --config-file "$ROOT/scripts/conformance.toml" run openapi.yaml \
   --url "$BASE_URL" \
   --header "X-API-Key: $KEY" \
   --checks all \
+  --exclude-checks missing_required_header \
   --seed "$SEED" \
   --max-examples "$MAX_EXAMPLES" \
   --workers "$WORKERS" \
