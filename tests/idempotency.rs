@@ -12,6 +12,7 @@ use futures::future::join_all;
 use http::{header, HeaderValue, Method, Request};
 use petstore::db::idempotency::record_key;
 use petstore::records::{Id, IdempotencyKey};
+use proxy::{FaultMix, FaultProxy};
 use serde_json::{json, Value};
 
 /// Sends a request with `Idempotency-Key: key` (and `body` as JSON).
@@ -430,6 +431,34 @@ async fn concurrent_requests_with_one_key_take_effect_once() {
     }
     assert_eq!(stock(&staff, pet).await, 10);
     assert!(orders_of(&staff, pet).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_key_whose_record_another_transaction_holds_is_in_use() {
+    // Given a pet with 5 units, reached through a proxy that will cancel the
+    // next transaction by a conflict on its last item
+    let staff = TestApp::spawn().await;
+    let pet = stocked_pet(&staff, 5).await;
+    let proxy = FaultProxy::start(&staff.endpoint, FaultMix::NONE, 0).await;
+    let through = staff.instance_reaching(&proxy.endpoint).await;
+    let body = json!({ "petId": pet });
+
+    // When a keyed order's transaction meets another one on its record
+    proxy.cancel_next_transaction();
+    let busy = send_keyed(&through, Method::POST, "/store/orders", Some(&body), "k").await;
+
+    // Then the key is in use (no record is in), nothing changed, and the retry places it
+    busy.assert_error(409, "IDEMPOTENCY_KEY_IN_USE");
+    assert_eq!(busy.header("retry-after"), Some("1"));
+    assert_eq!(stock(&staff, pet).await, 5);
+    let placed = send_keyed(&through, Method::POST, "/store/orders", Some(&body), "k").await;
+    placed.assert_status(201);
+    assert_eq!(placed.header("idempotent-replayed"), None);
+
+    // Without a key the same conflict is an ordinary one, tried again
+    proxy.cancel_next_transaction();
+    through.post("/store/orders", body).await.assert_status(201);
+    assert_eq!(stock(&staff, pet).await, 3);
 }
 
 #[tokio::test]

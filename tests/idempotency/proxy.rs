@@ -9,6 +9,10 @@
 //! throttles, 500s and resets) are part of the picture. Concurrency decides
 //! which call gets which draw, so a run is reproducible in its mix of faults,
 //! not call for call: tests assert invariants, not counts.
+//!
+//! [`FaultProxy::cancel_next_transaction`] scripts one fault exactly: the
+//! next `TransactWriteItems` is cancelled by a conflict on its last item, as
+//! DynamoDB cancels one that meets another transaction on an item.
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -18,7 +22,7 @@ use hyper_util::rt::TokioIo;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
@@ -36,6 +40,16 @@ pub struct FaultMix {
 }
 
 impl FaultMix {
+    /// No random faults.
+    pub const NONE: FaultMix = FaultMix {
+        reset_before: 0,
+        reset_after: 0,
+        throttle: 0,
+        server_error: 0,
+        delay: 0,
+        max_delay: Duration::ZERO,
+    };
+
     fn total(&self) -> u32 {
         self.reset_before + self.reset_after + self.throttle + self.server_error + self.delay
     }
@@ -83,6 +97,7 @@ struct Shared {
     mix: FaultMix,
     rng: Mutex<StdRng>,
     counts: FaultCounts,
+    cancel_next_transaction: AtomicBool,
 }
 
 impl Shared {
@@ -134,6 +149,7 @@ impl FaultProxy {
             mix,
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
             counts: FaultCounts::default(),
+            cancel_next_transaction: AtomicBool::new(false),
         });
         let accepting = shared.clone();
         tokio::spawn(async move {
@@ -149,6 +165,14 @@ impl FaultProxy {
 
     pub fn counts(&self) -> &FaultCounts {
         &self.shared.counts
+    }
+
+    /// Cancels the next `TransactWriteItems` (without forwarding it) by a
+    /// conflict on its last item.
+    pub fn cancel_next_transaction(&self) {
+        self.shared
+            .cancel_next_transaction
+            .store(true, Ordering::SeqCst);
     }
 }
 
@@ -183,6 +207,15 @@ async fn handle(
     counts.calls.fetch_add(1, Ordering::Relaxed);
     let (parts, body) = request.into_parts();
     let body = body.collect().await?.to_bytes();
+    let target = parts
+        .headers
+        .get("x-amz-target")
+        .and_then(|t| t.to_str().ok());
+    if target.is_some_and(|t| t.ends_with(".TransactWriteItems"))
+        && shared.cancel_next_transaction.swap(false, Ordering::SeqCst)
+    {
+        return Ok(cancelled_by_conflict_on_last_item(&body));
+    }
     let fault = shared.draw();
     match fault {
         Fault::ResetBefore => {
@@ -223,6 +256,29 @@ async fn handle(
         return Err("reset after DynamoDB answered".into());
     }
     Ok(Response::from_parts(parts, Full::new(body)))
+}
+
+/// DynamoDB's answer to a transaction that met another one on its last item.
+fn cancelled_by_conflict_on_last_item(request: &[u8]) -> Response<Full<Bytes>> {
+    let items = serde_json::from_slice::<serde_json::Value>(request)
+        .ok()
+        .and_then(|r| r["TransactItems"].as_array().map(Vec::len))
+        .unwrap_or(1);
+    let mut reasons = vec![serde_json::json!({"Code": "None"}); items.saturating_sub(1)];
+    reasons.push(serde_json::json!({
+        "Code": "TransactionConflict",
+        "Message": "Transaction is ongoing for the item"
+    }));
+    let body = serde_json::json!({
+        "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+        "Message": "Transaction cancelled, please refer cancellation reasons for specific reasons",
+        "CancellationReasons": reasons,
+    });
+    Response::builder()
+        .status(StatusCode::BAD_REQUEST)
+        .header("content-type", "application/x-amz-json-1.0")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .expect("a valid response")
 }
 
 /// An error as DynamoDB sends it (awsJson 1.0), which the SDK classifies.
