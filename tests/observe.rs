@@ -348,3 +348,32 @@ async fn orders_refusals_and_bans_are_counted_for_the_request_that_made_them() {
     let lines = observed.metrics.take();
     assert_eq!(lines[0]["Route"], "unmatched");
 }
+
+#[tokio::test]
+async fn a_replay_is_counted_as_one_and_places_no_order() {
+    let test = TestApp::spawn().await;
+    let category = test.create_category("Dogs").await;
+    let pet = test.create_pet("Rex", category, "available").await;
+    let key = test.api_key.clone().expect("spawn issues a key");
+    let observed = Observed::new(&test, "store");
+    let keyed = || {
+        let order = json!({ "petId": pet });
+        let mut request = request("POST", "/store/orders", &key, Some(order));
+        let idempotency_key = http::HeaderValue::from_static("order-1");
+        request
+            .headers_mut()
+            .insert("idempotency-key", idempotency_key);
+        request
+    };
+
+    assert_eq!(observed.send(keyed()).await, 201);
+    assert_eq!(observed.send(keyed()).await, 201);
+
+    let lines = observed.metrics.take();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0]["OrdersPlaced"], 1);
+    assert!(lines[0].get("IdempotentReplays").is_none(), "{}", lines[0]);
+    assert!(has(&assert_emf(&lines[1]), "IdempotentReplays", "Count"));
+    assert_eq!(lines[1]["IdempotentReplays"], 1);
+    assert!(lines[1].get("OrdersPlaced").is_none(), "{}", lines[1]);
+}

@@ -54,7 +54,8 @@ pub enum Metric {
     OrdersPlaced,
     /// Units ordered, counted when the order is placed.
     UnitsSold,
-    /// Requests answered from a stored response (idempotency keys; not yet).
+    /// Changes answered again from their `Idempotency-Key`'s record
+    /// (`http::idempotency::replay`).
     IdempotentReplays,
     /// The first request of a process.
     ColdStarts,

@@ -241,14 +241,16 @@ impl Db {
         match service {
             TransactWriteItemsError::TransactionCanceledException(cancelled) => {
                 let reasons = cancelled.cancellation_reasons();
-                let record = record_at.and_then(|at| reasons.get(at));
-                if record.is_some_and(|r| {
-                    matches!(
-                        r.code(),
-                        Some("ConditionalCheckFailed" | "TransactionConflict")
-                    )
-                }) {
-                    return Ok(Sent::RecordTaken);
+                match record_at
+                    .and_then(|at| reasons.get(at))
+                    .and_then(|r| r.code())
+                {
+                    Some("ConditionalCheckFailed") => return Ok(Sent::RecordTaken),
+                    Some("TransactionConflict") => {
+                        count(Metric::DbConflicts, 1);
+                        return Ok(Sent::RecordTaken);
+                    }
+                    _ => {}
                 }
                 if let Some(index) = reasons
                     .iter()

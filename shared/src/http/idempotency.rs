@@ -37,6 +37,7 @@ use super::error::ApiError;
 use super::extract::MAX_BODY_BYTES;
 use crate::db::idempotency::{Outcome, OutcomeShape, Recording};
 use crate::db::Db;
+use crate::metrics::{self, Metric};
 use crate::records::{Caller, Id, IdempotencyKey};
 use crate::App;
 use axum::body::Body;
@@ -144,10 +145,11 @@ async fn look_up(
 }
 
 /// A recorded outcome, answered again. Every replay is made here, so this is
-/// where one is counted (the `IdempotentReplays` metric). The request id and
-/// the rate-limit headers are added on the way out, fresh, as on any answer.
+/// where one is counted (`IdempotentReplays`). The request id and the
+/// rate-limit headers are added on the way out, fresh, as on any answer.
 pub fn replay(outcome: &Outcome) -> Response {
     tracing::info!(status = outcome.status, "idempotent replay");
+    metrics::count(Metric::IdempotentReplays, 1);
     let status = StatusCode::from_u16(outcome.status).unwrap_or(StatusCode::OK);
     let mut response = match &outcome.body {
         Some(body) => {
@@ -308,23 +310,28 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn a_replay_is_the_outcome_marked_as_replayed() {
-        let response = replay(&Outcome {
+    // Counted inside a request's tally: a count made outside any request
+    // would land in whichever request of another test comes next.
+    #[tokio::test]
+    async fn a_replay_is_the_outcome_marked_as_replayed_and_counted() {
+        let created = Outcome {
             status: 201,
             body: Some(r#"{"id":5}"#.into()),
             location: Some("/pets/5".into()),
-        });
+        };
+        let (response, counts) = metrics::tallied(async { replay(&created) }).await;
+        assert_eq!(counts.get(Metric::IdempotentReplays), 1);
         assert_eq!(response.status(), 201);
         let headers = response.headers();
         assert_eq!(headers[header::LOCATION], "/pets/5");
         assert_eq!(headers[header::CONTENT_TYPE], "application/json");
         assert_eq!(headers[IDEMPOTENT_REPLAYED], "true");
-        let gone = replay(&Outcome {
+        let deleted = Outcome {
             status: 204,
             body: None,
             location: None,
-        });
+        };
+        let (gone, _) = metrics::tallied(async { replay(&deleted) }).await;
         assert_eq!(gone.status(), 204);
         assert!(gone.headers().get(header::CONTENT_TYPE).is_none());
     }
