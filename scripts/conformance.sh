@@ -45,7 +45,7 @@ mkdir -p "$REPORT_DIR"
 # --header, so a case meant to leave X-API-Key out still carries it and is
 # served, which is no finding. schemathesis makes such cases for operations that
 # declare a header parameter (the changes' optional Idempotency-Key). A missing
-# key's 401 is tested in tests/ratelimit.rs and tests/roles.rs.
+# key's 401 is tested in tests/ratelimit.rs.
 log "schemathesis: all checks (but missing_required_header), seed $SEED, at most $MAX_EXAMPLES examples per operation"
 # shellcheck disable=SC2086  # CONFORMANCE_ARGS is a list of words
 "$VENV/bin/schemathesis" --config-file "$ROOT/scripts/conformance.toml" run openapi.yaml \
