@@ -143,7 +143,7 @@ pub fn template_data_table_indexes() -> BTreeMap<String, BTreeSet<String>> {
             assert_eq!(
                 index["Projection"]["ProjectionType"].as_str(),
                 Some("INCLUDE"),
-                "template.yaml: {name} must project INCLUDE, as shared/src/store/tables.rs does"
+                "template.yaml: {name} must project INCLUDE, as shared/src/db/tables.rs does"
             );
             let attributes = index["Projection"]["NonKeyAttributes"]
                 .as_sequence()
