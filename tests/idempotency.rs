@@ -102,7 +102,9 @@ async fn a_retried_order_is_placed_once_and_answered_again() {
     let first = send_keyed(&customer, Method::POST, "/store/orders", Some(&body), "o-1").await;
     first.assert_status(201);
 
-    // When the same request is sent again, its JSON written differently
+    // When the same request is sent again, its JSON written differently (it
+    // plans a second order with a fresh id; the record's put in the same
+    // transaction fails on its condition, so nothing of it is written)
     let again = json!({ "quantity": 2.0, "petId": pet });
     let replayed = send_keyed(
         &customer,

@@ -2,7 +2,7 @@
 //! sent alone, one at a time, to a `petstore-local` whose DynamoDB is the
 //! counting [`Proxy`], so the calls counted in between are that operation's.
 //! The order changes are counted a second time sent with an `Idempotency-Key`
-//! (rows marked "+ key"): one `GetItem` more, and one more item in the write.
+//! (rows marked "+ key"): as many calls, one more item in the write.
 
 use crate::client::{Conn, Error, Reply};
 use crate::cost;

@@ -24,6 +24,7 @@ use aws_sdk_dynamodb::types::TransactWriteItem;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 const SK: &str = "IDEMPOTENCY";
@@ -94,11 +95,13 @@ impl OutcomeShape {
 }
 
 /// One request's record, to be written with its change.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Recording {
     pk: String,
     fingerprint: String,
     shape: OutcomeShape,
+    /// Set once a write carrying the record has committed.
+    committed: AtomicBool,
 }
 
 impl Recording {
@@ -114,7 +117,19 @@ impl Recording {
             pk: record_pk(owner, key),
             fingerprint,
             shape,
+            committed: AtomicBool::new(false),
         }
+    }
+
+    /// Whether the change and this record were written: then the handler's
+    /// answer is the recorded outcome, and nothing needs reading.
+    pub fn committed(&self) -> bool {
+        self.committed.load(Ordering::Acquire)
+    }
+
+    /// Notes that a write carrying the record committed.
+    pub(crate) fn commit(&self) {
+        self.committed.store(true, Ordering::Release);
     }
 
     /// The record's put, for a change whose answer is `answer`, on the

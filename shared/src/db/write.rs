@@ -179,7 +179,12 @@ impl Db {
                 None => write,
             };
             let pause = match self.write(write).await? {
-                Written::Done => return Ok(answer),
+                Written::Done => {
+                    if let Some(recording) = &self.recording {
+                        recording.commit();
+                    }
+                    return Ok(answer);
+                }
                 Written::Failed(check) => match check.on_failure() {
                     OnFailure::Replan => Pause::None,
                     OnFailure::Fail(error) => return Err(error),

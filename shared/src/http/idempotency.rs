@@ -9,25 +9,35 @@
 //! 1. the key must be 1–255 printable ASCII characters (else 400);
 //! 2. the request's fingerprint is taken: method, path, and the body as a JSON
 //!    value (keys sorted, numbers in one form), so equal JSON matches;
-//! 3. the caller's record for the key is read (one consistent `GetItem`):
-//!    the same fingerprint gets the recorded outcome again, with
-//!    `Idempotent-Replayed: true` ([`replay`]); another is 422
-//!    `IDEMPOTENCY_KEY_REUSED`;
-//! 4. with no record, the handler runs with a [`Recording`] on its [`Db`]
-//!    handle (the [`Db`] extractor), which writes the record in the same write
-//!    as the change;
-//! 5. when the handler answers 404, 409 or 503, a request with the same key
-//!    may have made the change meanwhile (its record's condition stopped this
-//!    write, or its change made this plan fail): the record is read once more
-//!    and, if it is there now, answered instead.
+//! 3. the handler runs at once, with a [`Recording`] on its [`Db`] handle
+//!    (the [`Db`] extractor), which writes the record in the same write as
+//!    the change, on the condition that no live record holds the key. When
+//!    that write commits, its answer is the recorded outcome and goes out as
+//!    it is: nothing is read;
+//! 4. otherwise the change was not made by this request: its plan failed or
+//!    needed no write (a 4xx, a 503, a `PUT` that changes nothing), or its
+//!    write failed on the record's condition (409 `IDEMPOTENCY_KEY_IN_USE`
+//!    from `Db::run`). The caller's record for the key is read (one
+//!    consistent `GetItem`): the same fingerprint gets the recorded outcome
+//!    again, with `Idempotent-Replayed: true` ([`replay`]); another is 422
+//!    `IDEMPOTENCY_KEY_REUSED`; with none, the handler's answer stands.
+//!
+//! So a retry whose first try committed is recognised however its own plan
+//! ends: failing on the change already made (an order cancelled twice is
+//! 404), needing no write (a `PUT` already applied), or planning the change
+//! again (a `POST` re-plans with a fresh id: the record's `Put`, in the same
+//! transaction, fails on its condition, so nothing is written).
 //!
 //! Concurrent requests with one key: every one but the first to commit loses
 //! on the record's condition (or its plan fails on the change the first one
-//! made) and, by step 5, replays the winner's outcome. A loser whose write
+//! made) and, by step 4, replays the winner's outcome. A loser whose write
 //! met the winner's while it was being committed (a transaction conflict on
 //! the record item) finds no record yet and answers 409
-//! `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. Nothing extra is written to
-//! say a request is running: the happy path is one read and one more item.
+//! `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`, as does one whose conflicting
+//! record expired between its write and its read. Nothing extra is written to
+//! say a request is running, and nothing is read before the change: the happy
+//! path costs one more item in the change's write, and the read is paid only
+//! by a keyed request that made no change (a replay among them).
 //!
 //! A change whose plan needed no write (a `PUT` that changes nothing)
 //! records nothing, as a 4xx does: its retry is judged afresh and, changing
@@ -84,17 +94,14 @@ async fn settle_keyed(app: &App, req: Request, next: Next) -> Result<Response, A
         .map_err(|_| ApiError::PayloadTooLarge)?;
     let fingerprint = fingerprint(&parts.method, parts.uri.path(), &body);
     let owner = caller.key_id;
-    if let Some(answer) = look_up(app, owner, &key, &fingerprint).await? {
-        return Ok(answer);
-    }
     let shape = outcome_shape(&parts.method, parts.uri.path());
-    let recording = Recording::new(owner, &key, fingerprint.clone(), shape);
-    parts.extensions.insert(Arc::new(recording));
+    let recording = Arc::new(Recording::new(owner, &key, fingerprint.clone(), shape));
+    parts.extensions.insert(recording.clone());
     let response = next.run(Request::from_parts(parts, Body::from(body))).await;
-    if !matches!(response.status().as_u16(), 404 | 409 | 503) {
+    if recording.committed() {
         return Ok(response);
     }
-    // If this second look fails, the handler's answer stands: it is true too.
+    // If this look fails, the handler's answer stands: it is true too.
     Ok(match look_up(app, owner, &key, &fingerprint).await {
         Ok(Some(answer)) => answer,
         Err(ApiError::IdempotencyKeyReused) => ApiError::IdempotencyKeyReused.into_response(),
