@@ -22,7 +22,7 @@ use hyper_util::rt::TokioIo;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
@@ -98,6 +98,7 @@ struct Shared {
     rng: Mutex<StdRng>,
     counts: FaultCounts,
     cancel_next_transaction: AtomicBool,
+    throttle_record_reads: AtomicU32,
 }
 
 impl Shared {
@@ -150,6 +151,7 @@ impl FaultProxy {
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
             counts: FaultCounts::default(),
             cancel_next_transaction: AtomicBool::new(false),
+            throttle_record_reads: AtomicU32::new(0),
         });
         let accepting = shared.clone();
         tokio::spawn(async move {
@@ -165,6 +167,14 @@ impl FaultProxy {
 
     pub fn counts(&self) -> &FaultCounts {
         &self.shared.counts
+    }
+
+    /// Throttles the next `reads` reads of an idempotency record (without
+    /// forwarding them): enough for the SDK's own retries to give up.
+    pub fn throttle_record_reads(&self, reads: u32) {
+        self.shared
+            .throttle_record_reads
+            .store(reads, Ordering::SeqCst);
     }
 
     /// Cancels the next `TransactWriteItems` (without forwarding it) by a
@@ -215,6 +225,20 @@ async fn handle(
         && shared.cancel_next_transaction.swap(false, Ordering::SeqCst)
     {
         return Ok(cancelled_by_conflict_on_last_item(&body));
+    }
+    let reads_a_record = target.is_some_and(|t| t.ends_with(".GetItem"))
+        && body.windows(12).any(|w| w == b"IDEMPOTENCY#");
+    if reads_a_record
+        && shared
+            .throttle_record_reads
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+    {
+        counts.throttled.fetch_add(1, Ordering::Relaxed);
+        return Ok(dynamodb_error(
+            StatusCode::BAD_REQUEST,
+            "ProvisionedThroughputExceededException",
+        ));
     }
     let fault = shared.draw();
     match fault {

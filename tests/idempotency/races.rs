@@ -79,3 +79,35 @@ async fn a_key_whose_record_another_transaction_holds_is_in_use() {
     through.post("/store/orders", body).await.assert_status(201);
     assert_eq!(stock(&staff, pet).await, 3);
 }
+
+#[tokio::test]
+async fn a_retry_whose_record_cannot_be_read_is_503_never_a_false_refusal() {
+    // Given an order cancelled with key "c", reached through a proxy
+    let staff = TestApp::spawn().await;
+    let pet = stocked_pet(&staff, 5).await;
+    let proxy = FaultProxy::start(&staff.endpoint, FaultMix::NONE, 0).await;
+    let through = staff.instance_reaching(&proxy.endpoint).await;
+    let order = through
+        .post("/store/orders", json!({ "petId": pet }))
+        .await
+        .id();
+    let path = format!("/store/orders/{order}");
+    send_keyed(&through, Method::DELETE, &path, None, "c")
+        .await
+        .assert_status(204);
+
+    // When the cancel is retried (its answer lost) while the record cannot be read
+    proxy.throttle_record_reads(10);
+    let retried = send_keyed(&through, Method::DELETE, &path, None, "c").await;
+
+    // Then it is 503, not the 404 its re-plan met: the outcome is unknown
+    retried.assert_error(503, "SERVICE_UNAVAILABLE");
+    assert!(retried.header("retry-after").is_some());
+
+    // And once the record can be read, the retry gets the recorded 204
+    proxy.throttle_record_reads(0);
+    let again = send_keyed(&through, Method::DELETE, &path, None, "c").await;
+    again.assert_status(204);
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    assert_eq!(stock(&staff, pet).await, 5);
+}

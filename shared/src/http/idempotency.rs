@@ -101,11 +101,16 @@ async fn settle_keyed(app: &App, req: Request, next: Next) -> Result<Response, A
     if recording.committed() {
         return Ok(response);
     }
-    // If this look fails, the handler's answer stands: it is true too.
     Ok(match look_up(app, owner, &key, &fingerprint).await {
         Ok(Some(answer)) => answer,
         Err(ApiError::IdempotencyKeyReused) => ApiError::IdempotencyKeyReused.into_response(),
-        Ok(None) | Err(_) => response,
+        Ok(None) => response,
+        // The record could not be read. A success that changed nothing is
+        // still true; a refusal may be the shadow of this key's own earlier
+        // change (a cancel retried after it committed finds no order), so
+        // the outcome is unknown: 503, and the client retries with the key.
+        Err(_) if response.status().is_success() => response,
+        Err(_) => ApiError::Unavailable { retry_after: 1 }.into_response(),
     })
 }
 
