@@ -138,8 +138,12 @@ pub async fn create_data_table(client: &Client, table: &str) -> Result<(), DbErr
 /// The data table's TTL attribute: idempotency records expire by it.
 const TTL_ATTRIBUTE: &str = "expiresAt";
 
-/// Turns on TTL for `table` on `attribute`.
-async fn expire_on(client: &Client, table: &str, attribute: &str) -> Result<(), DbError> {
+/// Turns on TTL for `table` on `attribute` (the counter table uses it too).
+pub(crate) async fn expire_on(
+    client: &Client,
+    table: &str,
+    attribute: &str,
+) -> Result<(), DbError> {
     let ttl = TimeToLiveSpecification::builder()
         .attribute_name(attribute)
         .enabled(true)

@@ -1,11 +1,10 @@
 //! Creating the counter table, for local runs and tests (production's comes
 //! from `template.yaml`, with the same schema).
 
-use crate::db::tables::table_exists;
+use crate::db::tables::{expire_on, table_exists};
 use crate::db::{classify, DbError};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-    TimeToLiveSpecification,
 };
 use aws_sdk_dynamodb::Client;
 
@@ -47,18 +46,5 @@ pub async fn create_counter_table(client: &Client, table: &str) -> Result<(), Db
         }
         Err(err) => return Err(classify(err)),
     }
-    client
-        .update_time_to_live()
-        .table_name(table)
-        .time_to_live_specification(
-            TimeToLiveSpecification::builder()
-                .attribute_name("expiresAt")
-                .enabled(true)
-                .build()
-                .map_err(built)?,
-        )
-        .send()
-        .await
-        .map_err(classify)?;
-    Ok(())
+    expire_on(client, table, "expiresAt").await
 }

@@ -108,7 +108,7 @@ mod tests {
 
     fn record(plan: Plan, limits: Limits, role: Role) -> ApiKeyRecord {
         ApiKeyRecord {
-            id: Id::new(42).expect("42 is an id"),
+            id: Id::clamped(42),
             plan,
             role,
             per_minute: limits.per_minute,
