@@ -29,13 +29,19 @@ pub const REQUEST_SPAN: &str = "request";
 /// The target of the line logged per DynamoDB call.
 pub const DYNAMODB_TARGET: &str = "dynamodb";
 
-/// Installs the global subscriber once; `RUST_LOG` sets the level (default `info`).
+/// Installs the global subscriber once; `RUST_LOG` sets the level (default
+/// `info`; locally the per-call `dynamodb` lines are off unless it names them,
+/// e.g. `RUST_LOG=info,dynamodb=info`).
 pub fn init() {
     let in_lambda = std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some();
     let result = if in_lambda {
         tracing::subscriber::set_global_default(json(std::io::stdout))
     } else {
-        let text = fmt::layer().with_target(false).with_filter(level());
+        // Locally a line per DynamoDB call drowns the request lines (and
+        // `make run`'s demo keys): off unless RUST_LOG asks for them.
+        let text = fmt::layer()
+            .with_target(false)
+            .with_filter(level_or(&format!("info,{DYNAMODB_TARGET}=off")));
         tracing::subscriber::set_global_default(
             Registry::default().with(text).with(dynamodb_calls()),
         )
@@ -64,7 +70,12 @@ where
 }
 
 fn level() -> EnvFilter {
-    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"))
+    level_or("info")
+}
+
+/// `RUST_LOG`, or `default` when it is not set.
+fn level_or(default: &str) -> EnvFilter {
+    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default))
 }
 
 /// [`DynamoDbCalls`], seeing only the SDK's operation spans and the request
