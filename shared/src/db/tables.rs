@@ -2,6 +2,7 @@
 //! come from `template.yaml`, with the same schema and TTL attribute).
 
 use super::{classify, DbError};
+use aws_sdk_dynamodb::operation::create_table::builders::CreateTableFluentBuilder;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
     ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
@@ -69,7 +70,10 @@ pub const INDEXES: [(&str, &[&str]); 4] = [
     ("GSI4", &["petId", "quantity", "shipDate", "complete"]),
 ];
 
-fn attribute(name: &str, kind: ScalarAttributeType) -> Result<AttributeDefinition, DbError> {
+pub(crate) fn attribute(
+    name: &str,
+    kind: ScalarAttributeType,
+) -> Result<AttributeDefinition, DbError> {
     AttributeDefinition::builder()
         .attribute_name(name)
         .attribute_type(kind)
@@ -77,7 +81,7 @@ fn attribute(name: &str, kind: ScalarAttributeType) -> Result<AttributeDefinitio
         .map_err(DbError::internal)
 }
 
-fn key(name: &str, kind: KeyType) -> Result<KeySchemaElement, DbError> {
+pub(crate) fn key(name: &str, kind: KeyType) -> Result<KeySchemaElement, DbError> {
     KeySchemaElement::builder()
         .attribute_name(name)
         .key_type(kind)
@@ -120,6 +124,16 @@ pub async fn create_data_table(client: &Client, table: &str) -> Result<(), DbErr
                     .map_err(DbError::internal)?,
             );
     }
+    create_expiring(request, client, table).await
+}
+
+/// Sends a table's creation and turns on its TTL on [`TTL_ATTRIBUTE`]; a
+/// table another process created meanwhile is left as it is.
+pub(crate) async fn create_expiring(
+    request: CreateTableFluentBuilder,
+    client: &Client,
+    table: &str,
+) -> Result<(), DbError> {
     match request.send().await {
         Ok(_) => {}
         // Another process created it between our check and our create.
@@ -135,15 +149,11 @@ pub async fn create_data_table(client: &Client, table: &str) -> Result<(), DbErr
     expire_on(client, table, TTL_ATTRIBUTE).await
 }
 
-/// The data table's TTL attribute: idempotency records expire by it.
+/// The TTL attribute of both tables: idempotency records and counters expire by it.
 const TTL_ATTRIBUTE: &str = "expiresAt";
 
-/// Turns on TTL for `table` on `attribute` (the counter table uses it too).
-pub(crate) async fn expire_on(
-    client: &Client,
-    table: &str,
-    attribute: &str,
-) -> Result<(), DbError> {
+/// Turns on TTL for `table` on `attribute`.
+async fn expire_on(client: &Client, table: &str, attribute: &str) -> Result<(), DbError> {
     let ttl = TimeToLiveSpecification::builder()
         .attribute_name(attribute)
         .enabled(true)
