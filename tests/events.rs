@@ -10,11 +10,10 @@
 //! creates just the records its event names, and substitutes their ids.
 
 use crate::deploy::{template_routes, TemplateRoute};
-use crate::helpers::{repo_root, TestApp};
+use crate::helpers::{repo_root, TestApp, TestResponse};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
-use tower::ServiceExt;
 
 /// The `x-api-key` every sample event carries. The replay swaps in a key the
 /// test app issued, when it has one.
@@ -282,22 +281,15 @@ async fn replay(file: String, expected: Expected) -> Result<(), String> {
         "store" => petstore::http::service(store::routes(), app.app.clone()),
         other => return Err(format!("{file}: unknown function {other}")),
     };
-    let response = service
-        .oneshot(request)
-        .await
-        .unwrap_or_else(|never| match never {});
-
-    let (parts, body) = response.into_parts();
-    let body = axum::body::to_bytes(body, usize::MAX)
-        .await
-        .expect("body is read");
+    let TestResponse {
+        status,
+        headers,
+        body,
+    } = TestResponse::of(service, request).await;
     let text = String::from_utf8_lossy(&body);
     let mut problems = Vec::new();
-    if parts.status.as_u16() != expected.status {
-        problems.push(format!(
-            "status {} (expected {})",
-            parts.status, expected.status
-        ));
+    if status != expected.status {
+        problems.push(format!("status {} (expected {})", status, expected.status));
     }
     if let Some(code) = &expected.code {
         match serde_json::from_slice::<Value>(&body) {
@@ -305,7 +297,7 @@ async fn replay(file: String, expected: Expected) -> Result<(), String> {
             _ => problems.push(format!("not the Error record with code {code}")),
         }
     }
-    let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if header("x-request-id") != Some(request_id.as_str()) {
         problems.push(format!(
             "X-Request-Id {:?} is not the event's requestId {request_id:?}",

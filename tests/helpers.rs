@@ -260,21 +260,7 @@ impl TestApp {
                 request.headers_mut().insert(API_KEY_HEADER, value);
             }
         }
-        let response = self
-            .router
-            .clone()
-            .oneshot(request)
-            .await
-            .unwrap_or_else(|never| match never {});
-        let (parts, body) = response.into_parts();
-        let body = axum::body::to_bytes(body, usize::MAX)
-            .await
-            .expect("response body can be read");
-        TestResponse {
-            status: parts.status.as_u16(),
-            headers: parts.headers,
-            body,
-        }
+        TestResponse::of(self.router.clone(), request).await
     }
 
     /// Sends a request without a body.
@@ -345,6 +331,27 @@ pub struct TestResponse {
 }
 
 impl TestResponse {
+    /// What `service` answers to `request`, its body read.
+    pub async fn of<B>(service: axum::Router, request: Request<B>) -> TestResponse
+    where
+        B: axum::body::HttpBody<Data = Bytes> + Send + 'static,
+        B::Error: Into<axum::BoxError>,
+    {
+        let response = service
+            .oneshot(request)
+            .await
+            .unwrap_or_else(|never| match never {});
+        let (parts, body) = response.into_parts();
+        let body = axum::body::to_bytes(body, usize::MAX)
+            .await
+            .expect("response body can be read");
+        TestResponse {
+            status: parts.status.as_u16(),
+            headers: parts.headers,
+            body,
+        }
+    }
+
     /// The body as JSON; panics, showing the body, if it is not JSON.
     #[track_caller]
     pub fn json(&self) -> Value {
