@@ -48,6 +48,7 @@ test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on Dyna
 	$(DYNAMODB) install
 	@mkdir -p .local
 	cargo test --workspace 2>&1 | tee .local/cargo-test.log
+	scripts/test-local-stacks.sh
 	$(MAKE) lint-template lint-openapi conformance clients
 	@scripts/test-summary.sh .local/cargo-test.log
 
