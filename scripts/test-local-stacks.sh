@@ -2,7 +2,8 @@
 # Checks that local stacks never touch each other (`make test` runs it): two
 # DynamoDB Locals on two ports start and stop independently, a second start on
 # a busy port is refused without disturbing the first, and a stop stops only
-# its own port's process. Stops whatever it started, however it exits.
+# its own port's process; and petstore-local without a DynamoDB says so in one
+# plain line. Stops whatever it started, however it exits.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DDB="$ROOT/scripts/dynamodb-local.sh"
@@ -29,4 +30,14 @@ rm -f /tmp/local-stacks-$$.err
 "$DDB" status "$A" >/dev/null 2>&1 && fail "the stack on $A still runs after its stop"
 "$DDB" status "$B" >/dev/null 2>&1 || fail "stopping $A stopped the stack on $B"
 "$DDB" stop "$B" 2>/dev/null || fail "could not stop the stack on $B"
-echo "local stacks: ok (ports $A and $B started and stopped independently; a busy port refused)"
+
+# A server that cannot reach its DynamoDB says so in one plain line.
+(cd "$ROOT" && cargo build --quiet -p petstore-local)
+dead="$(free_port)"
+if out="$(AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$dead" PORT="$(free_port)" RUST_LOG=off \
+  timeout 120 "${CARGO_TARGET_DIR:-$ROOT/target}/debug/petstore-local" 2>&1 >/dev/null)"; then
+  fail "petstore-local started without a DynamoDB"
+fi
+[[ "$(printf '%s\n' "$out" | wc -l)" -eq 1 && "$out" == *"cannot reach DynamoDB at http://127.0.0.1:$dead"* ]] \
+  || fail "petstore-local without a DynamoDB did not say so in one plain line: $out"
+echo "local stacks: ok (ports $A and $B started and stopped independently; a busy port refused; an unreachable DynamoDB reported in one line)"
