@@ -17,42 +17,17 @@ struct IssuedKey {
 
 /// `None`, with a note saying why, when no key could be made: the requests
 /// then go without one and the notes explain the refusals.
-pub async fn obtain(root: &Path, dynamodb_url: &str, notes: &mut Vec<String>) -> Option<String> {
+pub async fn obtain(admin: &Path, dynamodb_url: &str, notes: &mut Vec<String>) -> Option<String> {
     if let Ok(key) = std::env::var("BENCH_API_KEY") {
         return Some(key);
     }
-    let output = Command::new("cargo")
-        .args(["run", "-q", "-p", "petstore-admin", "--"])
-        .args(["keys", "create", "--plan", "enterprise", "--role", "staff"])
-        .args(["--per-minute", "100000000", "--per-day", "1000000000"])
-        .current_dir(root)
-        .env("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_url)
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env("AWS_REGION", "us-east-1")
-        .stdin(Stdio::null())
-        .output()
-        .await;
-    let output = match output {
-        Ok(output) => output,
+    match issue(admin, dynamodb_url, &[], "staff", 1).await {
+        Ok(keys) => keys.into_iter().next(),
         Err(e) => {
-            notes.push(format!("no API key: could not run petstore-admin ({e})"));
-            return None;
+            notes.push(format!("no API key ({e}); requests go without X-API-Key"));
+            None
         }
-    };
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let last_line = stderr.lines().last().unwrap_or("").trim();
-        notes.push(format!(
-            "no API key: petstore-admin failed ({last_line}); requests go without X-API-Key"
-        ));
-        return None;
     }
-    let key = parse_key(&String::from_utf8_lossy(&output.stdout));
-    if key.is_none() {
-        notes.push("no API key: petstore-admin printed nothing that looks like one".into());
-    }
-    key
 }
 
 /// `count` enterprise keys of `role` (limits the bench cannot reach) in the

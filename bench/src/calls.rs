@@ -49,7 +49,7 @@ pub async fn count(
     for i in 0..repeats {
         let pet_id = fixture.pet_ids[i % fixture.pet_ids.len()];
         counter.reads(&ids, pet_id).await?;
-        counter.writes(fixture.category_id).await?;
+        counter.writes(fixture.category_ids[0]).await?;
         counter.keyed_writes(pet_id, i).await?;
     }
     Ok(counter

@@ -6,84 +6,75 @@
 //! driver is our own. oha runs alongside on the read operations as a check.
 
 use crate::client::{Conn, Error};
-use crate::results::{LoadRun, OperationLoad, StatusCounts};
+use crate::results::{LoadRun, Mix, OperationLoad, StatusCounts};
 use crate::stats::summarize;
 use http::{Method, StatusCode};
 use rand::Rng;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Records the warm-up and the measured runs are made from.
+/// The records the runs are made from, as [`seed`] made them.
 #[derive(Debug, Clone)]
 pub struct Fixture {
-    pub category_id: u64,
+    pub category_ids: Vec<u64>,
+    /// Pet `i` is in category `i % category_ids.len()`.
     pub pet_ids: Vec<u64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mix {
-    /// 40% `GET /pets`, 40% `GET /pets?ids=` (5 ids), 20% `GET /store/inventory`.
-    Read,
-    /// create pet, place an order for it, cancel that order; repeated.
-    Write,
+/// What [`seed`] makes: `categories` categories, `pets` pets over them in
+/// turn, each stocked with `stock` if given.
+pub struct Shape {
+    pub categories: usize,
+    pub pets: usize,
+    pub stock: Option<u64>,
 }
 
-impl std::fmt::Display for Mix {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Mix::Read => "read",
-            Mix::Write => "write",
-        })
-    }
-}
-
-/// Creates a category and `pets` pets through the API.
-pub async fn seed(
-    addr: SocketAddr,
-    api_key: Option<String>,
-    pets: usize,
-) -> Result<Fixture, Error> {
+/// Makes `shape` through the API with `api_key` (a staff key); every
+/// request must succeed.
+pub async fn seed(addr: SocketAddr, api_key: Option<String>, shape: Shape) -> Result<Fixture, Error> {
     let mut conn = Conn::new(addr, api_key);
     let suffix: u32 = rand::random();
-    let reply = conn
-        .send(
-            Method::POST,
-            "/categories",
-            Some(&json!({"name": format!("bench-{suffix}"), "description": "made by make bench"})),
-        )
-        .await?;
-    if reply.status != StatusCode::CREATED {
-        return Err(format!(
-            "POST /categories answered {}: {}",
-            reply.status,
-            String::from_utf8_lossy(&reply.body)
-        )
-        .into());
+    let mut category_ids = Vec::with_capacity(shape.categories);
+    for i in 0..shape.categories {
+        let body = json!({"name": format!("bench-{i}-{suffix}"), "description": "made by make bench"});
+        let id = made(&mut conn, Method::POST, "/categories", body).await?;
+        category_ids.push(id.ok_or("POST /categories gave no id")?);
     }
-    let category_id = reply.created_id().ok_or("category without id")?;
-    let mut pet_ids = Vec::with_capacity(pets);
-    for i in 0..pets {
-        let reply = conn
-            .send(
-                Method::POST,
-                "/pets",
-                Some(&json!({"name": format!("Bench pet {i}"), "categoryId": category_id})),
-            )
-            .await?;
-        if reply.status != StatusCode::CREATED {
-            return Err(format!("POST /pets answered {}", reply.status).into());
+    let mut pet_ids = Vec::with_capacity(shape.pets);
+    for i in 0..shape.pets {
+        let category = category_ids[i % category_ids.len()];
+        let body = json!({"name": format!("Bench pet {i}"), "categoryId": category});
+        let id = made(&mut conn, Method::POST, "/pets", body).await?;
+        let id = id.ok_or("POST /pets gave no id")?;
+        if let Some(quantity) = shape.stock {
+            let path = format!("/store/inventory/{id}");
+            made(&mut conn, Method::PUT, &path, json!({ "quantity": quantity })).await?;
         }
-        pet_ids.push(reply.created_id().ok_or("pet without id")?);
+        pet_ids.push(id);
     }
     Ok(Fixture {
-        category_id,
+        category_ids,
         pet_ids,
     })
+}
+
+/// Sends one of the seed's requests; the id it created, if any.
+async fn made(
+    conn: &mut Conn,
+    method: Method,
+    path: &str,
+    body: serde_json::Value,
+) -> Result<Option<u64>, Error> {
+    let request = format!("{method} {path}");
+    let reply = conn.send(method, path, Some(&body)).await?;
+    if !reply.status.is_success() {
+        let body = String::from_utf8_lossy(&reply.body);
+        return Err(format!("{request} answered {}: {body}", reply.status).into());
+    }
+    Ok(reply.created_id())
 }
 
 /// One worker's requests, or all workers' once merged.
@@ -265,7 +256,7 @@ async fn write_step(
         "POST /pets",
         Method::POST,
         "/pets",
-        Some(json!({"name": "Load pet", "categoryId": fixture.category_id})),
+        Some(json!({"name": "Load pet", "categoryId": fixture.category_ids[0]})),
     )
     .await?;
     let pet_id = pet.created_id().ok_or("POST /pets gave no id")?;

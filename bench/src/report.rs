@@ -43,7 +43,7 @@ fn rate(x: Option<f64>) -> String {
     x.map_or_else(|| "-".into(), |x| decimals(x, 0))
 }
 
-fn print_partitions(model: &PartitionModel) {
+pub fn print_partitions(model: &PartitionModel) {
     let mix = &model.mix;
     println!(
         "\nPartitions: {} orders, {} reads of the mix in {:.0} s ({} pets in {} categories, {} customers{})",

@@ -8,7 +8,7 @@
 //! an older build gives the "before" figures).
 
 use crate::capture::{Image, ItemChange};
-use crate::client::Error;
+use petstore_bench::client::Error;
 use crate::dynamo::DynamoDb;
 use serde_json::{json, Value};
 

@@ -3,7 +3,7 @@
 //! the bench links no AWS SDK. DynamoDB Local checks that a request names an
 //! access key, never its signature.
 
-use crate::client::Error;
+use petstore_bench::client::Error;
 use bytes::Bytes;
 use http::Request;
 use http_body_util::{BodyExt, Full};
