@@ -11,7 +11,6 @@ use tokio::process::Command;
 /// What `petstore-admin keys create` prints: the record, with the key.
 #[derive(Deserialize)]
 struct IssuedKey {
-    #[serde(alias = "apiKey", alias = "api_key")]
     key: String,
 }
 
@@ -67,20 +66,12 @@ pub async fn issue(
     Ok(keys)
 }
 
-/// The key from `keys create`'s output: a JSON line's `key`, or else the
-/// longest token of key-like characters, should the output change shape.
+/// The key from `keys create`'s output: its JSON line's `key`.
 fn parse_key(stdout: &str) -> Option<String> {
-    let issued = stdout
-        .lines()
-        .find_map(|line| serde_json::from_str::<IssuedKey>(line.trim()).ok());
-    if let Some(issued) = issued {
-        return Some(issued.key);
-    }
     stdout
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'))
-        .filter(|token| token.len() >= 20)
-        .max_by_key(|token| token.len())
-        .map(str::to_string)
+        .lines()
+        .find_map(|line| serde_json::from_str::<IssuedKey>(line.trim()).ok())
+        .map(|issued| issued.key)
 }
 
 #[cfg(test)]
@@ -91,14 +82,6 @@ mod tests {
     fn the_key_of_a_json_line() {
         let stdout = "{\"id\":1,\"plan\":\"enterprise\",\"key\":\"pk_abc\"}\n";
         assert_eq!(parse_key(stdout).as_deref(), Some("pk_abc"));
-    }
-
-    #[test]
-    fn the_longest_token_of_plain_text() {
-        let stdout = "created key: pk_0123456789abcdefghij for enterprise\n";
-        assert_eq!(
-            parse_key(stdout).as_deref(),
-            Some("pk_0123456789abcdefghij")
-        );
+        assert_eq!(parse_key("created key: pk_0123456789abcdefghij\n"), None);
     }
 }

@@ -5,7 +5,7 @@
 //! state carried between them (the order of the pet just created), so the
 //! driver is our own. oha runs alongside on the read operations as a check.
 
-use crate::client::{Conn, Error};
+use crate::client::{Conn, Error, Reply};
 use crate::results::{LoadRun, Mix, OperationLoad, StatusCounts};
 use crate::stats::summarize;
 use http::{Method, StatusCode};
@@ -34,12 +34,17 @@ pub struct Shape {
 
 /// Makes `shape` through the API with `api_key` (a staff key); every
 /// request must succeed.
-pub async fn seed(addr: SocketAddr, api_key: Option<String>, shape: Shape) -> Result<Fixture, Error> {
+pub async fn seed(
+    addr: SocketAddr,
+    api_key: Option<String>,
+    shape: Shape,
+) -> Result<Fixture, Error> {
     let mut conn = Conn::new(addr, api_key);
     let suffix: u32 = rand::random();
     let mut category_ids = Vec::with_capacity(shape.categories);
     for i in 0..shape.categories {
-        let body = json!({"name": format!("bench-{i}-{suffix}"), "description": "made by make bench"});
+        let body =
+            json!({"name": format!("bench-{i}-{suffix}"), "description": "made by make bench"});
         let id = made(&mut conn, Method::POST, "/categories", body).await?;
         category_ids.push(id.ok_or("POST /categories gave no id")?);
     }
@@ -51,7 +56,13 @@ pub async fn seed(addr: SocketAddr, api_key: Option<String>, shape: Shape) -> Re
         let id = id.ok_or("POST /pets gave no id")?;
         if let Some(quantity) = shape.stock {
             let path = format!("/store/inventory/{id}");
-            made(&mut conn, Method::PUT, &path, json!({ "quantity": quantity })).await?;
+            made(
+                &mut conn,
+                Method::PUT,
+                &path,
+                json!({ "quantity": quantity }),
+            )
+            .await?;
         }
         pet_ids.push(id);
     }
@@ -152,21 +163,24 @@ pub async fn run(
     let mut workers = Vec::with_capacity(concurrency);
     for _ in 0..concurrency {
         let fixture = fixture.clone();
-        let mut conn = Conn::new(addr, api_key.clone());
+        let mut worker = Worker {
+            conn: Conn::new(addr, api_key.clone()),
+            record: Record::default(),
+            recording: false,
+        };
         workers.push(tokio::spawn(async move {
-            let mut record = Record::default();
             while Instant::now() < end {
-                let recording = Instant::now() >= start;
+                worker.recording = Instant::now() >= start;
                 let result = match mix {
-                    Mix::Read => read_step(&mut conn, &fixture, &mut record, recording).await,
-                    Mix::Write => write_step(&mut conn, &fixture, &mut record, recording).await,
+                    Mix::Read => worker.read_step(&fixture).await,
+                    Mix::Write => worker.write_step(&fixture).await,
                 };
                 if result.is_err() {
-                    record.errors += 1;
+                    worker.record.errors += 1;
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
             }
-            record
+            worker.record
         }));
     }
     let mut all = Record::default();
@@ -176,110 +190,61 @@ pub async fn run(
     Ok(all.into_run(mix, concurrency, duration))
 }
 
-async fn timed(
-    conn: &mut Conn,
-    record: &mut Record,
+/// One worker of a run: its connection, and what it recorded.
+struct Worker {
+    conn: Conn,
+    record: Record,
+    /// False during the warm-up.
     recording: bool,
-    op: &'static str,
-    method: Method,
-    path: &str,
-    body: Option<serde_json::Value>,
-) -> Result<crate::client::Reply, Error> {
-    let t = Instant::now();
-    let reply = conn.send(method, path, body.as_ref()).await?;
-    if recording {
-        record.add(op, t.elapsed(), reply.status);
-    }
-    Ok(reply)
 }
 
-async fn read_step(
-    conn: &mut Conn,
-    fixture: &Fixture,
-    record: &mut Record,
-    recording: bool,
-) -> Result<(), Error> {
-    let roll: u32 = rand::rng().random_range(0..10);
-    if roll < 4 {
-        timed(
-            conn,
-            record,
-            recording,
-            "GET /pets?limit=20",
-            Method::GET,
-            "/pets?limit=20",
-            None,
-        )
-        .await?;
-    } else if roll < 8 {
-        let ids: Vec<String> = (0..5)
-            .map(|_| {
-                fixture.pet_ids[rand::rng().random_range(0..fixture.pet_ids.len())].to_string()
-            })
-            .collect();
-        let path = format!("/pets?ids={}", ids.join(","));
-        timed(
-            conn,
-            record,
-            recording,
-            "GET /pets?ids=(5)",
-            Method::GET,
-            &path,
-            None,
-        )
-        .await?;
-    } else {
-        timed(
-            conn,
-            record,
-            recording,
-            "GET /store/inventory?limit=20",
-            Method::GET,
-            "/store/inventory?limit=20",
-            None,
-        )
-        .await?;
+impl Worker {
+    async fn timed(
+        &mut self,
+        op: &'static str,
+        (method, path): (Method, &str),
+        body: Option<serde_json::Value>,
+    ) -> Result<Reply, Error> {
+        let t = Instant::now();
+        let reply = self.conn.send(method, path, body.as_ref()).await?;
+        if self.recording {
+            self.record.add(op, t.elapsed(), reply.status);
+        }
+        Ok(reply)
     }
-    Ok(())
-}
 
-async fn write_step(
-    conn: &mut Conn,
-    fixture: &Fixture,
-    record: &mut Record,
-    recording: bool,
-) -> Result<(), Error> {
-    let pet = timed(
-        conn,
-        record,
-        recording,
-        "POST /pets",
-        Method::POST,
-        "/pets",
-        Some(json!({"name": "Load pet", "categoryId": fixture.category_ids[0]})),
-    )
-    .await?;
-    let pet_id = pet.created_id().ok_or("POST /pets gave no id")?;
-    let order = timed(
-        conn,
-        record,
-        recording,
-        "POST /store/orders",
-        Method::POST,
-        "/store/orders",
-        Some(json!({"petId": pet_id, "quantity": 1})),
-    )
-    .await?;
-    let order_id = order.created_id().ok_or("POST /store/orders gave no id")?;
-    timed(
-        conn,
-        record,
-        recording,
-        "DELETE /store/orders/{id}",
-        Method::DELETE,
-        &format!("/store/orders/{order_id}"),
-        None,
-    )
-    .await?;
-    Ok(())
+    async fn read_step(&mut self, fixture: &Fixture) -> Result<(), Error> {
+        let roll: u32 = rand::rng().random_range(0..10);
+        let (op, path) = match roll {
+            0..=3 => ("GET /pets?limit=20", "/pets?limit=20".to_string()),
+            4..=7 => {
+                let pets = &fixture.pet_ids;
+                let ids: Vec<String> = (0..5)
+                    .map(|_| pets[rand::rng().random_range(0..pets.len())].to_string())
+                    .collect();
+                ("GET /pets?ids=(5)", format!("/pets?ids={}", ids.join(",")))
+            }
+            _ => (
+                "GET /store/inventory?limit=20",
+                "/store/inventory?limit=20".into(),
+            ),
+        };
+        self.timed(op, (Method::GET, &path), None).await?;
+        Ok(())
+    }
+
+    async fn write_step(&mut self, fixture: &Fixture) -> Result<(), Error> {
+        let pet = json!({"name": "Load pet", "categoryId": fixture.category_ids[0]});
+        let pet = self.timed("POST /pets", (Method::POST, "/pets"), Some(pet));
+        let pet_id = pet.await?.created_id().ok_or("POST /pets gave no id")?;
+        let order = Some(json!({"petId": pet_id, "quantity": 1}));
+        let request = (Method::POST, "/store/orders");
+        let order = self.timed("POST /store/orders", request, order).await?;
+        let order_id = order.created_id().ok_or("POST /store/orders gave no id")?;
+        let path = format!("/store/orders/{order_id}");
+        let request = (Method::DELETE, path.as_str());
+        self.timed("DELETE /store/orders/{id}", request, None)
+            .await?;
+        Ok(())
+    }
 }

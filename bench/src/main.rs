@@ -16,9 +16,9 @@ use petstore_bench::results::{
     OVERHEAD_FILE, PARTITIONS_FILE, RESULTS_FILE,
 };
 use petstore_bench::{api_key, calls, cost, machine, report, sizes, targets};
+use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -76,6 +76,11 @@ impl Settings {
         self.target.join("release")
     }
 
+    /// `petstore-admin`, which issues the key (a debug build: run.sh's).
+    fn admin(&self) -> PathBuf {
+        self.target.join("debug/petstore-admin")
+    }
+
     fn recorded(&self, api_key: bool) -> RunSettings {
         RunSettings {
             concurrency: self.concurrency,
@@ -104,12 +109,8 @@ async fn run() -> Result<(), Error> {
     let started = Instant::now();
     let machine = machine::describe();
     eprintln!("bench: {}", machine.cpu);
-    let admin = settings.target.join("debug/petstore-admin");
-    for path in ["pets", "store", "petstore-local"]
-        .map(|binary| settings.release().join(binary))
-        .into_iter()
-        .chain([admin])
-    {
+    let release = ["pets", "store", "petstore-local"].map(|binary| settings.release().join(binary));
+    for path in release.into_iter().chain([settings.admin()]) {
         if !path.is_file() {
             let missing = format!(
                 "{} is missing: run `make bench` (it builds it)",
@@ -152,8 +153,7 @@ async fn measure_all(
         &settings.out.join("petstore-local.log"),
     )
     .await?;
-    let admin = settings.target.join("debug/petstore-admin");
-    let api_key = api_key::obtain(&admin, &dynamodb.url(), &mut notes).await;
+    let api_key = api_key::obtain(&settings.admin(), &dynamodb.url(), &mut notes).await;
     let timed = measure_timings(settings, &local, dynamodb, api_key.as_deref(), &mut notes).await;
     local.stop().await;
     let timings = timed?;
@@ -161,8 +161,20 @@ async fn measure_all(
     eprintln!("bench: counting DynamoDB calls per operation");
     let calls = count_calls(settings, dynamodb.addr, api_key.clone(), &timings.fixture).await?;
     let size = sizes::of_functions(&settings.target);
-    let in_process_overhead = read_left(&settings.out, OVERHEAD_FILE, "in-process overhead figures", "cargo bench -p petstore-bench", &mut notes);
-    let partitions = read_left(&settings.out, PARTITIONS_FILE, "partition model", "cargo run -p petstore-partitions", &mut notes);
+    let in_process_overhead = read_left(
+        &settings.out,
+        OVERHEAD_FILE,
+        "in-process overhead figures",
+        "cargo bench -p petstore-bench",
+        &mut notes,
+    );
+    let partitions = read_left(
+        &settings.out,
+        PARTITIONS_FILE,
+        "partition model",
+        "BENCH_ONLY=partitions make bench",
+        &mut notes,
+    );
     Ok(BenchResults {
         machine,
         settings: settings.recorded(api_key.is_some()),
@@ -335,7 +347,9 @@ fn read_left<T: DeserializeOwned>(
         Ok(figures) => Some(figures),
         Err(e) => {
             let shown = path.display();
-            notes.push(format!("no {what}: {shown} does not read ({e}); rerun `{step}`"));
+            notes.push(format!(
+                "no {what}: {shown} does not read ({e}); rerun `{step}`"
+            ));
             None
         }
     }

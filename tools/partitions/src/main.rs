@@ -72,7 +72,10 @@ async fn run() -> Result<(), Error> {
     let measured = replay::measure(&setup).await;
     dynamodb.stop().await;
     let model = measured?;
-    std::fs::write(out.join(PARTITIONS_FILE), serde_json::to_vec_pretty(&model)?)?;
+    std::fs::write(
+        out.join(PARTITIONS_FILE),
+        serde_json::to_vec_pretty(&model)?,
+    )?;
     print_partitions(&model);
     Ok(())
 }
