@@ -13,7 +13,7 @@ use petstore_bench::processes::{DynamoDbLocal, PetstoreLocal};
 use petstore_bench::proxy::Proxy;
 use petstore_bench::results::{
     BenchResults, ColdStart, LoadRun, Machine, Mix, OhaCheck, OperationCalls, RunSettings,
-    OVERHEAD_FILE, PARTITIONS_FILE, RESULTS_FILE,
+    OVERHEAD_FILE, PARTITIONS_FILE, PARTITIONS_TABLE_FILE, RESULTS_FILE,
 };
 use petstore_bench::{api_key, calls, cost, machine, report, sizes, targets};
 use serde::de::DeserializeOwned;
@@ -134,7 +134,13 @@ async fn run() -> Result<(), Error> {
 fn publish(settings: &Settings, results: &BenchResults) -> Result<(), Error> {
     let path = settings.out.join(RESULTS_FILE);
     std::fs::write(&path, serde_json::to_vec_pretty(results)?)?;
-    report::print_table(results);
+    let partitions = std::fs::read_to_string(settings.out.join(PARTITIONS_TABLE_FILE)).ok();
+    report::print_table(
+        results,
+        partitions
+            .filter(|_| results.partitions.is_some())
+            .as_deref(),
+    );
     let shown = path.strip_prefix(&settings.root).unwrap_or(&path);
     println!("\nFull results: {}", shown.display());
     Ok(())

@@ -16,8 +16,10 @@ use std::collections::BTreeMap;
 pub const RESULTS_FILE: &str = "results.json";
 /// In `target/bench/`, as the criterion bench writes it for the runner.
 pub const OVERHEAD_FILE: &str = "overhead.json";
-/// In `target/bench/`, as `tools/partitions` writes it for the runner.
+/// In `target/bench/`, as `tools/partitions` writes them for the runner: its
+/// model, and its section of the table.
 pub const PARTITIONS_FILE: &str = "partitions.json";
+pub const PARTITIONS_TABLE_FILE: &str = "partitions.txt";
 
 /// How many responses answered each status code.
 pub type StatusCounts = BTreeMap<u16, usize>;
@@ -38,9 +40,10 @@ pub struct BenchResults {
     /// By function.
     pub size: BTreeMap<String, FunctionSizes>,
     pub targets: Vec<TargetCheck>,
-    /// `None` when the partition model did not run.
+    /// `None` when the partition model did not run; its records are its own
+    /// (`tools/partitions`), carried as it wrote them.
     #[serde(default)]
-    pub partitions: Option<PartitionModel>,
+    pub partitions: Option<serde_json::Value>,
     /// What could not be measured, and why.
     pub notes: Vec<String>,
     pub elapsed_seconds: f64,
@@ -288,63 +291,6 @@ pub struct FunctionSizes {
     pub arm64_zip_built_unix: Option<u64>,
     pub arm64_binary_bytes: Option<u64>,
     pub x86_64_binary_bytes: Option<u64>,
-}
-
-/// The partition-load model of a replayed mix (`tools/partitions`).
-#[derive(Debug, Serialize, Deserialize)]
-pub struct PartitionModel {
-    pub mix: MixRun,
-    /// The table, then each index.
-    pub scopes: Vec<ScopeLoad>,
-    /// Orders a second at which the first partition reaches a limit.
-    pub ceiling_orders_per_second: Option<f64>,
-    /// The mix's reads a second at that order rate.
-    pub ceiling_reads_per_second: Option<f64>,
-    /// Which limit, on which partition, comes first.
-    pub first_limit: Option<String>,
-}
-
-/// What was replayed, against what.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct MixRun {
-    pub description: String,
-    /// The service binary that ran it, and the environment the bench added.
-    pub service: String,
-    pub service_env: Vec<String>,
-    pub pets: usize,
-    pub categories: usize,
-    pub customers: usize,
-    pub workers: usize,
-    /// Orders placed (201), and the mix's reads sent.
-    pub orders: usize,
-    pub reads: usize,
-    /// By operation.
-    pub statuses: BTreeMap<String, StatusCounts>,
-    pub seconds: f64,
-}
-
-/// One scope's (`table` or an index's) load over the replay.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct ScopeLoad {
-    pub scope: String,
-    pub partitions_written: usize,
-    pub write_units: f64,
-    pub hottest_write: Option<HotPartition>,
-    pub partitions_read: usize,
-    pub read_units: f64,
-    pub hottest_read: Option<HotPartition>,
-    /// Orders a second at which its busiest partition reaches 1,000 write
-    /// units a second (`None`: no writes), and 3,000 read units.
-    pub write_ceiling_orders_per_second: Option<f64>,
-    pub read_ceiling_orders_per_second: Option<f64>,
-}
-
-/// A scope's busiest partition, and its share of the scope's units.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct HotPartition {
-    pub partition: String,
-    pub units: f64,
-    pub share: f64,
 }
 
 /// A figure against the target set for it; reported, never enforced.

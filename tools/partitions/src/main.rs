@@ -7,20 +7,21 @@
 //! finds the order rate at which the busiest partition reaches a limit.
 //!
 //! `bench/run.sh` runs it before the runner: it starts its own DynamoDB Local,
-//! writes `target/bench/partitions.json` (which the runner puts in its
-//! table and `results.json`) and prints its section of the table.
+//! writes its [`records`] to `target/bench/partitions.json` and its section
+//! of the table to `partitions.txt`, which the runner carries into its
+//! `results.json` and its table.
 //! `BENCH_ONLY=partitions make bench` runs it alone.
 
 mod capture;
 mod dynamo;
 mod layout;
 mod model;
+mod records;
 mod replay;
 
 use petstore_bench::client::Error;
 use petstore_bench::processes::DynamoDbLocal;
-use petstore_bench::report::print_partitions;
-use petstore_bench::results::PARTITIONS_FILE;
+use petstore_bench::results::{PARTITIONS_FILE, PARTITIONS_TABLE_FILE};
 use std::path::PathBuf;
 
 #[tokio::main]
@@ -76,6 +77,8 @@ async fn run() -> Result<(), Error> {
         out.join(PARTITIONS_FILE),
         serde_json::to_vec_pretty(&model)?,
     )?;
-    print_partitions(&model);
+    let table = records::table(&model);
+    std::fs::write(out.join(PARTITIONS_TABLE_FILE), &table)?;
+    print!("{table}");
     Ok(())
 }
