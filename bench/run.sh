@@ -6,13 +6,26 @@
 #   BENCH_ZIP=0        skip the arm64 zip build (3-7 min when not up to date)
 #   BENCH_OVERHEAD=0   skip the criterion in-process bench
 #   BENCH_OHA=0        skip installing/running oha
+#   BENCH_ONLY=partitions   the partition model (tools/partitions) alone
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-OUT="${CARGO_TARGET_DIR:-$ROOT/target}/bench"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+OUT="$TARGET/bench"
 mkdir -p "$OUT"
 log() { echo "bench: $*" >&2; }
+
+scripts/dynamodb-local.sh install
+
+# Debug builds: they only send requests. petstore-admin issues the keys.
+log "building petstore-admin and the partition model (tools/partitions)"
+cargo build -p petstore-admin -p petstore-partitions
+
+if [[ "${BENCH_ONLY:-}" == partitions ]]; then
+  [[ -n "${BENCH_PARTITION_SERVICE:-}" ]] || cargo build --release -p petstore-local
+  exec "$TARGET/debug/petstore-partitions"
+fi
 
 # oha, project-local: the warm runs' cross-check.
 OHA="$ROOT/.local/bin/oha"
@@ -21,8 +34,6 @@ if [[ "${BENCH_OHA:-1}" != 0 && ! -x "$OHA" ]]; then
   cargo install --quiet --locked oha --root "$ROOT/.local" || log "oha did not install; the oha cross-check is skipped"
 fi
 [[ "${BENCH_OHA:-1}" == 0 ]] && export BENCH_OHA=/nonexistent
-
-scripts/dynamodb-local.sh install
 
 log "building release binaries for this host"
 cargo build --release -p pets -p store -p petstore-local -p petstore-bench
@@ -46,4 +57,10 @@ if [[ "${BENCH_OVERHEAD:-1}" != 0 ]]; then
     || log "the overhead bench failed; its figures are missing"
 fi
 
-exec "${CARGO_TARGET_DIR:-$ROOT/target}/release/petstore-bench"
+# The partition model: its own DynamoDB Local and petstore-local. The runner
+# carries what it writes into results.json and the table (so its own print
+# of its section is not shown twice).
+rm -f "$OUT/partitions.json" "$OUT/partitions.txt"
+"$TARGET/debug/petstore-partitions" >/dev/null || log "the partition model failed; its figures are missing"
+
+exec "$TARGET/release/petstore-bench"

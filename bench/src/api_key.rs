@@ -11,48 +11,22 @@ use tokio::process::Command;
 /// What `petstore-admin keys create` prints: the record, with the key.
 #[derive(Deserialize)]
 struct IssuedKey {
-    #[serde(alias = "apiKey", alias = "api_key")]
     key: String,
 }
 
 /// `None`, with a note saying why, when no key could be made: the requests
 /// then go without one and the notes explain the refusals.
-pub async fn obtain(root: &Path, dynamodb_url: &str, notes: &mut Vec<String>) -> Option<String> {
+pub async fn obtain(admin: &Path, dynamodb_url: &str, notes: &mut Vec<String>) -> Option<String> {
     if let Ok(key) = std::env::var("BENCH_API_KEY") {
         return Some(key);
     }
-    let output = Command::new("cargo")
-        .args(["run", "-q", "-p", "petstore-admin", "--"])
-        .args(["keys", "create", "--plan", "enterprise", "--role", "staff"])
-        .args(["--per-minute", "100000000", "--per-day", "1000000000"])
-        .current_dir(root)
-        .env("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_url)
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env("AWS_REGION", "us-east-1")
-        .stdin(Stdio::null())
-        .output()
-        .await;
-    let output = match output {
-        Ok(output) => output,
+    match issue(admin, dynamodb_url, &[], "staff", 1).await {
+        Ok(keys) => keys.into_iter().next(),
         Err(e) => {
-            notes.push(format!("no API key: could not run petstore-admin ({e})"));
-            return None;
+            notes.push(format!("no API key ({e}); requests go without X-API-Key"));
+            None
         }
-    };
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let last_line = stderr.lines().last().unwrap_or("").trim();
-        notes.push(format!(
-            "no API key: petstore-admin failed ({last_line}); requests go without X-API-Key"
-        ));
-        return None;
     }
-    let key = parse_key(&String::from_utf8_lossy(&output.stdout));
-    if key.is_none() {
-        notes.push("no API key: petstore-admin printed nothing that looks like one".into());
-    }
-    key
 }
 
 /// `count` enterprise keys of `role` (limits the bench cannot reach) in the
@@ -92,20 +66,12 @@ pub async fn issue(
     Ok(keys)
 }
 
-/// The key from `keys create`'s output: a JSON line's `key`, or else the
-/// longest token of key-like characters, should the output change shape.
+/// The key from `keys create`'s output: its JSON line's `key`.
 fn parse_key(stdout: &str) -> Option<String> {
-    let issued = stdout
-        .lines()
-        .find_map(|line| serde_json::from_str::<IssuedKey>(line.trim()).ok());
-    if let Some(issued) = issued {
-        return Some(issued.key);
-    }
     stdout
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'))
-        .filter(|token| token.len() >= 20)
-        .max_by_key(|token| token.len())
-        .map(str::to_string)
+        .lines()
+        .find_map(|line| serde_json::from_str::<IssuedKey>(line.trim()).ok())
+        .map(|issued| issued.key)
 }
 
 #[cfg(test)]
@@ -116,14 +82,6 @@ mod tests {
     fn the_key_of_a_json_line() {
         let stdout = "{\"id\":1,\"plan\":\"enterprise\",\"key\":\"pk_abc\"}\n";
         assert_eq!(parse_key(stdout).as_deref(), Some("pk_abc"));
-    }
-
-    #[test]
-    fn the_longest_token_of_plain_text() {
-        let stdout = "created key: pk_0123456789abcdefghij for enterprise\n";
-        assert_eq!(
-            parse_key(stdout).as_deref(),
-            Some("pk_0123456789abcdefghij")
-        );
+        assert_eq!(parse_key("created key: pk_0123456789abcdefghij\n"), None);
     }
 }

@@ -5,85 +5,87 @@
 //! state carried between them (the order of the pet just created), so the
 //! driver is our own. oha runs alongside on the read operations as a check.
 
-use crate::client::{Conn, Error};
-use crate::results::{LoadRun, OperationLoad, StatusCounts};
+use crate::client::{Conn, Error, Reply};
+use crate::results::{LoadRun, Mix, OperationLoad, StatusCounts};
 use crate::stats::summarize;
 use http::{Method, StatusCode};
 use rand::Rng;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Records the warm-up and the measured runs are made from.
+/// The records the runs are made from, as [`seed`] made them.
 #[derive(Debug, Clone)]
 pub struct Fixture {
-    pub category_id: u64,
+    pub category_ids: Vec<u64>,
+    /// Pet `i` is in category `i % category_ids.len()`.
     pub pet_ids: Vec<u64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mix {
-    /// 40% `GET /pets`, 40% `GET /pets?ids=` (5 ids), 20% `GET /store/inventory`.
-    Read,
-    /// create pet, place an order for it, cancel that order; repeated.
-    Write,
+/// What [`seed`] makes: `categories` categories, `pets` pets over them in
+/// turn, each stocked with `stock` if given.
+pub struct Shape {
+    pub categories: usize,
+    pub pets: usize,
+    pub stock: Option<u64>,
 }
 
-impl std::fmt::Display for Mix {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Mix::Read => "read",
-            Mix::Write => "write",
-        })
-    }
-}
-
-/// Creates a category and `pets` pets through the API.
+/// Makes `shape` through the API with `api_key` (a staff key); every
+/// request must succeed.
 pub async fn seed(
     addr: SocketAddr,
     api_key: Option<String>,
-    pets: usize,
+    shape: Shape,
 ) -> Result<Fixture, Error> {
     let mut conn = Conn::new(addr, api_key);
     let suffix: u32 = rand::random();
-    let reply = conn
-        .send(
-            Method::POST,
-            "/categories",
-            Some(&json!({"name": format!("bench-{suffix}"), "description": "made by make bench"})),
-        )
-        .await?;
-    if reply.status != StatusCode::CREATED {
-        return Err(format!(
-            "POST /categories answered {}: {}",
-            reply.status,
-            String::from_utf8_lossy(&reply.body)
-        )
-        .into());
+    let mut category_ids = Vec::with_capacity(shape.categories);
+    for i in 0..shape.categories {
+        let body =
+            json!({"name": format!("bench-{i}-{suffix}"), "description": "made by make bench"});
+        let id = made(&mut conn, Method::POST, "/categories", body).await?;
+        category_ids.push(id.ok_or("POST /categories gave no id")?);
     }
-    let category_id = reply.created_id().ok_or("category without id")?;
-    let mut pet_ids = Vec::with_capacity(pets);
-    for i in 0..pets {
-        let reply = conn
-            .send(
-                Method::POST,
-                "/pets",
-                Some(&json!({"name": format!("Bench pet {i}"), "categoryId": category_id})),
+    let mut pet_ids = Vec::with_capacity(shape.pets);
+    for i in 0..shape.pets {
+        let category = category_ids[i % category_ids.len()];
+        let body = json!({"name": format!("Bench pet {i}"), "categoryId": category});
+        let id = made(&mut conn, Method::POST, "/pets", body).await?;
+        let id = id.ok_or("POST /pets gave no id")?;
+        if let Some(quantity) = shape.stock {
+            let path = format!("/store/inventory/{id}");
+            made(
+                &mut conn,
+                Method::PUT,
+                &path,
+                json!({ "quantity": quantity }),
             )
             .await?;
-        if reply.status != StatusCode::CREATED {
-            return Err(format!("POST /pets answered {}", reply.status).into());
         }
-        pet_ids.push(reply.created_id().ok_or("pet without id")?);
+        pet_ids.push(id);
     }
     Ok(Fixture {
-        category_id,
+        category_ids,
         pet_ids,
     })
+}
+
+/// Sends one of the seed's requests; the id it created, if any.
+async fn made(
+    conn: &mut Conn,
+    method: Method,
+    path: &str,
+    body: serde_json::Value,
+) -> Result<Option<u64>, Error> {
+    let request = format!("{method} {path}");
+    let reply = conn.send(method, path, Some(&body)).await?;
+    if !reply.status.is_success() {
+        let body = String::from_utf8_lossy(&reply.body);
+        return Err(format!("{request} answered {}: {body}", reply.status).into());
+    }
+    Ok(reply.created_id())
 }
 
 /// One worker's requests, or all workers' once merged.
@@ -161,21 +163,24 @@ pub async fn run(
     let mut workers = Vec::with_capacity(concurrency);
     for _ in 0..concurrency {
         let fixture = fixture.clone();
-        let mut conn = Conn::new(addr, api_key.clone());
+        let mut worker = Worker {
+            conn: Conn::new(addr, api_key.clone()),
+            record: Record::default(),
+            recording: false,
+        };
         workers.push(tokio::spawn(async move {
-            let mut record = Record::default();
             while Instant::now() < end {
-                let recording = Instant::now() >= start;
+                worker.recording = Instant::now() >= start;
                 let result = match mix {
-                    Mix::Read => read_step(&mut conn, &fixture, &mut record, recording).await,
-                    Mix::Write => write_step(&mut conn, &fixture, &mut record, recording).await,
+                    Mix::Read => worker.read_step(&fixture).await,
+                    Mix::Write => worker.write_step(&fixture).await,
                 };
                 if result.is_err() {
-                    record.errors += 1;
+                    worker.record.errors += 1;
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
             }
-            record
+            worker.record
         }));
     }
     let mut all = Record::default();
@@ -185,110 +190,61 @@ pub async fn run(
     Ok(all.into_run(mix, concurrency, duration))
 }
 
-async fn timed(
-    conn: &mut Conn,
-    record: &mut Record,
+/// One worker of a run: its connection, and what it recorded.
+struct Worker {
+    conn: Conn,
+    record: Record,
+    /// False during the warm-up.
     recording: bool,
-    op: &'static str,
-    method: Method,
-    path: &str,
-    body: Option<serde_json::Value>,
-) -> Result<crate::client::Reply, Error> {
-    let t = Instant::now();
-    let reply = conn.send(method, path, body.as_ref()).await?;
-    if recording {
-        record.add(op, t.elapsed(), reply.status);
-    }
-    Ok(reply)
 }
 
-async fn read_step(
-    conn: &mut Conn,
-    fixture: &Fixture,
-    record: &mut Record,
-    recording: bool,
-) -> Result<(), Error> {
-    let roll: u32 = rand::rng().random_range(0..10);
-    if roll < 4 {
-        timed(
-            conn,
-            record,
-            recording,
-            "GET /pets?limit=20",
-            Method::GET,
-            "/pets?limit=20",
-            None,
-        )
-        .await?;
-    } else if roll < 8 {
-        let ids: Vec<String> = (0..5)
-            .map(|_| {
-                fixture.pet_ids[rand::rng().random_range(0..fixture.pet_ids.len())].to_string()
-            })
-            .collect();
-        let path = format!("/pets?ids={}", ids.join(","));
-        timed(
-            conn,
-            record,
-            recording,
-            "GET /pets?ids=(5)",
-            Method::GET,
-            &path,
-            None,
-        )
-        .await?;
-    } else {
-        timed(
-            conn,
-            record,
-            recording,
-            "GET /store/inventory?limit=20",
-            Method::GET,
-            "/store/inventory?limit=20",
-            None,
-        )
-        .await?;
+impl Worker {
+    async fn timed(
+        &mut self,
+        op: &'static str,
+        (method, path): (Method, &str),
+        body: Option<serde_json::Value>,
+    ) -> Result<Reply, Error> {
+        let t = Instant::now();
+        let reply = self.conn.send(method, path, body.as_ref()).await?;
+        if self.recording {
+            self.record.add(op, t.elapsed(), reply.status);
+        }
+        Ok(reply)
     }
-    Ok(())
-}
 
-async fn write_step(
-    conn: &mut Conn,
-    fixture: &Fixture,
-    record: &mut Record,
-    recording: bool,
-) -> Result<(), Error> {
-    let pet = timed(
-        conn,
-        record,
-        recording,
-        "POST /pets",
-        Method::POST,
-        "/pets",
-        Some(json!({"name": "Load pet", "categoryId": fixture.category_id})),
-    )
-    .await?;
-    let pet_id = pet.created_id().ok_or("POST /pets gave no id")?;
-    let order = timed(
-        conn,
-        record,
-        recording,
-        "POST /store/orders",
-        Method::POST,
-        "/store/orders",
-        Some(json!({"petId": pet_id, "quantity": 1})),
-    )
-    .await?;
-    let order_id = order.created_id().ok_or("POST /store/orders gave no id")?;
-    timed(
-        conn,
-        record,
-        recording,
-        "DELETE /store/orders/{id}",
-        Method::DELETE,
-        &format!("/store/orders/{order_id}"),
-        None,
-    )
-    .await?;
-    Ok(())
+    async fn read_step(&mut self, fixture: &Fixture) -> Result<(), Error> {
+        let roll: u32 = rand::rng().random_range(0..10);
+        let (op, path) = match roll {
+            0..=3 => ("GET /pets?limit=20", "/pets?limit=20".to_string()),
+            4..=7 => {
+                let pets = &fixture.pet_ids;
+                let ids: Vec<String> = (0..5)
+                    .map(|_| pets[rand::rng().random_range(0..pets.len())].to_string())
+                    .collect();
+                ("GET /pets?ids=(5)", format!("/pets?ids={}", ids.join(",")))
+            }
+            _ => (
+                "GET /store/inventory?limit=20",
+                "/store/inventory?limit=20".into(),
+            ),
+        };
+        self.timed(op, (Method::GET, &path), None).await?;
+        Ok(())
+    }
+
+    async fn write_step(&mut self, fixture: &Fixture) -> Result<(), Error> {
+        let pet = json!({"name": "Load pet", "categoryId": fixture.category_ids[0]});
+        let pet = self.timed("POST /pets", (Method::POST, "/pets"), Some(pet));
+        let pet_id = pet.await?.created_id().ok_or("POST /pets gave no id")?;
+        let order = Some(json!({"petId": pet_id, "quantity": 1}));
+        let request = (Method::POST, "/store/orders");
+        let order = self.timed("POST /store/orders", request, order).await?;
+        let order_id = order.created_id().ok_or("POST /store/orders gave no id")?;
+        let path = format!("/store/orders/{order_id}");
+        let request = (Method::DELETE, path.as_str());
+        self.timed("DELETE /store/orders/{id}", request, None)
+            .await?;
+        Ok(())
+    }
 }

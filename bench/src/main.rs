@@ -7,16 +7,16 @@
 
 use petstore_bench::client::Error;
 use petstore_bench::cold::{self, ColdSetup};
-use petstore_bench::load::{self, Fixture, Mix};
+use petstore_bench::load::{self, Fixture, Shape};
 use petstore_bench::oha::{self, OhaSetup};
 use petstore_bench::processes::{DynamoDbLocal, PetstoreLocal};
 use petstore_bench::proxy::Proxy;
-use petstore_bench::replay;
 use petstore_bench::results::{
-    BenchResults, ColdStart, LoadRun, Machine, OhaCheck, OperationCalls, Overhead, PartitionModel,
-    RunSettings, OVERHEAD_FILE, RESULTS_FILE,
+    BenchResults, ColdStart, LoadRun, Machine, Mix, OhaCheck, OperationCalls, RunSettings,
+    OVERHEAD_FILE, PARTITIONS_FILE, PARTITIONS_TABLE_FILE, RESULTS_FILE,
 };
 use petstore_bench::{api_key, calls, cost, machine, report, sizes, targets};
+use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -38,13 +38,6 @@ struct Settings {
     memory_mb: u32,
     oha: Option<PathBuf>,
     oha_seconds: u64,
-    /// The partition model's orders, and what else its service gets.
-    partition_orders: usize,
-    partition_env: Vec<String>,
-    /// The `petstore-local` the model measures (an older build for "before").
-    partition_service: PathBuf,
-    /// `BENCH_ONLY=partitions`: the partition model alone.
-    partitions_only: bool,
 }
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -73,17 +66,6 @@ impl Settings {
             memory_mb: env_or("BENCH_MEMORY_MB", 128),
             oha: oha.is_file().then_some(oha),
             oha_seconds: env_or("BENCH_OHA_SECONDS", 5),
-            partition_orders: env_or("BENCH_PARTITION_ORDERS", 1000),
-            partition_env: std::env::var("BENCH_PARTITION_ENV")
-                .unwrap_or_default()
-                .split(',')
-                .filter(|pair| pair.contains('='))
-                .map(str::to_string)
-                .collect(),
-            partition_service: std::env::var_os("BENCH_PARTITION_SERVICE")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| target.join("release/petstore-local")),
-            partitions_only: std::env::var("BENCH_ONLY").is_ok_and(|only| only == "partitions"),
             root,
             target,
         })
@@ -92,6 +74,11 @@ impl Settings {
     /// Where the host's release binaries are.
     fn release(&self) -> PathBuf {
         self.target.join("release")
+    }
+
+    /// `petstore-admin`, which issues the key (a debug build: run.sh's).
+    fn admin(&self) -> PathBuf {
+        self.target.join("debug/petstore-admin")
     }
 
     fn recorded(&self, api_key: bool) -> RunSettings {
@@ -122,12 +109,8 @@ async fn run() -> Result<(), Error> {
     let started = Instant::now();
     let machine = machine::describe();
     eprintln!("bench: {}", machine.cpu);
-    let needed = match settings.partitions_only {
-        true => vec![],
-        false => vec!["pets", "store", "petstore-local"],
-    };
-    for binary in needed {
-        let path = settings.release().join(binary);
+    let release = ["pets", "store", "petstore-local"].map(|binary| settings.release().join(binary));
+    for path in release.into_iter().chain([settings.admin()]) {
         if !path.is_file() {
             let missing = format!(
                 "{} is missing: run `make bench` (it builds it)",
@@ -139,12 +122,7 @@ async fn run() -> Result<(), Error> {
 
     let mut dynamodb = DynamoDbLocal::start(&settings.root).await?;
     let outcome = async {
-        let mut results = match settings.partitions_only {
-            true => BenchResults::empty(machine, settings.recorded(false)),
-            false => measure_all(&settings, &dynamodb, machine, started).await?,
-        };
-        results.partitions = measure_partitions(&settings, &dynamodb, &mut results.notes).await;
-        results.elapsed_seconds = started.elapsed().as_secs_f64();
+        let results = measure_all(&settings, &dynamodb, machine, started).await?;
         publish(&settings, &results)
     }
     .await;
@@ -156,7 +134,13 @@ async fn run() -> Result<(), Error> {
 fn publish(settings: &Settings, results: &BenchResults) -> Result<(), Error> {
     let path = settings.out.join(RESULTS_FILE);
     std::fs::write(&path, serde_json::to_vec_pretty(results)?)?;
-    report::print_table(results);
+    let partitions = std::fs::read_to_string(settings.out.join(PARTITIONS_TABLE_FILE)).ok();
+    report::print_table(
+        results,
+        partitions
+            .filter(|_| results.partitions.is_some())
+            .as_deref(),
+    );
     let shown = path.strip_prefix(&settings.root).unwrap_or(&path);
     println!("\nFull results: {}", shown.display());
     Ok(())
@@ -175,7 +159,7 @@ async fn measure_all(
         &settings.out.join("petstore-local.log"),
     )
     .await?;
-    let api_key = api_key::obtain(&settings.root, &dynamodb.url(), &mut notes).await;
+    let api_key = api_key::obtain(&settings.admin(), &dynamodb.url(), &mut notes).await;
     let timed = measure_timings(settings, &local, dynamodb, api_key.as_deref(), &mut notes).await;
     local.stop().await;
     let timings = timed?;
@@ -183,7 +167,20 @@ async fn measure_all(
     eprintln!("bench: counting DynamoDB calls per operation");
     let calls = count_calls(settings, dynamodb.addr, api_key.clone(), &timings.fixture).await?;
     let size = sizes::of_functions(&settings.target);
-    let in_process_overhead = read_overhead(&settings.out, &mut notes);
+    let in_process_overhead = read_left(
+        &settings.out,
+        OVERHEAD_FILE,
+        "in-process overhead figures",
+        "cargo bench -p petstore-bench",
+        &mut notes,
+    );
+    let partitions = read_left(
+        &settings.out,
+        PARTITIONS_FILE,
+        "partition model",
+        "BENCH_ONLY=partitions make bench",
+        &mut notes,
+    );
     Ok(BenchResults {
         machine,
         settings: settings.recorded(api_key.is_some()),
@@ -195,47 +192,10 @@ async fn measure_all(
         dynamodb_calls: calls,
         in_process_overhead,
         size,
-        partitions: None,
+        partitions,
         notes,
         elapsed_seconds: started.elapsed().as_secs_f64(),
     })
-}
-
-/// The partition model (`src/replay.rs`, `src/partitions.rs`); a note when it
-/// cannot run.
-async fn measure_partitions(
-    settings: &Settings,
-    dynamodb: &DynamoDbLocal,
-    notes: &mut Vec<String>,
-) -> Option<PartitionModel> {
-    eprintln!(
-        "bench: partition model, {} orders of the mix",
-        settings.partition_orders
-    );
-    let built = tokio::process::Command::new("cargo")
-        .args(["build", "-q", "-p", "petstore-admin"])
-        .current_dir(&settings.root)
-        .status()
-        .await;
-    if !built.is_ok_and(|status| status.success()) {
-        notes.push("no partition model: petstore-admin did not build".into());
-        return None;
-    }
-    let setup = replay::Setup {
-        admin: &settings.target.join("debug/petstore-admin"),
-        service: &settings.partition_service,
-        dynamodb: dynamodb.addr,
-        log: &settings.out.join("petstore-local-partitions.log"),
-        orders: settings.partition_orders,
-        env: settings.partition_env.clone(),
-    };
-    match replay::measure(&setup).await {
-        Ok(model) => Some(model),
-        Err(e) => {
-            notes.push(format!("no partition model: {e}"));
-            None
-        }
-    }
 }
 
 /// What is timed while the first `petstore-local` runs, and the records it
@@ -255,7 +215,12 @@ async fn measure_timings(
     notes: &mut Vec<String>,
 ) -> Result<Timings, Error> {
     let owned_key = api_key.map(str::to_string);
-    let fixture = load::seed(local.addr, owned_key, SEEDED_PETS)
+    let shape = Shape {
+        categories: 1,
+        pets: SEEDED_PETS,
+        stock: None,
+    };
+    let fixture = load::seed(local.addr, owned_key, shape)
         .await
         .map_err(|e| {
             let log = settings.out.join("petstore-local.log");
@@ -370,22 +335,26 @@ async fn count_calls(
     calls
 }
 
-/// What `cargo bench -p petstore-bench` left, if it ran; a note if not.
-fn read_overhead(out: &Path, notes: &mut Vec<String>) -> Option<Overhead> {
-    let path = out.join(OVERHEAD_FILE);
+/// What another step of `make bench` (`bench/run.sh`) left in `out`: the
+/// in-process overhead or the partition model; a note if it is missing.
+fn read_left<T: DeserializeOwned>(
+    out: &Path,
+    file: &str,
+    what: &str,
+    step: &str,
+    notes: &mut Vec<String>,
+) -> Option<T> {
+    let path = out.join(file);
     let Ok(bytes) = std::fs::read(&path) else {
-        notes.push(
-            "no in-process overhead figures: run `cargo bench -p petstore-bench` (make bench does)"
-                .into(),
-        );
+        notes.push(format!("no {what}: run `{step}` (make bench does)"));
         return None;
     };
     match serde_json::from_slice(&bytes) {
-        Ok(overhead) => Some(overhead),
+        Ok(figures) => Some(figures),
         Err(e) => {
+            let shown = path.display();
             notes.push(format!(
-                "no in-process overhead figures: {} does not read ({e}); rerun `cargo bench -p petstore-bench`",
-                path.display()
+                "no {what}: {shown} does not read ({e}); rerun `{step}`"
             ));
             None
         }

@@ -7,10 +7,11 @@
 //! the extra `ConsumedCapacity` field is one the SDK already knows. DynamoDB
 //! Local does not verify request signatures, so changing the body is harmless.
 //!
-//! With a [`Capture`] attached it also keeps, for the partition model, each
-//! write to the data table with its items before and after, and each read.
+//! A [`Tap`] attached to it sees every call before and after it is
+//! forwarded: the partition model (`tools/partitions`) captures the data
+//! table's writes and reads that way.
 
-use crate::capture::Capture;
+use crate::client::Error;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
@@ -18,6 +19,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use tokio::net::{TcpListener, TcpStream};
@@ -28,8 +30,6 @@ pub struct OpTally {
     pub calls: u64,
     /// Capacity units DynamoDB Local reported, table and indexes together.
     pub capacity_units: f64,
-    pub read_units: f64,
-    pub write_units: f64,
     /// The part of `capacity_units` spent on global secondary indexes.
     pub index_units: f64,
     pub request_bytes: u64,
@@ -42,8 +42,6 @@ impl OpTally {
     pub fn add(&mut self, more: &OpTally) {
         self.calls += more.calls;
         self.capacity_units += more.capacity_units;
-        self.read_units += more.read_units;
-        self.write_units += more.write_units;
         self.index_units += more.index_units;
         self.request_bytes += more.request_bytes;
         self.response_bytes += more.response_bytes;
@@ -61,40 +59,79 @@ pub fn merge(into: &mut Tally, more: Tally) {
     }
 }
 
-/// Where the connections find the capture, once one is attached.
-type Attached = Arc<Mutex<Option<Arc<Capture>>>>;
+/// What watches the calls through a [`Proxy`]: `before` each is forwarded
+/// (with the request as sent, capacity asked for), `after` with the answer.
+pub trait Tap: Send + Sync + 'static {
+    /// What `before` hands on to `after`.
+    type Pending: Send;
+    fn before(
+        &self,
+        operation: &str,
+        request: &Value,
+    ) -> impl Future<Output = Result<Self::Pending, Error>> + Send;
+    fn after(
+        &self,
+        operation: &str,
+        request: Value,
+        pending: Self::Pending,
+        answer: &Value,
+        succeeded: bool,
+    ) -> impl Future<Output = Result<(), Error>> + Send;
+}
 
-#[derive(Clone)]
-pub struct Proxy {
+/// The counting proxy's own: nothing watches.
+pub enum NoTap {}
+
+impl Tap for NoTap {
+    type Pending = ();
+    async fn before(&self, _: &str, _: &Value) -> Result<(), Error> {
+        Ok(())
+    }
+    async fn after(&self, _: &str, _: Value, _: (), _: &Value, _: bool) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// Where the connections find the tap, once one is attached.
+type Attached<T> = Arc<Mutex<Option<Arc<T>>>>;
+
+pub struct Proxy<T: Tap = NoTap> {
     pub addr: SocketAddr,
     tally: Arc<Mutex<Tally>>,
-    capture: Attached,
+    tap: Attached<T>,
 }
 
 impl Proxy {
     /// Listens on a free port and forwards to `upstream`.
     pub async fn start(upstream: SocketAddr) -> std::io::Result<Proxy> {
+        Proxy::tapped(upstream).await
+    }
+}
+
+impl<T: Tap> Proxy<T> {
+    /// As [`Proxy::start`], ready for a tap to be attached.
+    pub async fn tapped(upstream: SocketAddr) -> std::io::Result<Proxy<T>> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let proxy = Proxy {
             addr: listener.local_addr()?,
             tally: Arc::default(),
-            capture: Arc::default(),
+            tap: Arc::default(),
         };
-        let (tally, capture) = (proxy.tally.clone(), proxy.capture.clone());
+        let (tally, tap) = (proxy.tally.clone(), proxy.tap.clone());
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let (tally, capture) = (tally.clone(), capture.clone());
+                let (tally, tap) = (tally.clone(), tap.clone());
                 tokio::spawn(async move {
-                    let _ = serve_connection(stream, upstream, tally, capture).await;
+                    let _ = serve_connection(stream, upstream, tally, tap).await;
                 });
             }
         });
         Ok(proxy)
     }
 
-    /// From now on, every call also goes through `capture`.
-    pub fn attach(&self, capture: Arc<Capture>) {
-        *self.capture.lock().expect("capture lock") = Some(capture);
+    /// From now on, every call also goes through `tap`.
+    pub fn attach(&self, tap: Arc<T>) {
+        *self.tap.lock().expect("tap lock") = Some(tap);
     }
 
     /// The calls counted since the last take.
@@ -103,14 +140,12 @@ impl Proxy {
     }
 }
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-async fn serve_connection(
+async fn serve_connection<T: Tap>(
     stream: TcpStream,
     upstream: SocketAddr,
     tally: Arc<Mutex<Tally>>,
-    capture: Attached,
-) -> Result<(), BoxError> {
+    tap: Attached<T>,
+) -> Result<(), Error> {
     stream.set_nodelay(true)?;
     let up = TcpStream::connect(upstream).await?;
     up.set_nodelay(true)?;
@@ -123,9 +158,9 @@ async fn serve_connection(
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let sender = sender.clone();
         let tally = tally.clone();
-        let capture = capture.lock().expect("capture lock").clone();
+        let tap = tap.lock().expect("tap lock").clone();
         async move {
-            let forwarded = forward(req, &sender, &tally, capture.as_deref()).await;
+            let forwarded = forward(req, &sender, &tally, tap.as_deref()).await;
             Ok::<_, std::convert::Infallible>(match forwarded {
                 Ok(response) => response,
                 Err(e) => {
@@ -142,12 +177,12 @@ async fn serve_connection(
     Ok(())
 }
 
-async fn forward(
+async fn forward<T: Tap>(
     req: Request<Incoming>,
     sender: &tokio::sync::Mutex<hyper::client::conn::http1::SendRequest<Full<Bytes>>>,
     tally: &Mutex<Tally>,
-    capture: Option<&Capture>,
-) -> Result<Response<Full<Bytes>>, BoxError> {
+    tap: Option<&T>,
+) -> Result<Response<Full<Bytes>>, Error> {
     let (mut parts, body) = req.into_parts();
     let body = body.collect().await?.to_bytes();
     let operation = parts
@@ -157,13 +192,12 @@ async fn forward(
         .map(|t| t.rsplit('.').next().unwrap_or(t).to_string())
         .unwrap_or_else(|| "unknown".to_string());
     let (body, tables) = ask_for_capacity(&operation, body);
-    let captured_request = match capture {
-        Some(_) => serde_json::from_slice::<Value>(&body).ok(),
+    let tapped = match tap {
+        Some(tap) => match serde_json::from_slice::<Value>(&body) {
+            Ok(request) => Some((tap, tap.before(&operation, &request).await?, request)),
+            Err(_) => None,
+        },
         None => None,
-    };
-    let pending = match (capture, &captured_request) {
-        (Some(capture), Some(request)) => capture.before(&operation, request).await?,
-        _ => None,
     };
     let kind = operation.clone();
     // Calls are told apart by table too, so the rate limiter's calls show up
@@ -188,11 +222,10 @@ async fn forward(
     let (parts, body) = response.into_parts();
     let body = body.collect().await?.to_bytes();
     let upstream_ms = started.elapsed().as_secs_f64() * 1e3;
-    if let (Some(capture), Some(request)) = (capture, captured_request) {
+    if let Some((tap, pending, request)) = tapped {
         let answer = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
         let succeeded = parts.status.is_success();
-        capture
-            .after(&kind, request, pending, &answer, succeeded)
+        tap.after(&kind, request, pending, &answer, succeeded)
             .await?;
     }
     let mut tally = tally.lock().expect("tally lock");
@@ -274,8 +307,6 @@ fn add_capacity(entry: &mut OpTally, consumed: Option<&Value>) {
     };
     for consumed in entries {
         entry.capacity_units += number(Some(consumed), "CapacityUnits");
-        entry.read_units += number(Some(consumed), "ReadCapacityUnits");
-        entry.write_units += number(Some(consumed), "WriteCapacityUnits");
         for field in ["GlobalSecondaryIndexes", "LocalSecondaryIndexes"] {
             if let Some(Value::Object(indexes)) = consumed.get(field) {
                 entry.index_units += indexes

@@ -1,12 +1,11 @@
 //! The table `make bench` prints: the results, a section per measure.
 
-use crate::results::{
-    BenchResults, Costs, HotPartition, OhaCheck, OhaRun, OperationCalls, Overhead, PartitionModel,
-};
+use crate::results::{BenchResults, Costs, OhaCheck, OhaRun, OperationCalls, Overhead};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-pub fn print_table(results: &BenchResults) {
+/// `partitions`: the partition model's section, as `tools/partitions` rendered it.
+pub fn print_table(results: &BenchResults, partitions: Option<&str>) {
     let machine = &results.machine;
     println!(
         "\nMachine: {} ({} logical CPUs, {} GiB), {}",
@@ -26,70 +25,10 @@ pub fn print_table(results: &BenchResults) {
         print_overhead(overhead);
     }
     print_sizes(results);
-    if let Some(model) = &results.partitions {
-        print_partitions(model);
+    if let Some(section) = partitions {
+        print!("{section}");
     }
     print_targets(results);
-}
-
-fn hot(partition: &Option<HotPartition>) -> String {
-    partition.as_ref().map_or_else(
-        || "-".into(),
-        |h| format!("{} {:.0}%", h.partition, 100.0 * h.share),
-    )
-}
-
-fn rate(x: Option<f64>) -> String {
-    x.map_or_else(|| "-".into(), |x| decimals(x, 0))
-}
-
-fn print_partitions(model: &PartitionModel) {
-    let mix = &model.mix;
-    println!(
-        "\nPartitions: {} orders, {} reads of the mix in {:.0} s ({} pets in {} categories, {} customers{})",
-        mix.orders,
-        mix.reads,
-        mix.seconds,
-        mix.pets,
-        mix.categories,
-        mix.customers,
-        if mix.service_env.is_empty() { String::new() } else { format!("; {}", mix.service_env.join(" ")) }
-    );
-    println!(
-        "  {:<6} {:>5} {:>8}  {:<34} {:>5} {:>8}  {:<34} {:>10} {:>10}",
-        "scope",
-        "parts",
-        "WCU",
-        "hottest write partition, share",
-        "parts",
-        "RCU",
-        "hottest read partition, share",
-        "W orders/s",
-        "R orders/s"
-    );
-    println!(
-        "  (orders/s: the order rate at which the busiest partition reaches 1,000 write units a second (W), or 3,000 read units (R))"
-    );
-    for scope in &model.scopes {
-        println!(
-            "  {:<6} {:>5} {:>8}  {:<34} {:>5} {:>8}  {:<34} {:>10} {:>10}",
-            scope.scope,
-            scope.partitions_written,
-            decimals(scope.write_units, 0),
-            hot(&scope.hottest_write),
-            scope.partitions_read,
-            decimals(scope.read_units, 0),
-            hot(&scope.hottest_read),
-            rate(scope.write_ceiling_orders_per_second),
-            rate(scope.read_ceiling_orders_per_second),
-        );
-    }
-    println!(
-        "  ceiling: {} orders/s with {} reads/s of the mix; first limit: {}",
-        rate(model.ceiling_orders_per_second),
-        rate(model.ceiling_reads_per_second),
-        model.first_limit.as_deref().unwrap_or("none")
-    );
 }
 
 /// `x` to `places` decimals; `-` for the NaN of a summary of no sample.

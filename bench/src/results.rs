@@ -5,9 +5,10 @@
 //!
 //! serde_json writes a NaN (a summary of no sample) as `null`; the fields that
 //! can be NaN read `null` back as NaN, so every file written reads back.
+//!
+//! A leaf: the measuring modules build these records, and nothing here
+//! depends on them.
 
-use crate::load::Mix;
-use crate::stats::Summary;
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
 
@@ -15,6 +16,10 @@ use std::collections::BTreeMap;
 pub const RESULTS_FILE: &str = "results.json";
 /// In `target/bench/`, as the criterion bench writes it for the runner.
 pub const OVERHEAD_FILE: &str = "overhead.json";
+/// In `target/bench/`, as `tools/partitions` writes them for the runner: its
+/// model, and its section of the table.
+pub const PARTITIONS_FILE: &str = "partitions.json";
+pub const PARTITIONS_TABLE_FILE: &str = "partitions.txt";
 
 /// How many responses answered each status code.
 pub type StatusCounts = BTreeMap<u16, usize>;
@@ -35,33 +40,13 @@ pub struct BenchResults {
     /// By function.
     pub size: BTreeMap<String, FunctionSizes>,
     pub targets: Vec<TargetCheck>,
-    /// `None` when the partition model did not run.
+    /// `None` when the partition model did not run; its records are its own
+    /// (`tools/partitions`), carried as it wrote them.
     #[serde(default)]
-    pub partitions: Option<PartitionModel>,
+    pub partitions: Option<serde_json::Value>,
     /// What could not be measured, and why.
     pub notes: Vec<String>,
     pub elapsed_seconds: f64,
-}
-
-impl BenchResults {
-    /// A run that measured nothing yet (`BENCH_ONLY`).
-    pub fn empty(machine: Machine, settings: RunSettings) -> BenchResults {
-        BenchResults {
-            machine,
-            settings,
-            cold_start: Vec::new(),
-            warm: Vec::new(),
-            oha: None,
-            dynamodb_calls: BTreeMap::new(),
-            cost: crate::cost::costs(&BTreeMap::new(), &[], 0),
-            in_process_overhead: None,
-            size: BTreeMap::new(),
-            targets: Vec::new(),
-            partitions: None,
-            notes: Vec::new(),
-            elapsed_seconds: 0.0,
-        }
-    }
 }
 
 /// The figures mean nothing without the machine they were taken on.
@@ -91,7 +76,27 @@ pub struct RunSettings {
     pub api_key: bool,
 }
 
-/// One function's cold starts; see [`crate::cold`].
+/// A summary of a sample of durations, in milliseconds; NaN for no sample.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    pub n: usize,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub min_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub p50_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub p90_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub p95_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub p99_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub max_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub mean_ms: f64,
+}
+
+/// One function's cold starts (`cold.rs`).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct ColdStart {
     pub function: String,
@@ -110,7 +115,26 @@ pub struct ColdStart {
     pub statuses: StatusCounts,
 }
 
-/// One mix run against `petstore-local`; see [`crate::load`].
+/// The load runs' mixes (`load.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mix {
+    /// 40% `GET /pets`, 40% `GET /pets?ids=` (5 ids), 20% `GET /store/inventory`.
+    Read,
+    /// create pet, place an order for it, cancel that order; repeated.
+    Write,
+}
+
+impl std::fmt::Display for Mix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mix::Read => "read",
+            Mix::Write => "write",
+        })
+    }
+}
+
+/// One mix run against `petstore-local` (`load.rs`).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct LoadRun {
     pub mix: Mix,
@@ -161,7 +185,7 @@ pub struct OhaFigures {
     pub status_codes: BTreeMap<String, u64>,
 }
 
-/// One operation's DynamoDB calls, averaged over its repeats; see [`crate::proxy`].
+/// One operation's DynamoDB calls, averaged over its repeats (`calls.rs`).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct OperationCalls {
     pub repeats: usize,
@@ -180,7 +204,7 @@ pub struct OperationCalls {
     pub dynamodb_usd_per_million: f64,
 }
 
-/// Dollars per million requests; see [`crate::cost`].
+/// Dollars per million requests (`cost.rs`).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Costs {
     pub prices: Prices,
@@ -269,63 +293,6 @@ pub struct FunctionSizes {
     pub x86_64_binary_bytes: Option<u64>,
 }
 
-/// The partition-load model of a replayed mix; see [`crate::partitions`].
-#[derive(Debug, Serialize, Deserialize)]
-pub struct PartitionModel {
-    pub mix: MixRun,
-    /// The table, then each index.
-    pub scopes: Vec<ScopeLoad>,
-    /// Orders a second at which the first partition reaches a limit.
-    pub ceiling_orders_per_second: Option<f64>,
-    /// The mix's reads a second at that order rate.
-    pub ceiling_reads_per_second: Option<f64>,
-    /// Which limit, on which partition, comes first.
-    pub first_limit: Option<String>,
-}
-
-/// What was replayed, against what; see [`crate::replay`].
-#[derive(Debug, Serialize, Deserialize)]
-pub struct MixRun {
-    pub description: String,
-    /// The service binary that ran it, and the environment the bench added.
-    pub service: String,
-    pub service_env: Vec<String>,
-    pub pets: usize,
-    pub categories: usize,
-    pub customers: usize,
-    pub workers: usize,
-    /// Orders placed (201), and the mix's reads sent.
-    pub orders: usize,
-    pub reads: usize,
-    /// By operation.
-    pub statuses: BTreeMap<String, StatusCounts>,
-    pub seconds: f64,
-}
-
-/// One scope's (`table` or an index's) load over the replay.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct ScopeLoad {
-    pub scope: String,
-    pub partitions_written: usize,
-    pub write_units: f64,
-    pub hottest_write: Option<HotPartition>,
-    pub partitions_read: usize,
-    pub read_units: f64,
-    pub hottest_read: Option<HotPartition>,
-    /// Orders a second at which its busiest partition reaches 1,000 write
-    /// units a second (`None`: no writes), and 3,000 read units.
-    pub write_ceiling_orders_per_second: Option<f64>,
-    pub read_ceiling_orders_per_second: Option<f64>,
-}
-
-/// A scope's busiest partition, and its share of the scope's units.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct HotPartition {
-    pub partition: String,
-    pub units: f64,
-    pub share: f64,
-}
-
 /// A figure against the target set for it; reported, never enforced.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct TargetCheck {
@@ -348,7 +315,7 @@ impl TargetCheck {
 }
 
 /// Reads the `null` serde_json wrote for a NaN back as NaN.
-pub(crate) fn nan_if_null<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+pub fn nan_if_null<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::NAN))
 }
 

@@ -1,28 +1,7 @@
 //! Percentiles over recorded durations.
 
-use crate::results::nan_if_null;
-use serde::{Deserialize, Serialize};
+use crate::results::Summary;
 use std::time::Duration;
-
-/// A summary of a sample of durations, in milliseconds; NaN for no sample.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Summary {
-    pub n: usize,
-    #[serde(deserialize_with = "nan_if_null")]
-    pub min_ms: f64,
-    #[serde(deserialize_with = "nan_if_null")]
-    pub p50_ms: f64,
-    #[serde(deserialize_with = "nan_if_null")]
-    pub p90_ms: f64,
-    #[serde(deserialize_with = "nan_if_null")]
-    pub p95_ms: f64,
-    #[serde(deserialize_with = "nan_if_null")]
-    pub p99_ms: f64,
-    #[serde(deserialize_with = "nan_if_null")]
-    pub max_ms: f64,
-    #[serde(deserialize_with = "nan_if_null")]
-    pub mean_ms: f64,
-}
 
 /// The value below which `q` (0..=1) of the sorted sample lies (nearest rank).
 pub fn percentile(sorted: &[f64], q: f64) -> f64 {

@@ -1,4 +1,4 @@
-//! What the partition model needs from the counting [`Proxy`](crate::proxy):
+//! What the partition model needs from the bench's counting proxy, as its [`Tap`]:
 //! every write to the data table with each item it wrote as it was before
 //! and after (read from DynamoDB around the write, so index writes can be
 //! derived from the projections), and every read of the data table with its
@@ -7,8 +7,9 @@
 //! The images are exact as long as no two writes to one item overlap; the
 //! replay ([`crate::replay`]) gives each worker its own pets and orders.
 
-use crate::client::Error;
 use crate::dynamo::DynamoDb;
+use petstore_bench::client::Error;
+use petstore_bench::proxy::Tap;
 use serde_json::{json, Map, Value};
 use std::net::SocketAddr;
 
@@ -79,61 +80,7 @@ impl Capture {
 
     /// What was captured since the last take.
     pub fn take(&self) -> Captured {
-        std::mem::take(&mut *self.captured.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    /// Before a call: if it writes the table, its items as they are now.
-    pub async fn before(
-        &self,
-        operation: &str,
-        request: &Value,
-    ) -> Result<Option<PendingWrite>, Error> {
-        let keys = self.written_keys(operation, request);
-        if keys.is_empty() {
-            return Ok(None);
-        }
-        let before = self.images(&keys).await?;
-        let transactional = operation == "TransactWriteItems";
-        Ok(Some(PendingWrite {
-            transactional,
-            keys,
-            before,
-        }))
-    }
-
-    /// After a call: a write's items as they are now, or a read's request.
-    pub async fn after(
-        &self,
-        operation: &str,
-        request: Value,
-        pending: Option<PendingWrite>,
-        answer: &Value,
-        succeeded: bool,
-    ) -> Result<(), Error> {
-        if let Some(pending) = pending {
-            let after = self.images(&pending.keys).await?;
-            let items = pending.before.into_iter().zip(after);
-            let call = WriteCall {
-                transactional: pending.transactional,
-                succeeded,
-                items: items
-                    .map(|(before, after)| ItemChange { before, after })
-                    .collect(),
-            };
-            self.lock().writes.push(call);
-        } else if READS.contains(&operation) && self.reads_table(&request) {
-            let consumed = answer
-                .get("ConsumedCapacity")
-                .cloned()
-                .unwrap_or(Value::Null);
-            let operation = operation.to_string();
-            self.lock().reads.push(ReadCall {
-                operation,
-                request,
-                consumed,
-            });
-        }
-        Ok(())
+        std::mem::take(&mut *self.lock())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Captured> {
@@ -209,5 +156,60 @@ impl Capture {
                     .and_then(|item| item.as_object().cloned())
             })
             .collect())
+    }
+}
+
+impl Tap for Capture {
+    /// The call's items as they were, if it writes the table.
+    type Pending = Option<PendingWrite>;
+
+    /// Before a call: if it writes the table, its items as they are now.
+    async fn before(&self, operation: &str, request: &Value) -> Result<Self::Pending, Error> {
+        let keys = self.written_keys(operation, request);
+        if keys.is_empty() {
+            return Ok(None);
+        }
+        let before = self.images(&keys).await?;
+        let transactional = operation == "TransactWriteItems";
+        Ok(Some(PendingWrite {
+            transactional,
+            keys,
+            before,
+        }))
+    }
+
+    /// After a call: a write's items as they are now, or a read's request.
+    async fn after(
+        &self,
+        operation: &str,
+        request: Value,
+        pending: Option<PendingWrite>,
+        answer: &Value,
+        succeeded: bool,
+    ) -> Result<(), Error> {
+        if let Some(pending) = pending {
+            let after = self.images(&pending.keys).await?;
+            let items = pending.before.into_iter().zip(after);
+            let call = WriteCall {
+                transactional: pending.transactional,
+                succeeded,
+                items: items
+                    .map(|(before, after)| ItemChange { before, after })
+                    .collect(),
+            };
+            self.lock().writes.push(call);
+        } else if READS.contains(&operation) && self.reads_table(&request) {
+            let consumed = answer
+                .get("ConsumedCapacity")
+                .cloned()
+                .unwrap_or(Value::Null);
+            let operation = operation.to_string();
+            self.lock().reads.push(ReadCall {
+                operation,
+                request,
+                consumed,
+            });
+        }
+        Ok(())
     }
 }

@@ -11,7 +11,7 @@
 
 use crate::capture::{Captured, ReadCall};
 use crate::layout::{key_value, Layout};
-use crate::results::{HotPartition, MixRun, PartitionModel, ScopeLoad};
+use crate::records::{HotPartition, MixRun, PartitionModel, ScopeLoad};
 use serde_json::Value;
 use std::collections::BTreeMap;
 

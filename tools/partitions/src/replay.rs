@@ -1,24 +1,26 @@
 //! The mix the partition model replays: a store of [`PETS`] pets in
 //! [`CATEGORIES`] categories, each stocked, and [`CUSTOMERS`] customers,
 //! each order with the reads and writes around it (see [`DESCRIPTION`]).
-//! It runs against its own tables through the counting proxy with a
-//! [`Capture`] attached, and hands what it saw to [`crate::partitions`].
+//! It runs against its own tables through the bench's counting proxy with a
+//! [`Capture`] attached, and hands what it saw to [`crate::model`].
 //!
 //! Pets are ordered in turn and customers take turns, so every pet and every
 //! customer has the same share: what the model finds uneven is the layout's
 //! doing, not the mix's. A single pet's own ceiling is the flash sale's
 //! (README, "Flash sale").
 
-use crate::api_key;
 use crate::capture::Capture;
-use crate::client::{Conn, Error, Reply};
 use crate::dynamo::DynamoDb;
 use crate::layout::Layout;
-use crate::partitions;
-use crate::processes::PetstoreLocal;
-use crate::proxy::Proxy;
-use crate::results::{MixRun, PartitionModel, StatusCounts};
+use crate::model;
+use crate::records::{MixRun, PartitionModel};
 use http::Method;
+use petstore_bench::api_key;
+use petstore_bench::client::{Conn, Error, Reply};
+use petstore_bench::load::{self, Fixture, Shape};
+use petstore_bench::processes::PetstoreLocal;
+use petstore_bench::proxy::Proxy;
+use petstore_bench::results::StatusCounts;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -57,12 +59,6 @@ pub struct Setup<'a> {
     pub env: Vec<String>,
 }
 
-/// The seeded store.
-struct Shop {
-    categories: Vec<u64>,
-    pets: Vec<u64>,
-}
-
 /// What one worker sent.
 #[derive(Default)]
 struct Tally {
@@ -87,7 +83,7 @@ impl Tally {
 /// Runs the replay against `setup.service` through a counting proxy, and
 /// models what it put on each partition.
 pub async fn measure(setup: &Setup<'_>) -> Result<PartitionModel, Error> {
-    let proxy = Proxy::start(setup.dynamodb).await?;
+    let proxy = Proxy::tapped(setup.dynamodb).await?;
     let mut env = vec![
         format!("TABLE_NAME={TABLE}"),
         format!("RATE_LIMIT_TABLE_NAME={TABLE}-limits"),
@@ -102,7 +98,7 @@ pub async fn measure(setup: &Setup<'_>) -> Result<PartitionModel, Error> {
 
 async fn replay_and_model(
     setup: &Setup<'_>,
-    proxy: &Proxy,
+    proxy: &Proxy<Capture>,
     addr: SocketAddr,
     env: &[String],
 ) -> Result<PartitionModel, Error> {
@@ -111,7 +107,12 @@ async fn replay_and_model(
     let staff = api_key::issue(setup.admin, &url, env, "staff", 1).await?;
     let staff = staff.into_iter().next().ok_or("no staff key")?;
     let customers = api_key::issue(setup.admin, &url, env, "customer", CUSTOMERS).await?;
-    let shop = Arc::new(seed(addr, &staff).await?);
+    let shape = Shape {
+        categories: CATEGORIES,
+        pets: PETS,
+        stock: Some(STOCK),
+    };
+    let shop = Arc::new(load::seed(addr, Some(staff.clone()), shape).await?);
     let keys = (layout.hash.clone(), layout.range.clone());
     let capture = Arc::new(Capture::new(TABLE, keys, setup.dynamodb));
     proxy.attach(capture.clone());
@@ -131,7 +132,7 @@ async fn replay_and_model(
         statuses: tally.statuses,
         seconds: started.elapsed().as_secs_f64(),
     };
-    Ok(partitions::model(&layout, &captured, mix))
+    Ok(model::model(&layout, &captured, mix))
 }
 
 /// Sends one request, counting its status under `operation` (and it as one
@@ -160,73 +161,12 @@ fn created(reply: &Reply, what: &str) -> Result<u64, Error> {
         .ok_or_else(|| format!("{what} answered {} without an id", reply.status).into())
 }
 
-/// The categories, then the pets (in turn over the categories), each stocked.
-async fn seed(addr: SocketAddr, staff: &str) -> Result<Shop, Error> {
-    let mut conn = Conn::new(addr, Some(staff.to_string()));
-    let mut tally = Tally::default();
-    let mut categories = Vec::with_capacity(CATEGORIES);
-    let suffix: u32 = rand::random();
-    for i in 0..CATEGORIES {
-        let body = json!({ "name": format!("Partition kind {i} {suffix}") });
-        let reply = send(
-            &mut conn,
-            &mut tally,
-            ("seed", false),
-            (Method::POST, "/categories"),
-            Some(body),
-        );
-        categories.push(created(&reply.await?, "POST /categories")?);
-    }
-    let mut workers = tokio::task::JoinSet::new();
-    for w in 0..WORKERS {
-        let (categories, staff) = (categories.clone(), staff.to_string());
-        workers.spawn(async move {
-            let mut conn = Conn::new(addr, Some(staff));
-            let mut tally = Tally::default();
-            let mut pets = Vec::new();
-            for i in (w..PETS).step_by(WORKERS) {
-                let body =
-                    json!({ "name": format!("Pet {i}"), "categoryId": categories[i % CATEGORIES] });
-                let reply = send(
-                    &mut conn,
-                    &mut tally,
-                    ("seed", false),
-                    (Method::POST, "/pets"),
-                    Some(body),
-                );
-                let id = created(&reply.await?, "POST /pets")?;
-                let path = format!("/store/inventory/{id}");
-                let stock = Some(json!({ "quantity": STOCK }));
-                send(
-                    &mut conn,
-                    &mut tally,
-                    ("seed", false),
-                    (Method::PUT, &path),
-                    stock,
-                )
-                .await?;
-                pets.push((i, id));
-            }
-            Ok::<_, Error>(pets)
-        });
-    }
-    let mut pets = Vec::with_capacity(PETS);
-    while let Some(made) = workers.join_next().await {
-        pets.extend(made??);
-    }
-    pets.sort_unstable();
-    Ok(Shop {
-        categories,
-        pets: pets.into_iter().map(|(_, id)| id).collect(),
-    })
-}
-
 /// Places `orders` orders with everything around them, over [`WORKERS`].
 async fn replay(
     addr: SocketAddr,
     staff: &str,
     customers: &[String],
-    shop: &Arc<Shop>,
+    shop: &Arc<Fixture>,
     orders: usize,
 ) -> Result<Tally, Error> {
     let mut workers = tokio::task::JoinSet::new();
@@ -269,8 +209,8 @@ struct Worker {
 }
 
 /// The list page of order `i`: its operation name, path, and who reads it.
-fn list_page(i: usize, shop: &Shop) -> (&'static str, String, Who) {
-    let category = shop.categories[(i / 10 + i % 10) % CATEGORIES];
+fn list_page(i: usize, shop: &Fixture) -> (&'static str, String, Who) {
+    let category = shop.category_ids[(i / 10 + i % 10) % CATEGORIES];
     let customer = Who::Customer(i);
     match i % 10 {
         0..=2 => (
@@ -325,13 +265,13 @@ impl Worker {
     }
 
     /// Order `i` and everything around it.
-    async fn round(&mut self, i: usize, shop: &Shop) -> Result<(), Error> {
-        let (pet, customer) = (shop.pets[i % PETS], Who::Customer(i));
+    async fn round(&mut self, i: usize, shop: &Fixture) -> Result<(), Error> {
+        let (pet, customer) = (shop.pet_ids[i % PETS], Who::Customer(i));
         // Browsing: a list page, a few pets, this pet's stock.
         let (list, path, reader) = list_page(i, shop);
         self.read(reader, list, &path).await?;
         let ids: Vec<String> = (0..5)
-            .map(|k| shop.pets[(i * 7 + k * 41) % PETS].to_string())
+            .map(|k| shop.pet_ids[(i * 7 + k * 41) % PETS].to_string())
             .collect();
         let path = format!("/pets?ids={}", ids.join(","));
         self.read(customer, "GET /pets?ids=(5)", &path).await?;
@@ -361,7 +301,7 @@ impl Worker {
     async fn aftermath(
         &mut self,
         i: usize,
-        shop: &Shop,
+        shop: &Fixture,
         order: &str,
         stock: &str,
     ) -> Result<(), Error> {
@@ -381,7 +321,7 @@ impl Worker {
             _ => {}
         }
         if i % 10 == 3 {
-            let category = shop.categories[(i / 10) % CATEGORIES];
+            let category = shop.category_ids[(i / 10) % CATEGORIES];
             let body = json!({ "name": format!("New pet {i}"), "categoryId": category });
             let request = (Method::POST, "/pets");
             self.send(Who::Staff, ("POST /pets", false), request, Some(body))

@@ -8,8 +8,8 @@
 //! an older build gives the "before" figures).
 
 use crate::capture::{Image, ItemChange};
-use crate::client::Error;
 use crate::dynamo::DynamoDb;
+use petstore_bench::client::Error;
 use serde_json::{json, Value};
 
 /// What an index copies of an item besides the keys.

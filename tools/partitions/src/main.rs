@@ -1,0 +1,84 @@
+//! `petstore-partitions`: the partition-load model `make bench` reports.
+//!
+//! [`replay`] runs an order mix against a `petstore-local` of its own tables,
+//! through the bench's counting proxy with a [`capture`] attached; [`model`]
+//! attributes every write and read to the partition it landed on, by the
+//! table's [`layout`] as DynamoDB describes it (raw calls in [`dynamo`]), and
+//! finds the order rate at which the busiest partition reaches a limit.
+//!
+//! `bench/run.sh` runs it before the runner: it starts its own DynamoDB Local,
+//! writes its [`records`] to `target/bench/partitions.json` and its section
+//! of the table to `partitions.txt`, which the runner carries into its
+//! `results.json` and its table.
+//! `BENCH_ONLY=partitions make bench` runs it alone.
+
+mod capture;
+mod dynamo;
+mod layout;
+mod model;
+mod records;
+mod replay;
+
+use petstore_bench::client::Error;
+use petstore_bench::processes::DynamoDbLocal;
+use petstore_bench::results::{PARTITIONS_FILE, PARTITIONS_TABLE_FILE};
+use std::path::PathBuf;
+
+#[tokio::main]
+async fn main() {
+    if let Err(e) = run().await {
+        eprintln!("partitions: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> Result<(), Error> {
+    let root = std::env::current_dir()?;
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let out = target.join("bench");
+    std::fs::create_dir_all(&out)?;
+    let orders = std::env::var("BENCH_PARTITION_ORDERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    // The `petstore-local` whose layout is measured: an older build's gives
+    // the "before" figures.
+    let service = std::env::var_os("BENCH_PARTITION_SERVICE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target.join("release/petstore-local"));
+    let admin = target.join("debug/petstore-admin");
+    for binary in [&service, &admin] {
+        if !binary.is_file() {
+            let missing = format!("{} is missing: bench/run.sh builds it", binary.display());
+            return Err(missing.into());
+        }
+    }
+    eprintln!("partitions: the model, {orders} orders of the mix");
+    let mut dynamodb = DynamoDbLocal::start(&root).await?;
+    let setup = replay::Setup {
+        admin: &admin,
+        service: &service,
+        dynamodb: dynamodb.addr,
+        log: &out.join("petstore-local-partitions.log"),
+        orders,
+        env: std::env::var("BENCH_PARTITION_ENV")
+            .unwrap_or_default()
+            .split(',')
+            .filter(|pair| pair.contains('='))
+            .map(str::to_string)
+            .collect(),
+    };
+    let measured = replay::measure(&setup).await;
+    dynamodb.stop().await;
+    let model = measured?;
+    std::fs::write(
+        out.join(PARTITIONS_FILE),
+        serde_json::to_vec_pretty(&model)?,
+    )?;
+    let table = records::table(&model);
+    std::fs::write(out.join(PARTITIONS_TABLE_FILE), &table)?;
+    print!("{table}");
+    Ok(())
+}
