@@ -4,7 +4,7 @@ use super::expr::Expr;
 use super::query::{IndexQuery, Projection};
 use super::shards::Kind;
 use super::write::{Check, OnFailure, Step, Write};
-use super::{from_item, n, new_id, s, to_item, Db, DbError, Item, Page};
+use super::{from_item, n, new_id, s, to_item, Changes, Db, DbError, Item, Page};
 use crate::records::{Category, Id, Name, NewCategory};
 use crate::rules::{self, Guard, RuleViolation};
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
@@ -102,7 +102,9 @@ impl Db {
     fn name_guard_delete(&self, name: &Name) -> Result<TransactWriteItem, DbError> {
         Expr::new().delete(&self.table, name_key(name))
     }
+}
 
+impl Changes {
     /// Creates a category whose name no other category has, in any case.
     pub async fn create_category(
         &self,
@@ -136,7 +138,9 @@ impl Db {
         })
         .await
     }
+}
 
+impl Db {
     pub async fn get_category(&self, id: Id) -> Result<Option<StoredCategory>, DbError> {
         self.get_item(format!("CATEGORY#{id}"), SK)
             .await?
@@ -170,7 +174,9 @@ impl Db {
             .await?
             .try_map(from_item)
     }
+}
 
+impl Changes {
     /// Replaces a category's name and description. A new name moves the name
     /// guard in the same transaction, so two renames can never take one name.
     pub async fn replace_category(&self, id: Id, new: NewCategory) -> Result<Category, DbError> {

@@ -9,7 +9,7 @@ use super::pets::{self, PetCheck, PetFilter};
 use super::query::Projection;
 use super::shards::item_id;
 use super::write::{Step, Write};
-use super::{from_item, Db, DbError, Page};
+use super::{from_item, Changes, Db, DbError, Page};
 use crate::records::{Id, InventoryItem, PetStatus, StockQuantity};
 use crate::rules;
 use std::collections::HashMap;
@@ -100,7 +100,9 @@ impl Db {
             next_after: page.next_after,
         })
     }
+}
 
+impl Changes {
     /// Sets a pet's stock, moving its status as the stock rules say, in one
     /// conditional write resting on what the plan was made from (see
     /// [`rules::set_stock`]).

@@ -85,6 +85,7 @@ mod write;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use idempotency::Recording;
+use std::ops::Deref;
 use std::sync::Arc;
 
 pub use error::{BoxError, DbError};
@@ -104,9 +105,6 @@ pub struct Db {
     client: Client,
     table: String,
     shards: Shards,
-    /// The idempotency record of the request this handle serves, written with
-    /// its change (see [`idempotency`]); `None` on the app's own handle.
-    recording: Option<Arc<Recording>>,
 }
 
 impl Db {
@@ -116,13 +114,30 @@ impl Db {
             client,
             table: table.into(),
             shards: Shards::default(),
-            recording: None,
         }
     }
 
     /// This table with its lists sharded as `shards` (see [`shards`]).
     pub fn with_shards(self, shards: Shards) -> Db {
         Db { shards, ..self }
+    }
+
+    /// The handle one request's change goes through, writing `recording`
+    /// with it (one change per request, so one record).
+    pub fn recording(&self, recording: Arc<Recording>) -> Changes {
+        Changes {
+            db: self.clone(),
+            recording: Some(recording),
+        }
+    }
+
+    /// A handle for changes that record nothing: requests without an
+    /// `Idempotency-Key`, tools and tests.
+    pub fn unrecorded(&self) -> Changes {
+        Changes {
+            db: self.clone(),
+            recording: None,
+        }
     }
 
     pub fn client(&self) -> &Client {
@@ -146,5 +161,24 @@ impl Db {
             .await
             .map_err(classify)?;
         Ok(out.item)
+    }
+}
+
+/// The data table as a change uses it. Every changing method is on this type,
+/// not on [`Db`], so a handler cannot make a change through the app's handle
+/// and skip its request's idempotency record: it takes its `Changes` from the
+/// request (`http::idempotency`), or says [`Db::unrecorded`].
+#[derive(Clone, Debug)]
+pub struct Changes {
+    db: Db,
+    /// Written with the change ([`Changes::run`]); see [`idempotency`].
+    recording: Option<Arc<Recording>>,
+}
+
+/// A change reads as any request does.
+impl Deref for Changes {
+    type Target = Db;
+    fn deref(&self) -> &Db {
+        &self.db
     }
 }

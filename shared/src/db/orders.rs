@@ -16,7 +16,7 @@ use super::pets::StoredPet;
 use super::query::{Filter, IndexQuery, Projection};
 use super::shards::Kind;
 use super::write::{Check, OnFailure, Step, Write};
-use super::{from_item, n, new_id, s, to_item, Db, DbError, Item, Page};
+use super::{from_item, n, new_id, s, to_item, Changes, Db, DbError, Item, Page};
 use crate::records::{Id, NewOrder, Order, OrderPatch, OrderScope};
 use crate::rules::{self, OrderPlan};
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
@@ -167,7 +167,7 @@ impl Check for OrderCheck {
     }
 }
 
-impl Db {
+impl Changes {
     /// Stores an order of `owner`'s and takes its units from stock, in one
     /// transaction.
     pub async fn place_order(
@@ -215,7 +215,9 @@ impl Db {
         })
         .await
     }
+}
 
+impl Db {
     /// Reads an order within `scope`: another customer's order is `None`,
     /// exactly as a missing one.
     pub async fn get_order(&self, id: Id, scope: OrderScope) -> Result<Option<Order>, DbError> {
@@ -247,7 +249,9 @@ impl Db {
             .await?
             .try_map(from_item)
     }
+}
 
+impl Changes {
     /// Completes an order and/or sets its ship date (see [`rules::patch_order`]).
     /// Completing also moves the pet's stock state (see [`rules::complete_order`]).
     pub async fn update_order(
@@ -277,7 +281,9 @@ impl Db {
         })
         .await
     }
+}
 
+impl Db {
     /// The order's side of a patch: its new fields, resting on the plan's
     /// guard and on the caller's scope.
     fn order_update(
@@ -302,7 +308,9 @@ impl Db {
         }
         expr.update(self.table(), key(order.id))
     }
+}
 
+impl Changes {
     /// Cancels an incomplete order: deletes it and returns its units to stock.
     pub async fn cancel_order(&self, id: Id, scope: OrderScope) -> Result<(), DbError> {
         self.run("cancel order", move || async move {
@@ -314,7 +322,9 @@ impl Db {
         })
         .await
     }
+}
 
+impl Db {
     /// The write that cancels `order` for a caller of `scope`, planned from
     /// the order and its `pet` as read. Its condition holds the scope, so even
     /// a plan whose read check was wrong cannot cancel another's order.

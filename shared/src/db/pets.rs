@@ -4,7 +4,7 @@ use super::expr::Expr;
 use super::query::{IndexQuery, Projection};
 use super::shards::{Kind, Shards};
 use super::write::{Check, OnFailure, Step, Write};
-use super::{from_item, n, new_id, s, to_item, Db, DbError, Item, Page};
+use super::{from_item, n, new_id, s, to_item, Changes, Db, DbError, Item, Page};
 use crate::records::{Id, NewPet, Pet, PetStatus};
 use crate::rules::{self, Guard, StockMove, StockPlan, StockState};
 use aws_sdk_dynamodb::types::TransactWriteItem;
@@ -187,7 +187,9 @@ impl Db {
         }
         expr.update(&self.table, key(pet))
     }
+}
 
+impl Changes {
     /// Creates a pet and its inventory entry, counting it in its category.
     pub async fn create_pet(&self, new: NewPet, now: DateTime<Utc>) -> Result<Pet, DbError> {
         let new = &new;
@@ -213,7 +215,9 @@ impl Db {
         })
         .await
     }
+}
 
+impl Db {
     /// Reads a pet and its stock.
     pub async fn get_pet(&self, id: Id) -> Result<Option<StoredPet>, DbError> {
         self.get_item(pk(id), SK).await?.map(pet_from).transpose()
@@ -251,7 +255,9 @@ impl Db {
             .await?
             .try_map(from_item)
     }
+}
 
+impl Changes {
     /// Replaces a pet's fields with what `change` makes of the current pet.
     ///
     /// The status move is checked against the current status, and the write

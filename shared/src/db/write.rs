@@ -1,22 +1,22 @@
 //! The one way to write: read and plan, write on the condition that the plan
 //! still holds, and try again when a race is lost.
 //!
-//! An operation hands [`Db::run`] a closure that reads what it needs and
+//! An operation hands [`Changes::run`] a closure that reads what it needs and
 //! plans with [`crate::rules`]. The plan is an answer, or a [`Write`]: one
 //! conditional item or a transaction, each item carrying the name of its
 //! condition, a [`Check`] that says what its failure means (plan again from a
 //! fresh read, or a particular error). [`Retry`] is the one retry policy of
 //! every operation, batch reads included.
 //!
-//! When the request sent an `Idempotency-Key`, its [`Db`] handle carries a
-//! [`Recording`](super::idempotency::Recording): [`Db::run`] adds the record
+//! When the request sent an `Idempotency-Key`, its [`Changes`] handle carries a
+//! [`Recording`](super::idempotency::Recording): [`Changes::run`] adds the record
 //! of the plan's answer to every write it sends, as one more item after the
 //! plan's own (whose conditions stay as they are). A failed condition on
 //! that item, or a conflict on it, means another request with the key made
 //! or is making its change: [`DbError::IdempotencyKeyInUse`], never a replan.
 
 use super::error::is_throttling;
-use super::{classify, Db, DbError};
+use super::{classify, Changes, Db, DbError};
 use crate::metrics::{count, Metric};
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
@@ -152,7 +152,7 @@ async fn backoff(attempt: u32) {
     tokio::time::sleep(Duration::from_millis(millis)).await;
 }
 
-impl Db {
+impl Changes {
     /// Runs an operation: `plan` reads and plans, its write is sent, and a
     /// lost race plans again as [`Retry`] allows.
     pub(crate) async fn run<T, C, F, Fut>(
@@ -181,7 +181,7 @@ impl Db {
             let pause = match self.write(write).await? {
                 Written::Done => {
                     if let Some(recording) = &self.recording {
-                        recording.commit();
+                        recording.note_written();
                     }
                     return Ok(answer);
                 }
@@ -194,9 +194,11 @@ impl Db {
             retry.again(pause).await?;
         }
     }
+}
 
+impl Db {
     /// Sends a write once, as it was planned, and says which condition, if
-    /// any, failed. Operations go through `Db::run`; this is its one step.
+    /// any, failed. Operations go through `Changes::run`; this is its one step.
     ///
     /// A lone update is sent as a plain conditional `UpdateItem`: just as
     /// atomic, at half the write units of a one-item transaction.
