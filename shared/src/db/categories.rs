@@ -64,16 +64,16 @@ struct CategoryItem<'a> {
 pub enum CategoryCheck {
     /// A new category's id is not taken (ids are random in their low bits).
     IdFree,
-    /// The category is still as the plan read it.
-    AsPlanned,
-    /// No other category has the name, in any case: its name guard is free.
+    /// The category is still as the decision read it.
+    AsRead,
+    /// No other category has the name, in any case: its name claim is free.
     NameFree,
 }
 
 impl Check for CategoryCheck {
     fn on_failure(self) -> OnFailure {
         match self {
-            CategoryCheck::IdFree | CategoryCheck::AsPlanned => OnFailure::Replan,
+            CategoryCheck::IdFree | CategoryCheck::AsRead => OnFailure::ReadAgain,
             CategoryCheck::NameFree => OnFailure::Fail(RuleViolation::CategoryExists.into()),
         }
     }
@@ -93,13 +93,13 @@ impl Db {
         expr.update(&self.table, key(category))
     }
 
-    fn name_guard_put(&self, name: &Name, id: Id) -> Result<TransactWriteItem, DbError> {
+    fn name_claim_put(&self, name: &Name, id: Id) -> Result<TransactWriteItem, DbError> {
         let mut item = name_key(name);
         item.insert("categoryId".into(), n(id));
         Expr::new().absent().put(&self.table, item)
     }
 
-    fn name_guard_delete(&self, name: &Name) -> Result<TransactWriteItem, DbError> {
+    fn name_claim_delete(&self, name: &Name) -> Result<TransactWriteItem, DbError> {
         Expr::new().delete(&self.table, name_key(name))
     }
 }
@@ -132,7 +132,7 @@ impl Changes {
                 )
                 .checked(
                     CategoryCheck::NameFree,
-                    self.name_guard_put(&category.name, category.id)?,
+                    self.name_claim_put(&category.name, category.id)?,
                 );
             Ok(Step::Write(write, category))
         })
@@ -178,7 +178,7 @@ impl Db {
 
 impl Changes {
     /// Replaces a category's name and description. A new name moves the name
-    /// guard in the same transaction, so two renames can never take one name.
+    /// claim in the same transaction, so two renames can never take one name.
     pub async fn replace_category(&self, id: Id, new: NewCategory) -> Result<Category, DbError> {
         let new = &new;
         self.run("replace category", move || async move {
@@ -197,11 +197,11 @@ impl Changes {
                 None => expr.remove("description"),
             };
             let mut write =
-                Write::new().checked(CategoryCheck::AsPlanned, expr.update(&self.table, key(id))?);
+                Write::new().checked(CategoryCheck::AsRead, expr.update(&self.table, key(id))?);
             if new.name.folded() != current.name.folded() {
                 write = write
-                    .unchecked(self.name_guard_delete(&current.name)?)
-                    .checked(CategoryCheck::NameFree, self.name_guard_put(&new.name, id)?);
+                    .unchecked(self.name_claim_delete(&current.name)?)
+                    .checked(CategoryCheck::NameFree, self.name_claim_put(&new.name, id)?);
             }
             Ok(Step::Write(write, updated))
         })
@@ -220,8 +220,8 @@ impl Changes {
                 .when(&Guard::NameIs(name.clone()))
                 .delete(&self.table, key(id))?;
             let write = Write::new()
-                .checked(CategoryCheck::AsPlanned, delete)
-                .unchecked(self.name_guard_delete(name)?);
+                .checked(CategoryCheck::AsRead, delete)
+                .unchecked(self.name_claim_delete(name)?);
             Ok(Step::Write(write, ()))
         })
         .await

@@ -104,7 +104,7 @@ impl Db {
 
 impl Changes {
     /// Sets a pet's stock, moving its status as the stock rules say, in one
-    /// conditional write resting on what the plan was made from (see
+    /// conditional write resting on what the decision was made from (see
     /// [`rules::set_stock`]).
     pub async fn set_stock(
         &self,
@@ -113,12 +113,13 @@ impl Changes {
     ) -> Result<InventoryItem, DbError> {
         self.run("set stock", move || async move {
             let pet = self.existing_pet(pet_id).await?;
-            let plan = rules::set_stock(pet.state(), quantity);
-            let write = Write::new().checked(PetCheck::AsPlanned, self.stock_write(pet_id, &plan)?);
+            let decision = rules::set_stock(pet.state(), quantity);
+            let write =
+                Write::new().checked(PetCheck::AsRead, self.stock_write(pet_id, &decision)?);
             let item = InventoryItem {
                 pet_id,
                 quantity,
-                status: plan.next.status,
+                status: decision.next.status,
             };
             Ok(Step::Write(write, item))
         })

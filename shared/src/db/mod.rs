@@ -10,7 +10,7 @@
 //! |---|---|---|---|---|---|---|
 //! | pet (+ its stock) | `PET#<id>` | `PET` | `PET#<s>` | `PET#STATUS#<status>#<s>` | `PET#CATEGORY#<categoryId>` | |
 //! | category | `CATEGORY#<id>` | `CATEGORY` | `CATEGORY#<s>` | | | |
-//! | category name guard | `CATEGORYNAME#<lowercased name>` | `CATEGORYNAME` | | | | |
+//! | category name claim | `CATEGORYNAME#<lowercased name>` | `CATEGORYNAME` | | | | |
 //! | order (+ `ownerId`) | `ORDER#<id>` | `ORDER` | `ORDER#<s>` | `ORDER#COMPLETE#<bool>#<s>` | `ORDER#PET#<petId>` | `ORDER#OWNER#<keyId>` |
 //! | API key | `APIKEY#<sha256 hex of the key>` | `APIKEY` | `APIKEY` | | | |
 //! | idempotency record | `IDEMPOTENCY#<keyId>#<sha256 hex of the Idempotency-Key>` | `IDEMPOTENCY` | | | | |
@@ -55,14 +55,14 @@
 
 //! # Concurrency
 //!
-//! Every change goes one way (`write.rs`): read, plan with [`crate::rules`],
+//! Every change goes one way (`write.rs`): read, decide with [`crate::rules`],
 //! and write one conditional item or one transaction whose conditions are the
-//! plan's guards, each named ([`PetCheck`](pets::PetCheck),
+//! decision's guards, each named ([`PetCheck`](pets::PetCheck),
 //! [`CategoryCheck`](categories::CategoryCheck),
-//! [`OrderCheck`](orders::OrderCheck)) with what its failure means: plan again
+//! [`OrderCheck`](orders::OrderCheck)) with what its failure means: decide again
 //! from a fresh read, or a particular error. Guards become expressions in one
 //! place (`expr.rs`). One retry policy serves every operation, batch reads
-//! included: a failed condition plans again at once, a conflict (or work
+//! included: a failed condition decides again at once, a conflict (or work
 //! DynamoDB left undone) after a jittered, growing pause, and after eight
 //! attempts the answer is [`DbError::Contended`]. A change sent with an
 //! `Idempotency-Key` adds its record to that same write ([`idempotency`]).
@@ -148,7 +148,7 @@ impl Db {
         &self.table
     }
 
-    /// Reads one item with a consistent read, since every plan is made from it.
+    /// Reads one item with a consistent read, since every decision is made from it.
     pub(crate) async fn get_item(&self, pk: String, sk: &str) -> Result<Option<Item>, DbError> {
         let out = self
             .client

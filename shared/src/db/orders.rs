@@ -2,7 +2,7 @@
 //!
 //! Placing, completing and cancelling an order each write the order and its
 //! pet in one transaction: the order on the condition that it is as read, the
-//! pet on the guards of its stock plan (see [`crate::rules`]).
+//! pet on the guards of its stock decision (see [`crate::rules`]).
 //!
 //! An order belongs to the key identity that placed it (`ownerId`, never in
 //! the API's record). Every read checks the caller's [`OrderScope`], and every
@@ -18,7 +18,7 @@ use super::shards::Kind;
 use super::write::{Check, OnFailure, Step, Write};
 use super::{from_item, n, new_id, s, to_item, Changes, Db, DbError, Item, Page};
 use crate::records::{Id, NewOrder, Order, OrderPatch, OrderScope};
-use crate::rules::{self, OrderPlan};
+use crate::rules::{self, OrderDecision};
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
@@ -148,22 +148,22 @@ fn filter(pet: Option<Id>, complete: Option<bool>) -> Option<Filter<'static>> {
     Some((expression, HashMap::new(), values))
 }
 
-/// The conditions of an order's writes. Each failure plans again from a
+/// The conditions of an order's writes. Each failure decides again from a
 /// fresh read, which finds what changed: the pet's stock state, or the order
 /// completed, gone, or not the caller's (answered as missing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OrderCheck {
     /// A new order's id is not taken (ids are random in their low bits).
     IdFree,
-    /// The order is still as the plan read it, and within the caller's scope.
-    OrderAsPlanned,
-    /// The order's pet is still as the plan read it.
-    PetAsPlanned,
+    /// The order is still as the decision read it, and within the caller's scope.
+    OrderAsRead,
+    /// The order's pet is still as the decision read it.
+    PetAsRead,
 }
 
 impl Check for OrderCheck {
     fn on_failure(self) -> OnFailure {
-        OnFailure::Replan
+        OnFailure::ReadAgain
     }
 }
 
@@ -182,7 +182,7 @@ impl Changes {
                 .get_pet(new.pet_id)
                 .await?
                 .ok_or_else(|| DbError::unknown_reference("petId", new.pet_id))?;
-            let plan = rules::place_order(pet.state(), new.quantity)?;
+            let decision = rules::place_order(pet.state(), new.quantity)?;
             let order = Order {
                 id: new_id(now),
                 pet_id: new.pet_id,
@@ -208,8 +208,8 @@ impl Changes {
                     Expr::new().absent().put(self.table(), item)?,
                 )
                 .checked(
-                    OrderCheck::PetAsPlanned,
-                    self.stock_write(new.pet_id, &plan)?,
+                    OrderCheck::PetAsRead,
+                    self.stock_write(new.pet_id, &decision)?,
                 );
             Ok(Step::Write(write, order))
         })
@@ -264,36 +264,38 @@ impl Changes {
         let patch = &patch;
         self.run("update order", move || async move {
             let order = self.existing_order(id, scope).await?;
-            let Some(plan) = rules::patch_order(&order, patch, now)? else {
+            let Some(decision) = rules::patch_order(&order, patch, now)? else {
                 return Ok(Step::Answer(order));
             };
-            let mut write =
-                Write::new().checked(OrderCheck::OrderAsPlanned, self.order_update(&plan, scope)?);
-            if plan.completes() {
+            let mut write = Write::new().checked(
+                OrderCheck::OrderAsRead,
+                self.order_update(&decision, scope)?,
+            );
+            if decision.completes() {
                 let pet = self.existing_pet(order.pet_id).await?;
                 let stock = rules::complete_order(pet.state());
                 write = write.checked(
-                    OrderCheck::PetAsPlanned,
+                    OrderCheck::PetAsRead,
                     self.stock_write(order.pet_id, &stock)?,
                 );
             }
-            Ok(Step::Write(write, plan.updated))
+            Ok(Step::Write(write, decision.updated))
         })
         .await
     }
 }
 
 impl Db {
-    /// The order's side of a patch: its new fields, resting on the plan's
+    /// The order's side of a patch: its new fields, resting on the decision's
     /// guard and on the caller's scope.
     fn order_update(
         &self,
-        plan: &OrderPlan,
+        decision: &OrderDecision,
         scope: OrderScope,
     ) -> Result<TransactWriteItem, DbError> {
-        let order = &plan.updated;
+        let order = &decision.updated;
         let mut expr = Expr::new()
-            .when(&plan.guard)
+            .when(&decision.guard)
             .when_all(&rules::scope_guard(scope));
         if let Some(ship_date) = order.ship_date {
             expr = expr.set("shipDate", timestamp(ship_date));
@@ -318,17 +320,17 @@ impl Changes {
             // Refused before the pet is read: a complete order costs one read.
             rules::open_order(&order)?;
             let pet = self.existing_pet(order.pet_id).await?;
-            Ok(Step::Write(self.plan_cancel(&order, &pet, scope)?, ()))
+            Ok(Step::Write(self.cancel_write(&order, &pet, scope)?, ()))
         })
         .await
     }
 }
 
 impl Db {
-    /// The write that cancels `order` for a caller of `scope`, planned from
+    /// The write that cancels `order` for a caller of `scope`, decided from
     /// the order and its `pet` as read. Its condition holds the scope, so even
-    /// a plan whose read check was wrong cannot cancel another's order.
-    pub fn plan_cancel(
+    /// a decision whose read check was wrong cannot cancel another's order.
+    pub fn cancel_write(
         &self,
         order: &Order,
         pet: &StoredPet,
@@ -341,9 +343,9 @@ impl Db {
             .when_all(&rules::scope_guard(scope))
             .delete(self.table(), key(order.id))?;
         Ok(Write::new()
-            .checked(OrderCheck::OrderAsPlanned, delete)
+            .checked(OrderCheck::OrderAsRead, delete)
             .checked(
-                OrderCheck::PetAsPlanned,
+                OrderCheck::PetAsRead,
                 self.stock_write(order.pet_id, &stock)?,
             ))
     }

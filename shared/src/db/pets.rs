@@ -6,7 +6,7 @@ use super::shards::{Kind, Shards};
 use super::write::{Check, OnFailure, Step, Write};
 use super::{from_item, n, new_id, s, to_item, Changes, Db, DbError, Item, Page};
 use crate::records::{Id, NewPet, Pet, PetStatus};
-use crate::rules::{self, Guard, StockMove, StockPlan, StockState};
+use crate::rules::{self, Guard, StockDecision, StockMove, StockState};
 use aws_sdk_dynamodb::types::TransactWriteItem;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -133,8 +133,8 @@ fn with_status(expr: Expr, shards: &Shards, id: Id, status: PetStatus) -> Expr {
 pub enum PetCheck {
     /// A new pet's id is not taken (ids are random in their low bits).
     IdFree,
-    /// The pet is still as the plan read it.
-    AsPlanned,
+    /// The pet is still as the decision read it.
+    AsRead,
     /// The pet's category exists.
     CategoryExists(Id),
 }
@@ -142,7 +142,7 @@ pub enum PetCheck {
 impl Check for PetCheck {
     fn on_failure(self) -> OnFailure {
         match self {
-            PetCheck::IdFree | PetCheck::AsPlanned => OnFailure::Replan,
+            PetCheck::IdFree | PetCheck::AsRead => OnFailure::ReadAgain,
             PetCheck::CategoryExists(id) => {
                 OnFailure::Fail(DbError::unknown_reference("categoryId", id))
             }
@@ -164,15 +164,15 @@ impl Db {
         Expr::new().absent().put(&self.table, item)
     }
 
-    /// The pet item's side of a stock plan: its change, on the condition
-    /// that every guard of the plan still holds.
+    /// The pet item's side of a stock decision: its change, on the condition
+    /// that every guard of the decision still holds.
     pub(crate) fn stock_write(
         &self,
         pet: Id,
-        plan: &StockPlan,
+        decision: &StockDecision,
     ) -> Result<TransactWriteItem, DbError> {
-        let change = plan.change;
-        let mut expr = Expr::new().exists().when_all(&plan.guards);
+        let change = decision.change;
+        let mut expr = Expr::new().exists().when_all(&decision.guards);
         expr = match change.stock {
             StockMove::Keep => expr,
             StockMove::Set(units) => expr.set("stock", n(units)),
@@ -291,7 +291,7 @@ impl Changes {
             let update = with_status(expr, &self.shards, id, updated.status)
                 .set("GSI3PK", s(category_partition(new)))
                 .update(&self.table, key(id))?;
-            let mut write = Write::new().checked(PetCheck::AsPlanned, update);
+            let mut write = Write::new().checked(PetCheck::AsRead, update);
             if new != old {
                 write = write
                     .checked(
@@ -317,7 +317,7 @@ impl Changes {
                 .when(&Guard::CategoryIs(category))
                 .delete(&self.table, key(id))?;
             let write = Write::new()
-                .checked(PetCheck::AsPlanned, delete)
+                .checked(PetCheck::AsRead, delete)
                 .unchecked(self.category_count(category, -1, false)?);
             Ok(Step::Write(write, ()))
         })

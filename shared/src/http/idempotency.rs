@@ -9,7 +9,7 @@
 //! more item in that write. What the record keeps is decided here
 //! ([`SavedResponse`]); the db layer stores it as bytes.
 //!
-//! If the change was not written by this request (its plan failed, needed no
+//! If the change was not written by this request (its decision failed, needed no
 //! write, or lost on the record's condition), the caller's record for the key
 //! is read once ([`NextAction`]): the same request gets the saved answer
 //! again, another gets 422, and with no record the handler's answer stands. A
