@@ -1,4 +1,4 @@
-//! Category items, their case-insensitive name guards, and their pet counts.
+//! Category items, their case-insensitive name claims, and their pet counts.
 
 use super::expr::Expr;
 use super::query::{IndexQuery, Projection};
@@ -17,11 +17,12 @@ const SK: &str = "CATEGORY";
 const ALL: &str = "CATEGORY";
 const NAME_SK: &str = "CATEGORYNAME";
 
+fn pk(id: Id) -> String {
+    format!("CATEGORY#{id}")
+}
+
 pub(crate) fn key(id: Id) -> Item {
-    HashMap::from([
-        ("PK".to_string(), s(format!("CATEGORY#{id}"))),
-        ("SK".to_string(), s(SK)),
-    ])
+    HashMap::from([("PK".to_string(), s(pk(id))), ("SK".to_string(), s(SK))])
 }
 
 /// The item that makes a name unique: creating it fails if the name is taken.
@@ -80,17 +81,20 @@ impl Check for CategoryCheck {
 }
 
 impl Db {
-    /// A transaction step that moves a category's pet count by `delta`;
-    /// `must_exist` makes it the check that a pet's category exists.
-    pub(crate) fn category_count(
-        &self,
-        category: Id,
-        delta: i64,
-        must_exist: bool,
-    ) -> Result<TransactWriteItem, DbError> {
-        let expr = Expr::new().add("petCount", delta);
-        let expr = if must_exist { expr.exists() } else { expr };
-        expr.update(&self.table, key(category))
+    /// A transaction step that counts a pet into `category`, on the
+    /// condition that the category exists (so it is also that check).
+    pub(crate) fn pet_joins(&self, category: Id) -> Result<TransactWriteItem, DbError> {
+        Expr::new()
+            .add("petCount", 1)
+            .exists()
+            .update(&self.table, key(category))
+    }
+
+    /// A transaction step that counts a pet out of `category`.
+    pub(crate) fn pet_leaves(&self, category: Id) -> Result<TransactWriteItem, DbError> {
+        Expr::new()
+            .add("petCount", -1)
+            .update(&self.table, key(category))
     }
 
     fn name_claim_put(&self, name: &Name, id: Id) -> Result<TransactWriteItem, DbError> {
@@ -119,7 +123,7 @@ impl Changes {
                 description: new.description.clone(),
             };
             let item = to_item(&CategoryItem {
-                pk: format!("CATEGORY#{}", category.id),
+                pk: pk(category.id),
                 sk: SK,
                 gsi1: self.shards.key(Kind::Category, ALL, category.id.get()),
                 category: &category,
@@ -142,10 +146,7 @@ impl Changes {
 
 impl Db {
     pub async fn get_category(&self, id: Id) -> Result<Option<StoredCategory>, DbError> {
-        self.get_item(format!("CATEGORY#{id}"), SK)
-            .await?
-            .map(from_item)
-            .transpose()
+        self.get_item(pk(id), SK).await?.map(from_item).transpose()
     }
 
     async fn existing_category(&self, id: Id) -> Result<StoredCategory, DbError> {

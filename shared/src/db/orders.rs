@@ -26,11 +26,12 @@ use std::collections::HashMap;
 
 const SK: &str = "ORDER";
 
+fn pk(id: Id) -> String {
+    format!("ORDER#{id}")
+}
+
 fn key(id: Id) -> Item {
-    HashMap::from([
-        ("PK".to_string(), s(format!("ORDER#{id}"))),
-        ("SK".to_string(), s(SK)),
-    ])
+    HashMap::from([("PK".to_string(), s(pk(id))), ("SK".to_string(), s(SK))])
 }
 
 /// GSI1's list of every order; sharded.
@@ -191,7 +192,7 @@ impl Changes {
                 complete: false,
             };
             let item = to_item(&OrderItem {
-                pk: format!("ORDER#{}", order.id),
+                pk: pk(order.id),
                 sk: SK,
                 gsi1: self.shards.key(Kind::Order, ALL, order.id.get()),
                 gsi2: self
@@ -222,7 +223,7 @@ impl Db {
     /// exactly as a missing one.
     pub async fn get_order(&self, id: Id, scope: OrderScope) -> Result<Option<Order>, DbError> {
         let stored: Option<StoredOrder> = self
-            .get_item(format!("ORDER#{id}"), SK)
+            .get_item(pk(id), SK)
             .await?
             .map(from_item)
             .transpose()?;

@@ -209,7 +209,7 @@ impl Changes {
                 .checked(PetCheck::IdFree, self.pet_put(&pet)?)
                 .checked(
                     PetCheck::CategoryExists(category),
-                    self.category_count(category, 1, true)?,
+                    self.pet_joins(category)?,
                 );
             Ok(Step::Write(write, pet.pet))
         })
@@ -294,11 +294,8 @@ impl Changes {
             let mut write = Write::new().checked(PetCheck::AsRead, update);
             if new != old {
                 write = write
-                    .checked(
-                        PetCheck::CategoryExists(new),
-                        self.category_count(new, 1, true)?,
-                    )
-                    .unchecked(self.category_count(old, -1, false)?);
+                    .checked(PetCheck::CategoryExists(new), self.pet_joins(new)?)
+                    .unchecked(self.pet_leaves(old)?);
             }
             Ok(Step::Write(write, updated))
         })
@@ -318,7 +315,7 @@ impl Changes {
                 .delete(&self.table, key(id))?;
             let write = Write::new()
                 .checked(PetCheck::AsRead, delete)
-                .unchecked(self.category_count(category, -1, false)?);
+                .unchecked(self.pet_leaves(category)?);
             Ok(Step::Write(write, ()))
         })
         .await

@@ -11,7 +11,7 @@
 //!
 //! If the change was not written by this request (its decision failed, needed no
 //! write, or lost on the record's condition), the caller's record for the key
-//! is read once ([`NextAction`]): the same request gets the saved answer
+//! is read once (`NextAction`): the same request gets the saved answer
 //! again, another gets 422, and with no record the handler's answer stands. A
 //! loser whose write met the winner's mid-commit finds no record yet and
 //! answers 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
