@@ -25,11 +25,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 const SK: &str = "IDEMPOTENCY";
 
 /// How long a record answers retries.
-pub const RECORD_LIFETIME: TimeDelta = TimeDelta::hours(24);
+const RECORD_LIFETIME: TimeDelta = TimeDelta::hours(24);
 
 /// The partition of `owner`'s record for `key`: the key identity is part of
 /// it, so two callers' keys never meet, and the key itself is not stored.
-pub fn record_pk(owner: Id, key: &IdempotencyKey) -> String {
+fn record_pk(owner: Id, key: &IdempotencyKey) -> String {
     let digest = Sha256::digest(key.as_str().as_bytes());
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     format!("IDEMPOTENCY#{owner}#{hex}")
@@ -44,7 +44,7 @@ pub fn record_key(owner: Id, key: &IdempotencyKey) -> Item {
 }
 
 /// Makes the bytes a record keeps from the change's answer (as JSON).
-pub type Render = dyn Fn(&[u8]) -> Result<Vec<u8>, BoxError> + Send + Sync;
+pub(crate) type Render = dyn Fn(&[u8]) -> Result<Vec<u8>, BoxError> + Send + Sync;
 
 /// One request's record, to be written with its change (see
 /// [`Changes::run`](super::Changes)).
@@ -68,7 +68,7 @@ impl fmt::Debug for Recording {
 impl Recording {
     /// The record of `owner`'s request with `key`, whose `fingerprint` tells
     /// it from any other request, keeping what `render` makes of the answer.
-    pub fn new(
+    pub(crate) fn new(
         owner: Id,
         key: &IdempotencyKey,
         fingerprint: String,
@@ -83,7 +83,7 @@ impl Recording {
     }
 
     /// Whether the change and this record were written together.
-    pub fn written(&self) -> bool {
+    pub(crate) fn written(&self) -> bool {
         self.written.load(Ordering::Acquire)
     }
 
@@ -120,17 +120,17 @@ impl Recording {
 
 /// A live record, as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Recorded {
+pub(crate) struct Recorded {
     /// The fingerprint of the request that made it.
-    pub fingerprint: String,
+    pub(crate) fingerprint: String,
     /// What the edge's [`Render`] made of that request's answer.
-    pub response: Vec<u8>,
+    pub(crate) response: Vec<u8>,
 }
 
 impl Db {
     /// The live record of `owner`'s `key` at `now` (a consistent read; an
     /// expired record is absent, whether or not TTL has deleted it yet).
-    pub async fn recorded(
+    pub(crate) async fn recorded(
         &self,
         owner: Id,
         key: &IdempotencyKey,

@@ -104,13 +104,13 @@ fn idempotency_key(headers: &HeaderMap) -> Result<IdempotencyKey, ApiError> {
 
 /// What a record keeps of a change's answer: what a replay sends again.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SavedResponse {
-    pub status: u16,
+struct SavedResponse {
+    status: u16,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub location: Option<String>,
+    location: Option<String>,
     /// The JSON body, if the answer has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body: Option<String>,
+    body: Option<String>,
 }
 
 impl SavedResponse {
@@ -185,7 +185,7 @@ async fn next_action(
 /// A saved answer, sent again. Every replay is made here, so this is where
 /// one is counted (`IdempotentReplays`). The request id and the rate-limit
 /// headers are added on the way out, fresh, as on any answer.
-pub fn replay(saved: &SavedResponse) -> Response {
+fn replay(saved: &SavedResponse) -> Response {
     tracing::info!(status = saved.status, "idempotent replay");
     metrics::count(Metric::IdempotentReplays, 1);
     let status = StatusCode::from_u16(saved.status).unwrap_or(StatusCode::OK);
@@ -214,7 +214,7 @@ pub fn replay(saved: &SavedResponse) -> Response {
 /// body, in lower-case hex. A JSON body counts as its value (see
 /// [`canonical_json`]); any other body (which the handler refuses, recording
 /// nothing) as its bytes.
-pub fn fingerprint(method: &Method, path: &str, body: &[u8]) -> String {
+fn fingerprint(method: &Method, path: &str, body: &[u8]) -> String {
     let mut hash = Sha256::new();
     hash.update(method.as_str());
     hash.update(b"\n");
@@ -236,7 +236,7 @@ pub fn fingerprint(method: &Method, path: &str, body: &[u8]) -> String {
 /// One text for every JSON text of the same value: object keys sorted, no
 /// whitespace, and a number with no fraction written as an integer (`1.0`,
 /// `1e0` and `1` are one number), others as serde_json writes them.
-pub fn canonical_json(value: &Value) -> String {
+fn canonical_json(value: &Value) -> String {
     let mut out = String::new();
     write_canonical(value, &mut out);
     out
