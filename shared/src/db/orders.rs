@@ -146,7 +146,11 @@ fn filter(pet: Option<Id>, complete: Option<bool>) -> Option<Filter<'static>> {
     if let Some(complete) = complete {
         values.insert(":complete".to_string(), AttributeValue::Bool(complete));
     }
-    Some((expression, HashMap::new(), values))
+    Some(Filter {
+        expression,
+        names: HashMap::new(),
+        values,
+    })
 }
 
 /// The conditions of an order's writes. Each failure decides again from a
@@ -368,9 +372,9 @@ mod tests {
             (mine.index, mine.partition.as_str()),
             ("GSI4", "ORDER#OWNER#7")
         );
-        let (expression, _, values) = mine.filter.unwrap_or_default();
-        assert_eq!(expression, "petId = :pet AND complete = :complete");
-        assert_eq!(values.get(":pet"), Some(&n(9)));
+        let mine = mine.filter.unwrap_or_default();
+        assert_eq!(mine.expression, "petId = :pet AND complete = :complete");
+        assert_eq!(mine.values.get(":pet"), Some(&n(9)));
         let unfiltered = OrderFilter::default().query(OrderScope::OwnedBy(me));
         assert_eq!(unfiltered.index, "GSI4");
         assert!(unfiltered.filter.is_none());
@@ -380,8 +384,8 @@ mod tests {
             (staff.index, staff.partition.as_str()),
             ("GSI3", "ORDER#PET#9")
         );
-        let (expression, _, _) = staff.filter.unwrap_or_default();
-        assert_eq!(expression, "complete = :complete");
+        let staff = staff.filter.unwrap_or_default();
+        assert_eq!(staff.expression, "complete = :complete");
         assert_eq!(OrderFilter::default().query(OrderScope::All).index, "GSI1");
     }
 }

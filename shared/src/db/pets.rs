@@ -1,7 +1,7 @@
 //! Pet items, which also hold the pet's inventory entry (`stock`, `openOrders`).
 
 use super::expr::Expr;
-use super::query::{IndexQuery, Projection};
+use super::query::{Filter, IndexQuery, Projection};
 use super::shards::{Kind, Shards};
 use super::write::{Check, OnFailure, Step, Write};
 use super::{from_item, n, new_id, s, to_item, Changes, Db, DbError, Item, Page};
@@ -95,12 +95,10 @@ impl PetFilter {
                 "GSI3",
                 category_partition(category),
                 None,
-                status.map(|status| {
-                    (
-                        "#status = :status",
-                        HashMap::from([("#status".to_string(), "status".to_string())]),
-                        HashMap::from([(":status".to_string(), s(status.as_str()))]),
-                    )
+                status.map(|status| Filter {
+                    expression: "#status = :status",
+                    names: HashMap::from([("#status".to_string(), "status".to_string())]),
+                    values: HashMap::from([(":status".to_string(), s(status.as_str()))]),
                 }),
             ),
             (None, Some(status)) => ("GSI2", status_list(status), Some(Kind::Pet), None),
