@@ -7,14 +7,14 @@
 //! writes the record in the same write as the change, on the condition that
 //! no live record holds the key: the happy path reads nothing and costs one
 //! more item in that write. What the record keeps is decided here
-//! ([`SavedResponse`]); the db layer stores it as bytes.
+//! (`SavedResponse`); the db layer stores it as bytes.
 //!
-//! If the change was not written by this request (its decision failed, needed no
-//! write, or lost on the record's condition), the caller's record for the key
-//! is read once (`NextAction`): the same request gets the saved answer
-//! again, another gets 422, and with no record the handler's answer stands. A
-//! loser whose write met the winner's mid-commit finds no record yet and
-//! answers 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
+//! If this request wrote no change (a rule refused it, it needed no write, or
+//! it lost on the record's condition), the caller's record for the key is
+//! read once (`NextAction`): the same request gets the saved answer again,
+//! another gets 422, and with no record the handler's answer stands. A loser
+//! whose write met the winner's mid-commit finds no record yet and answers
+//! 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 
 use super::error::ApiError;
 use super::extract::MAX_BODY_BYTES;
