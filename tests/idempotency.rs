@@ -103,7 +103,7 @@ async fn a_retried_order_is_placed_once_and_answered_again() {
     first.assert_status(201);
 
     // When the same request is sent again, its JSON written differently (it
-    // plans a second order with a fresh id; the record's put in the same
+    // decides on a second order with a fresh id; the record's put in the same
     // transaction fails on its condition, so nothing of it is written)
     let again = json!({ "quantity": 2.0, "petId": pet });
     let replayed = send_keyed(

@@ -463,7 +463,7 @@ async fn a_customers_list_is_its_own_orders_with_filters_and_paging() {
         complete: Some(true),
         ship_date: None,
     };
-    let db = &me.app.db;
+    let db = me.app.db.unrecorded();
     db.update_order(id(mine[4]), complete, OrderScope::All, chrono::Utc::now())
         .await
         .expect("staff may complete any order");
@@ -574,7 +574,7 @@ async fn racing_customers_cancel_only_their_own_orders() {
 #[tokio::test]
 async fn a_foreign_write_fails_in_dynamodb_even_if_the_read_check_were_skipped(
 ) -> Result<(), Box<dyn std::error::Error>> {
-    // Given a customer's order, and its cancel planned from a read that
+    // Given a customer's order, and its cancel decided from a read that
     // (wrongly) let another customer through
     let app = TestApp::spawn().await;
     let pet_id = pet(&app, "available").await;
@@ -586,13 +586,13 @@ async fn a_foreign_write_fails_in_dynamodb_even_if_the_read_check_were_skipped(
         .ok_or("the order exists")?;
     let pet = db.get_pet(order.pet_id).await?.ok_or("the pet exists")?;
     let stranger = OrderScope::OwnedBy(id(app.as_customer().await.key_id));
-    let stale = db.plan_cancel(&order, &pet, stranger)?;
+    let stale = db.cancel_write(&order, &pet, stranger)?;
 
     // When that write is sent
     let written = db.write(stale).await?;
 
     // Then DynamoDB refuses it on the order's own condition, and nothing changed
-    assert_eq!(written, Written::Failed(OrderCheck::OrderAsPlanned));
+    assert_eq!(written, Written::Failed(OrderCheck::OrderAsRead));
     assert_eq!(
         db.get_order(order_id, OrderScope::All).await?,
         Some(order.clone())
@@ -603,14 +603,15 @@ async fn a_foreign_write_fails_in_dynamodb_even_if_the_read_check_were_skipped(
         ship_date: None,
     };
     assert!(matches!(
-        db.update_order(order_id, patch, stranger, chrono::Utc::now())
+        db.unrecorded()
+            .update_order(order_id, patch, stranger, chrono::Utc::now())
             .await,
         Err(petstore::db::DbError::NotFound { .. })
     ));
 
-    // And the same plan made for its owner goes through
+    // And the same write made for its owner goes through
     let owner = OrderScope::OwnedBy(id(app.key_id));
-    let written = db.write(db.plan_cancel(&order, &pet, owner)?).await?;
+    let written = db.write(db.cancel_write(&order, &pet, owner)?).await?;
     assert_eq!(written, Written::Done);
     assert_eq!(db.get_order(order_id, OrderScope::All).await?, None);
     assert_eq!(inventory(&app, pet_id).await["quantity"], 1);

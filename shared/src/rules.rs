@@ -1,16 +1,16 @@
 //! The rules of section 3 of the contract (stock, orders and pet status) and
 //! who may see and change an order (section 4a).
 //!
-//! Each rule is a pure function from the state it reads to its plan: what to
+//! Each rule is a pure function from the state it reads to its decision: what to
 //! change, and the [`Guard`]s, the facts of that state the decision rested
 //! on. The database layer ([`crate::db`]) reads the state, asks the rule for
-//! its plan, and writes the change on the condition that every guard still
+//! its decision, and writes the change on the condition that every guard still
 //! holds; if another request changed one of those facts first, the condition
-//! fails and it plans again from the fresh state. A rule and the condition
+//! fails and it decides again from the fresh state. A rule and the condition
 //! that enforces it are one piece of code: change the rule and its guards
 //! change with it.
 //!
-//! A plan guards only what its decision depended on, so unrelated concurrent
+//! A decision guards only what it depended on, so unrelated concurrent
 //! changes do not invalidate each other: an order that leaves stock above zero
 //! needs only `stock > quantity`, and just the order that takes the last units
 //! pins `stock = quantity` (it makes the pet pending).
@@ -44,8 +44,8 @@ pub enum RuleViolation {
     InvalidStatusTransition { from: PetStatus, to: PetStatus },
 }
 
-/// A fact about a stored record that a plan rests on. The write carries it as
-/// its condition, so a plan made from a state that has changed since is never
+/// A fact about a stored record that a decision rests on. The write carries it as
+/// its condition, so a decision made from a state that has changed since is never
 /// applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Guard {
@@ -89,7 +89,7 @@ pub struct StockState {
     pub open_orders: u32,
 }
 
-/// What a plan does to a pet's stock.
+/// What a decision does to a pet's stock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StockMove {
     Keep,
@@ -98,7 +98,7 @@ pub enum StockMove {
     Take(u32),
 }
 
-/// What a plan writes to a pet's stock and status.
+/// What a decision writes to a pet's stock and status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StockChange {
     pub stock: StockMove,
@@ -124,18 +124,18 @@ impl StockChange {
     }
 }
 
-/// A planned change of a pet's stock: the state it leads to, what to write,
+/// A decided change of a pet's stock: the state it leads to, what to write,
 /// and the facts it rests on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StockPlan {
+pub struct StockDecision {
     pub next: StockState,
     pub change: StockChange,
     pub guards: Vec<Guard>,
 }
 
-impl StockPlan {
-    fn new(from: StockState, change: StockChange, guards: Vec<Guard>) -> StockPlan {
-        StockPlan {
+impl StockDecision {
+    fn new(from: StockState, change: StockChange, guards: Vec<Guard>) -> StockDecision {
+        StockDecision {
             next: change.applied_to(from),
             change,
             guards,
@@ -185,7 +185,10 @@ pub fn delete_category(pet_count: u64) -> Result<Guard, RuleViolation> {
 /// Placing an order of `quantity` units: the pet must be available with
 /// enough stock; the units leave the stock, and taking the last ones makes the
 /// pet pending.
-pub fn place_order(state: StockState, quantity: OrderQuantity) -> Result<StockPlan, RuleViolation> {
+pub fn place_order(
+    state: StockState,
+    quantity: OrderQuantity,
+) -> Result<StockDecision, RuleViolation> {
     let quantity = quantity.get();
     if state.status != PetStatus::Available {
         return Err(RuleViolation::PetNotAvailable);
@@ -212,15 +215,15 @@ pub fn place_order(state: StockState, quantity: OrderQuantity) -> Result<StockPl
         };
         (change, Guard::StockAbove(quantity))
     };
-    Ok(StockPlan::new(state, change, vec![available, stock]))
+    Ok(StockDecision::new(state, change, vec![available, stock]))
 }
 
 /// Completing one of the pet's incomplete orders: the pet is sold once
 /// nothing is left in stock and no other order is open.
-pub fn complete_order(state: StockState) -> StockPlan {
+pub fn complete_order(state: StockState) -> StockDecision {
     let sold_out = Guard::All(vec![Guard::StockIs(0), Guard::OpenOrdersIs(1)]);
     let sells = state.stock == 0 && state.open_orders == 1;
-    // Written even when the pet is sold already, so the plan need not rest
+    // Written even when the pet is sold already, so the decision need not rest
     // on the status as well.
     let change = StockChange {
         stock: StockMove::Keep,
@@ -228,12 +231,12 @@ pub fn complete_order(state: StockState) -> StockPlan {
         status: sells.then_some(PetStatus::Sold),
     };
     let guard = if sells { sold_out } else { sold_out.negated() };
-    StockPlan::new(state, change, vec![guard])
+    StockDecision::new(state, change, vec![guard])
 }
 
 /// Cancelling an incomplete order of `quantity` units: the units go back,
 /// and a pending pet (which then has stock) becomes available again.
-pub fn cancel_order(state: StockState, quantity: OrderQuantity) -> StockPlan {
+pub fn cancel_order(state: StockState, quantity: OrderQuantity) -> StockDecision {
     let pending = Guard::StatusIs(PetStatus::Pending);
     let frees = state.status == PetStatus::Pending;
     let change = StockChange {
@@ -242,14 +245,14 @@ pub fn cancel_order(state: StockState, quantity: OrderQuantity) -> StockPlan {
         status: frees.then_some(PetStatus::Available),
     };
     let guard = if frees { pending } else { pending.negated() };
-    StockPlan::new(state, change, vec![guard])
+    StockDecision::new(state, change, vec![guard])
 }
 
 /// Setting the stock to `quantity`: above 0 makes a pending or sold pet
 /// available; 0 makes an available pet pending if it has incomplete orders,
-/// else sold. The plan rests on the status, and on the open orders exactly
+/// else sold. The decision rests on the status, and on the open orders exactly
 /// when they decide.
-pub fn set_stock(state: StockState, quantity: StockQuantity) -> StockPlan {
+pub fn set_stock(state: StockState, quantity: StockQuantity) -> StockDecision {
     let stock = quantity.get();
     let mut guards = vec![Guard::StatusIs(state.status)];
     let status = match (stock, state.status) {
@@ -272,7 +275,7 @@ pub fn set_stock(state: StockState, quantity: StockQuantity) -> StockPlan {
         open_orders: 0,
         status: (status != state.status).then_some(status),
     };
-    StockPlan::new(state, change, guards)
+    StockDecision::new(state, change, guards)
 }
 
 /// Only an incomplete order may be changed or cancelled.
@@ -283,14 +286,14 @@ pub fn open_order(order: &Order) -> Result<Guard, RuleViolation> {
     Ok(Guard::OrderIncomplete)
 }
 
-/// A planned change of an order: the order it becomes, and the fact it rests on.
+/// A decided change of an order: the order it becomes, and the fact it rests on.
 #[derive(Debug, Clone, PartialEq)]
-pub struct OrderPlan {
+pub struct OrderDecision {
     pub updated: Order,
     pub guard: Guard,
 }
 
-impl OrderPlan {
+impl OrderDecision {
     /// Whether the change completes the order (which moves its pet's stock
     /// state too, see [`complete_order`]).
     pub fn completes(&self) -> bool {
@@ -305,7 +308,7 @@ pub fn patch_order(
     order: &Order,
     patch: &OrderPatch,
     now: DateTime<Utc>,
-) -> Result<Option<OrderPlan>, RuleViolation> {
+) -> Result<Option<OrderDecision>, RuleViolation> {
     if order.complete && patch.complete.is_none() && patch.ship_date.is_none() {
         return Ok(None);
     }
@@ -322,7 +325,7 @@ pub fn patch_order(
         ship_date,
         ..order.clone()
     };
-    Ok((updated != *order).then_some(OrderPlan { updated, guard }))
+    Ok((updated != *order).then_some(OrderDecision { updated, guard }))
 }
 
 /// Whether an order placed by `owner` is within `scope`. Outside it, an order
@@ -361,8 +364,8 @@ mod tests {
         OrderQuantity::new(n).unwrap_or_else(|| panic!("{n} is a valid order quantity"))
     }
 
-    fn next(plan: StockPlan) -> StockState {
-        plan.next
+    fn next(decision: StockDecision) -> StockState {
+        decision.next
     }
 
     #[test]
@@ -501,7 +504,7 @@ mod tests {
         all
     }
 
-    /// A plan's guards hold where it was made, and wherever they hold its
+    /// A decision's guards hold where it was made, and wherever they hold its
     /// change leads where the rule would have: a write conditioned on them is
     /// exactly the rule, whatever happened between the read and the write. `domain`
     /// is where the rule can be asked at all (completing or cancelling
@@ -509,22 +512,24 @@ mod tests {
     fn assert_guards_are_exact(
         rule: &str,
         domain: impl Fn(&StockState) -> bool,
-        plan_at: impl Fn(StockState) -> Option<StockPlan>,
+        decide_at: impl Fn(StockState) -> Option<StockDecision>,
     ) {
         let states: Vec<StockState> = states().into_iter().filter(|s| domain(s)).collect();
         for read in &states {
-            let Some(plan) = plan_at(*read) else { continue };
+            let Some(decision) = decide_at(*read) else {
+                continue;
+            };
             assert!(
-                plan.guards.iter().all(|g| holds(g, read)),
+                decision.guards.iter().all(|g| holds(g, read)),
                 "{rule}: the guards of {read:?} fail on it: {:?}",
-                plan.guards
+                decision.guards
             );
             for written in &states {
-                if plan.guards.iter().all(|g| holds(g, written)) {
+                if decision.guards.iter().all(|g| holds(g, written)) {
                     assert_eq!(
-                        Some(plan.change.applied_to(*written)),
-                        plan_at(*written).map(|p| p.next),
-                        "{rule}: planned at {read:?}, written at {written:?}"
+                        Some(decision.change.applied_to(*written)),
+                        decide_at(*written).map(|p| p.next),
+                        "{rule}: decided at {read:?}, written at {written:?}"
                     );
                 }
             }
@@ -532,7 +537,7 @@ mod tests {
     }
 
     #[test]
-    fn every_stock_plan_guards_exactly_what_it_depends_on() {
+    fn every_stock_decision_guards_exactly_what_it_depends_on() {
         let any = |_: &StockState| true;
         let has_open_order = |s: &StockState| s.open_orders > 0;
         for n in 1..4 {
@@ -552,9 +557,9 @@ mod tests {
 
     #[test]
     fn completing_the_last_order_of_a_pet_already_sold_keeps_it_sold() {
-        let plan = complete_order(state(Sold, 0, 1));
-        assert_eq!(plan.next, state(Sold, 0, 0));
-        assert!(plan.guards.iter().all(|g| holds(g, &state(Sold, 0, 1))));
+        let decision = complete_order(state(Sold, 0, 1));
+        assert_eq!(decision.next, state(Sold, 0, 0));
+        assert!(decision.guards.iter().all(|g| holds(g, &state(Sold, 0, 1))));
     }
 
     #[test]
@@ -585,11 +590,14 @@ mod tests {
             complete: Some(true),
             ship_date: None,
         };
-        let plan = patch_order(&an_order(false), &completing, now);
-        let plan = plan.ok().flatten().unwrap_or_else(|| panic!("a change"));
-        assert!(plan.completes());
-        assert_eq!(plan.updated.ship_date, Some(now));
-        assert_eq!(plan.guard, Guard::OrderIncomplete);
+        let decision = patch_order(&an_order(false), &completing, now);
+        let decision = decision
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| panic!("a change"));
+        assert!(decision.completes());
+        assert_eq!(decision.updated.ship_date, Some(now));
+        assert_eq!(decision.guard, Guard::OrderIncomplete);
 
         let nothing = OrderPatch::default();
         assert_eq!(patch_order(&an_order(true), &nothing, now), Ok(None));

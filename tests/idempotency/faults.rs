@@ -18,7 +18,7 @@
 //! -- --ignored --nocapture without_keys`, show what the keys prevent.
 
 use super::proxy::{FaultMix, FaultProxy};
-use super::shoppers::{Fate, Log, Placed, Shopper};
+use super::shoppers::{Fate, Keys, Log, Placed, Shopper};
 use super::stocked_pet;
 use crate::helpers::TestApp;
 use futures::future::join_all;
@@ -39,7 +39,7 @@ const PETS: usize = 3;
 const STOCK: u64 = 10;
 
 /// The store, its pets, and shoppers who reach it through the fault proxy.
-async fn run_shoppers(with_keys: bool) -> (TestApp, Vec<u64>, Vec<Log>, String) {
+async fn run_shoppers(keys: Keys) -> (TestApp, Vec<u64>, Vec<Log>, String) {
     let seed = std::env::var("IDEMPOTENCY_FAULT_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -58,7 +58,7 @@ async fn run_shoppers(with_keys: bool) -> (TestApp, Vec<u64>, Vec<Log>, String) 
         shoppers.push(Shopper::new(
             faulty.with_key(customer_key),
             faulty.clone(),
-            with_keys,
+            keys,
             seed ^ (n as u64 + 1),
             format!("shopper{n}"),
         ));
@@ -121,7 +121,7 @@ fn describe(logs: &[Log], summary: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_database_faults_every_retried_change_takes_effect_once() {
-    let (staff, pets, logs, summary) = run_shoppers(true).await;
+    let (staff, pets, logs, summary) = run_shoppers(Keys::Sent).await;
     let report = describe(&logs, &summary);
     println!("{report}");
     let violations: Vec<&String> = logs.iter().flat_map(|l| &l.violations).collect();
@@ -181,7 +181,7 @@ async fn under_database_faults_every_retried_change_takes_effect_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement, not a test: run it with --ignored --nocapture"]
 async fn without_keys_retried_orders_are_placed_twice() {
-    let (staff, pets, logs, summary) = run_shoppers(false).await;
+    let (staff, pets, logs, summary) = run_shoppers(Keys::NotSent).await;
     let given: BTreeSet<u64> = logs.iter().flat_map(|l| &l.placed).map(|p| p.id).collect();
     let mut stored = 0;
     let mut never_given = 0;

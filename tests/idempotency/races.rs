@@ -100,7 +100,7 @@ async fn a_retry_whose_record_cannot_be_read_is_503_never_a_false_refusal() {
     proxy.throttle_record_reads(10);
     let retried = send_keyed(&through, Method::DELETE, &path, None, "c").await;
 
-    // Then it is 503, not the 404 its re-plan met: the outcome is unknown
+    // Then it is 503, not the 404 its second attempt met: the outcome is unknown
     retried.assert_error(503, "SERVICE_UNAVAILABLE");
     assert!(retried.header("retry-after").is_some());
 

@@ -3,6 +3,7 @@
 
 use super::{assert_replay_of, send_keyed, stock, stocked_pet};
 use crate::helpers::TestApp;
+use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use http::Method;
 use petstore::db::idempotency::record_key;
@@ -17,7 +18,10 @@ async fn plant_record(app: &TestApp, owner: u64, key: &str, expires_at: i64) {
     let mut item = record_key(owner, &key);
     let fields = [
         ("fingerprint", AttributeValue::S("0".repeat(64))),
-        ("status", AttributeValue::N("204".into())),
+        (
+            "response",
+            AttributeValue::B(Blob::new(br#"{"status":204}"#)),
+        ),
         ("expiresAt", AttributeValue::N(expires_at.to_string())),
     ];
     item.extend(fields.map(|(name, value)| (name.to_string(), value)));

@@ -48,10 +48,17 @@ pub struct Log {
     pub violations: Vec<String>,
 }
 
+/// Whether a shopper sends its changes with an `Idempotency-Key`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keys {
+    Sent,
+    NotSent,
+}
+
 pub struct Shopper {
     customer: TestApp,
     staff: TestApp,
-    with_keys: bool,
+    keys: Keys,
     rng: StdRng,
     name: String,
     log: Log,
@@ -60,17 +67,11 @@ pub struct Shopper {
 impl Shopper {
     /// A shopper sending as `customer` (and completing orders as `staff`),
     /// with keys or without, its choices drawn from `seed`.
-    pub fn new(
-        customer: TestApp,
-        staff: TestApp,
-        with_keys: bool,
-        seed: u64,
-        name: String,
-    ) -> Shopper {
+    pub fn new(customer: TestApp, staff: TestApp, keys: Keys, seed: u64, name: String) -> Shopper {
         Shopper {
             customer,
             staff,
-            with_keys,
+            keys,
             rng: StdRng::seed_from_u64(seed),
             name,
             log: Log::default(),
@@ -102,14 +103,14 @@ impl Shopper {
             };
             self.log.sent_twice += copies - 1;
             let sends =
-                (0..copies).map(|_| send(&app, &method, path, body.as_ref(), key, self.with_keys));
+                (0..copies).map(|_| send(&app, &method, path, body.as_ref(), key, self.keys));
             let answers = join_all(sends).await;
             for answer in &answers {
                 self.note(answer, &method, path);
             }
             successes.extend(answers.iter().filter(|a| a.status < 300).cloned());
             if let Some(first) = successes.first() {
-                if successes.iter().any(|s| s.body != first.body) && self.with_keys {
+                if successes.iter().any(|s| s.body != first.body) && self.keys == Keys::Sent {
                     let bodies: Vec<String> = successes.iter().map(TestResponse::text).collect();
                     self.log
                         .violations
@@ -213,7 +214,7 @@ impl Shopper {
     }
 
     fn expect(&mut self, held: bool, change: &str, key: &str, answer: &TestResponse) {
-        if !held && self.with_keys {
+        if !held && self.keys == Keys::Sent {
             let text = answer.text();
             self.log
                 .violations
@@ -228,9 +229,9 @@ async fn send(
     path: &str,
     body: Option<&Value>,
     key: &str,
-    with_key: bool,
+    keys: Keys,
 ) -> TestResponse {
-    if with_key {
+    if keys == Keys::Sent {
         return send_keyed(app, method.clone(), path, body, key).await;
     }
     match body {

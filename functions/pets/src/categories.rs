@@ -1,6 +1,6 @@
 //! `/categories`: list, create, read, replace, delete.
 //!
-//! Handlers that change something take their [`Db`] from the request, which
+//! Handlers that change something take their [`Changes`] from the request, which
 //! writes the request's idempotency record with the change (contract 4b).
 
 use axum::extract::{Path, State};
@@ -9,7 +9,7 @@ use axum::routing::get;
 use axum::Router;
 use chrono::Utc;
 use http::StatusCode;
-use petstore::db::Db;
+use petstore::db::Changes;
 use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link, JsonBody, QueryParams};
 use petstore::http::respond::{created, json, list_page, no_content};
@@ -36,7 +36,7 @@ async fn list_categories(State(app): State<App>, query: QueryParams) -> Result<R
     Ok(list_page(&found.items, next))
 }
 
-async fn create_category(db: Db, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+async fn create_category(db: Changes, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
     let new = NewCategory::parse(&body)?;
     let category = db.create_category(new, Utc::now()).await?;
     Ok(created(format!("/categories/{}", category.id), &category))
@@ -54,7 +54,7 @@ async fn get_category(
 }
 
 async fn replace_category(
-    db: Db,
+    db: Changes,
     Path(raw): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
@@ -64,7 +64,7 @@ async fn replace_category(
     Ok(json(StatusCode::OK, &category))
 }
 
-async fn delete_category(db: Db, Path(raw): Path<String>) -> Result<Response, ApiError> {
+async fn delete_category(db: Changes, Path(raw): Path<String>) -> Result<Response, ApiError> {
     db.delete_category(Id::parse_param(&raw, "categoryId")?)
         .await?;
     Ok(no_content())

@@ -1,6 +1,6 @@
 //! `/pets`: list, create, read (deprecated), replace, patch, delete.
 //!
-//! Handlers that change something take their [`Db`] from the request, which
+//! Handlers that change something take their [`Changes`] from the request, which
 //! writes the request's idempotency record with the change (contract 4b).
 
 use axum::extract::{Path, State};
@@ -10,7 +10,7 @@ use axum::Router;
 use chrono::Utc;
 use http::{header, HeaderValue, StatusCode};
 use petstore::db::pets::PetFilter;
-use petstore::db::Db;
+use petstore::db::Changes;
 use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link, JsonBody, QueryParams};
 use petstore::http::respond::{created, json, list_page, no_content};
@@ -80,7 +80,7 @@ async fn list_pets(State(app): State<App>, query: QueryParams) -> Result<Respons
     ))
 }
 
-async fn create_pet(db: Db, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+async fn create_pet(db: Changes, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
     let new = NewPet::parse(&body)?;
     let pet = db.create_pet(new, Utc::now()).await?;
     Ok(created(format!("/pets/{}", pet.id), &pet))
@@ -121,7 +121,7 @@ async fn read_pet(app: &App, raw: &str) -> Result<Response, ApiError> {
 }
 
 async fn replace_pet(
-    db: Db,
+    db: Changes,
     Path(raw): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
@@ -132,7 +132,7 @@ async fn replace_pet(
 }
 
 async fn update_pet(
-    db: Db,
+    db: Changes,
     Path(raw): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
@@ -142,7 +142,7 @@ async fn update_pet(
     Ok(json(StatusCode::OK, &pet))
 }
 
-async fn delete_pet(db: Db, Path(raw): Path<String>) -> Result<Response, ApiError> {
+async fn delete_pet(db: Changes, Path(raw): Path<String>) -> Result<Response, ApiError> {
     db.delete_pet(Id::parse_param(&raw, "petId")?).await?;
     Ok(no_content())
 }

@@ -5,7 +5,7 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use http::StatusCode;
-use petstore::db::Db;
+use petstore::db::Changes;
 use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link, JsonBody, QueryParams};
 use petstore::http::respond::{json, list_page};
@@ -52,7 +52,7 @@ async fn get_inventory(
 }
 
 async fn set_inventory(
-    db: Db,
+    db: Changes,
     Path(raw): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {

@@ -3,7 +3,7 @@
 //! Every handler takes the [`Caller`]: an order is the caller's who placed it,
 //! and a customer sees and changes only its own (another's answers 404,
 //! exactly as a missing one); staff see and change every order. Handlers that
-//! change something take their [`Db`] from the request, which writes the
+//! change something take their [`Changes`] from the request, which writes the
 //! request's idempotency record with the change (contract 4b).
 
 use axum::extract::{Path, State};
@@ -13,7 +13,7 @@ use axum::Router;
 use chrono::Utc;
 use http::StatusCode;
 use petstore::db::orders::OrderFilter;
-use petstore::db::Db;
+use petstore::db::Changes;
 use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link, JsonBody, QueryParams};
 use petstore::http::respond::{created, json, list_page, no_content};
@@ -57,7 +57,7 @@ async fn list_orders(
 }
 
 async fn place_order(
-    db: Db,
+    db: Changes,
     caller: Caller,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
@@ -80,7 +80,7 @@ async fn get_order(
 }
 
 async fn update_order(
-    db: Db,
+    db: Changes,
     caller: Caller,
     Path(raw): Path<String>,
     JsonBody(body): JsonBody,
@@ -94,7 +94,7 @@ async fn update_order(
 }
 
 async fn cancel_order(
-    db: Db,
+    db: Changes,
     caller: Caller,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {

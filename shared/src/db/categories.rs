@@ -1,10 +1,10 @@
-//! Category items, their case-insensitive name guards, and their pet counts.
+//! Category items, their case-insensitive name claims, and their pet counts.
 
 use super::expr::Expr;
 use super::query::{IndexQuery, Projection};
 use super::shards::Kind;
 use super::write::{Check, OnFailure, Step, Write};
-use super::{from_item, n, new_id, s, to_item, Db, DbError, Item, Page};
+use super::{from_item, n, new_id, s, to_item, Changes, Db, DbError, Item, Page};
 use crate::records::{Category, Id, Name, NewCategory};
 use crate::rules::{self, Guard, RuleViolation};
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
@@ -17,11 +17,12 @@ const SK: &str = "CATEGORY";
 const ALL: &str = "CATEGORY";
 const NAME_SK: &str = "CATEGORYNAME";
 
+fn pk(id: Id) -> String {
+    format!("CATEGORY#{id}")
+}
+
 pub(crate) fn key(id: Id) -> Item {
-    HashMap::from([
-        ("PK".to_string(), s(format!("CATEGORY#{id}"))),
-        ("SK".to_string(), s(SK)),
-    ])
+    HashMap::from([("PK".to_string(), s(pk(id))), ("SK".to_string(), s(SK))])
 }
 
 /// The item that makes a name unique: creating it fails if the name is taken.
@@ -64,45 +65,50 @@ struct CategoryItem<'a> {
 pub enum CategoryCheck {
     /// A new category's id is not taken (ids are random in their low bits).
     IdFree,
-    /// The category is still as the plan read it.
-    AsPlanned,
-    /// No other category has the name, in any case: its name guard is free.
+    /// The category is still as the decision read it.
+    AsRead,
+    /// No other category has the name, in any case: its name claim is free.
     NameFree,
 }
 
 impl Check for CategoryCheck {
     fn on_failure(self) -> OnFailure {
         match self {
-            CategoryCheck::IdFree | CategoryCheck::AsPlanned => OnFailure::Replan,
+            CategoryCheck::IdFree | CategoryCheck::AsRead => OnFailure::ReadAgain,
             CategoryCheck::NameFree => OnFailure::Fail(RuleViolation::CategoryExists.into()),
         }
     }
 }
 
 impl Db {
-    /// A transaction step that moves a category's pet count by `delta`;
-    /// `must_exist` makes it the check that a pet's category exists.
-    pub(crate) fn category_count(
-        &self,
-        category: Id,
-        delta: i64,
-        must_exist: bool,
-    ) -> Result<TransactWriteItem, DbError> {
-        let expr = Expr::new().add("petCount", delta);
-        let expr = if must_exist { expr.exists() } else { expr };
-        expr.update(&self.table, key(category))
+    /// A transaction step that counts a pet into `category`, on the
+    /// condition that the category exists (so it is also that check).
+    pub(crate) fn pet_joins(&self, category: Id) -> Result<TransactWriteItem, DbError> {
+        Expr::new()
+            .add("petCount", 1)
+            .exists()
+            .update(&self.table, key(category))
     }
 
-    fn name_guard_put(&self, name: &Name, id: Id) -> Result<TransactWriteItem, DbError> {
+    /// A transaction step that counts a pet out of `category`.
+    pub(crate) fn pet_leaves(&self, category: Id) -> Result<TransactWriteItem, DbError> {
+        Expr::new()
+            .add("petCount", -1)
+            .update(&self.table, key(category))
+    }
+
+    fn name_claim_put(&self, name: &Name, id: Id) -> Result<TransactWriteItem, DbError> {
         let mut item = name_key(name);
         item.insert("categoryId".into(), n(id));
         Expr::new().absent().put(&self.table, item)
     }
 
-    fn name_guard_delete(&self, name: &Name) -> Result<TransactWriteItem, DbError> {
+    fn name_claim_delete(&self, name: &Name) -> Result<TransactWriteItem, DbError> {
         Expr::new().delete(&self.table, name_key(name))
     }
+}
 
+impl Changes {
     /// Creates a category whose name no other category has, in any case.
     pub async fn create_category(
         &self,
@@ -117,7 +123,7 @@ impl Db {
                 description: new.description.clone(),
             };
             let item = to_item(&CategoryItem {
-                pk: format!("CATEGORY#{}", category.id),
+                pk: pk(category.id),
                 sk: SK,
                 gsi1: self.shards.key(Kind::Category, ALL, category.id.get()),
                 category: &category,
@@ -130,18 +136,17 @@ impl Db {
                 )
                 .checked(
                     CategoryCheck::NameFree,
-                    self.name_guard_put(&category.name, category.id)?,
+                    self.name_claim_put(&category.name, category.id)?,
                 );
             Ok(Step::Write(write, category))
         })
         .await
     }
+}
 
+impl Db {
     pub async fn get_category(&self, id: Id) -> Result<Option<StoredCategory>, DbError> {
-        self.get_item(format!("CATEGORY#{id}"), SK)
-            .await?
-            .map(from_item)
-            .transpose()
+        self.get_item(pk(id), SK).await?.map(from_item).transpose()
     }
 
     async fn existing_category(&self, id: Id) -> Result<StoredCategory, DbError> {
@@ -170,9 +175,11 @@ impl Db {
             .await?
             .try_map(from_item)
     }
+}
 
+impl Changes {
     /// Replaces a category's name and description. A new name moves the name
-    /// guard in the same transaction, so two renames can never take one name.
+    /// claim in the same transaction, so two renames can never take one name.
     pub async fn replace_category(&self, id: Id, new: NewCategory) -> Result<Category, DbError> {
         let new = &new;
         self.run("replace category", move || async move {
@@ -191,11 +198,11 @@ impl Db {
                 None => expr.remove("description"),
             };
             let mut write =
-                Write::new().checked(CategoryCheck::AsPlanned, expr.update(&self.table, key(id))?);
+                Write::new().checked(CategoryCheck::AsRead, expr.update(&self.table, key(id))?);
             if new.name.folded() != current.name.folded() {
                 write = write
-                    .unchecked(self.name_guard_delete(&current.name)?)
-                    .checked(CategoryCheck::NameFree, self.name_guard_put(&new.name, id)?);
+                    .unchecked(self.name_claim_delete(&current.name)?)
+                    .checked(CategoryCheck::NameFree, self.name_claim_put(&new.name, id)?);
             }
             Ok(Step::Write(write, updated))
         })
@@ -214,8 +221,8 @@ impl Db {
                 .when(&Guard::NameIs(name.clone()))
                 .delete(&self.table, key(id))?;
             let write = Write::new()
-                .checked(CategoryCheck::AsPlanned, delete)
-                .unchecked(self.name_guard_delete(name)?);
+                .checked(CategoryCheck::AsRead, delete)
+                .unchecked(self.name_claim_delete(name)?);
             Ok(Step::Write(write, ()))
         })
         .await

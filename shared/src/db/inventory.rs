@@ -9,7 +9,7 @@ use super::pets::{self, PetCheck, PetFilter};
 use super::query::Projection;
 use super::shards::item_id;
 use super::write::{Step, Write};
-use super::{from_item, Db, DbError, Page};
+use super::{from_item, Changes, Db, DbError, Page};
 use crate::records::{Id, InventoryItem, PetStatus, StockQuantity};
 use crate::rules;
 use std::collections::HashMap;
@@ -100,9 +100,11 @@ impl Db {
             next_after: page.next_after,
         })
     }
+}
 
+impl Changes {
     /// Sets a pet's stock, moving its status as the stock rules say, in one
-    /// conditional write resting on what the plan was made from (see
+    /// conditional write resting on what the decision was made from (see
     /// [`rules::set_stock`]).
     pub async fn set_stock(
         &self,
@@ -111,12 +113,13 @@ impl Db {
     ) -> Result<InventoryItem, DbError> {
         self.run("set stock", move || async move {
             let pet = self.existing_pet(pet_id).await?;
-            let plan = rules::set_stock(pet.state(), quantity);
-            let write = Write::new().checked(PetCheck::AsPlanned, self.stock_write(pet_id, &plan)?);
+            let decision = rules::set_stock(pet.state(), quantity);
+            let write =
+                Write::new().checked(PetCheck::AsRead, self.stock_write(pet_id, &decision)?);
             let item = InventoryItem {
                 pet_id,
                 quantity,
-                status: plan.next.status,
+                status: decision.next.status,
             };
             Ok(Step::Write(write, item))
         })

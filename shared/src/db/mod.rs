@@ -1,71 +1,40 @@
 //! DynamoDB single-table access: items, keys and expressions, nothing else.
 //!
-//! # Layout
-//!
-//! One table, keys `PK` and `SK` (strings), four overloaded GSIs whose sort
-//! key is the record's numeric `id`, so every list is in id order and a
-//! cursor is just the last id returned:
+//! One table, keys `PK` and `SK`, and four overloaded GSIs sorted by the
+//! record's numeric `id`, so every list is in id order and a cursor is the
+//! last id returned. Nothing on a request path scans.
 //!
 //! | record | PK | SK | GSI1PK | GSI2PK | GSI3PK | GSI4PK |
 //! |---|---|---|---|---|---|---|
 //! | pet (+ its stock) | `PET#<id>` | `PET` | `PET#<s>` | `PET#STATUS#<status>#<s>` | `PET#CATEGORY#<categoryId>` | |
 //! | category | `CATEGORY#<id>` | `CATEGORY` | `CATEGORY#<s>` | | | |
-//! | category name guard | `CATEGORYNAME#<lowercased name>` | `CATEGORYNAME` | | | | |
+//! | category name claim | `CATEGORYNAME#<lowercased name>` | `CATEGORYNAME` | | | | |
 //! | order (+ `ownerId`) | `ORDER#<id>` | `ORDER` | `ORDER#<s>` | `ORDER#COMPLETE#<bool>#<s>` | `ORDER#PET#<petId>` | `ORDER#OWNER#<keyId>` |
 //! | API key | `APIKEY#<sha256 hex of the key>` | `APIKEY` | `APIKEY` | | | |
-//! | idempotency record | `IDEMPOTENCY#<keyId>#<sha256 hex of the Idempotency-Key>` | `IDEMPOTENCY` | | | | |
+//! | idempotency record | `IDEMPOTENCY#<keyId>#<sha256 hex of the key>` | `IDEMPOTENCY` | | | | |
 //!
-//! `<s>` is the record's shard: a fixed hash of its id modulo its kind's shard
-//! count (configuration; pets 4, orders 32, categories 1 by default), so
-//! the lists of all of a kind, and by status, are spread over that many
-//! partitions and a page merges them ([`shards`]). API keys stay one
-//! partition: only the admin tool writes them.
+//! `<s>` is a shard: a fixed hash of the id modulo the kind's shard count, so
+//! the lists every order lands in are spread over several partitions and a
+//! page merges them ([`shards`]). A second list filter is a filter expression
+//! on the first one's query; the inventory is a page of pet ids, then one
+//! batch read of their stock ([`inventory`]).
 //!
-//! Access patterns: get/put/delete by id on the table; list all of a kind on
-//! GSI1; pets by status and orders by completion on GSI2; pets by category and
-//! orders by pet on GSI3 (with the other filter, when both are given, as a
-//! filter expression on that query); a customer's own orders on GSI4 (its
-//! `petId`/`complete` filters as a filter expression on its own partition); an
-//! API key by the hash of the key sent (see [`crate::ratelimit::keys`]); the
-//! inventory list as a page of pet ids from GSI1 or GSI2, then one batch read
-//! of their stock from the table ([`inventory`]); an idempotency record by its
-//! key identity and key (see [`idempotency`]).
-//! Nothing on a request path scans. Rate-limit counters live in a table of
-//! their own ([`crate::ratelimit::counter`]).
+//! Why the layout is this way:
+//! - `stock` and `openOrders` live on the pet item and are in no index
+//!   ([`tables::INDEXES`]): every stock rule is a condition on one item, and
+//!   an order writes no index partition shared with other pets' orders. A
+//!   category keeps `petCount`, so "in use" is a condition, not a query.
+//! - DynamoDB gives a partition key at most 1,000 write units a second, so no
+//!   key takes a growing share of the writes: the all-orders lists are
+//!   sharded, a customer's orders are its own partition, and one pet selling
+//!   fast meets its own item's limit first (then 503 with `Retry-After`).
 //!
-//! A pet's inventory entry is not a separate item: `stock` and `openOrders`
-//! live on the pet item, so every stock rule is a condition on one item, and
-//! deleting the pet removes its inventory entry. A category keeps `petCount`,
-//! so "in use" is a condition, not a query.
-//!
-//! # Partitions
-//!
-//! DynamoDB gives one partition key at most 1,000 write and 3,000 read units
-//! a second, and an index partition that falls behind throttles the table's
-//! writes. So no partition key takes a growing share of the writes: what
-//! changes on every order (`stock`, `openOrders`) is in no index
-//! ([`tables::INDEXES`]), so an order writes its pet's item and its own
-//! item and index entries only; the lists every order is in are sharded; a
-//! customer's orders are that customer's partition; and a pet's own item
-//! takes twice the units of its orders' GSI3 partition, so it is the first
-//! to reach a limit when one pet sells fast (a flash sale: about 500 orders a
-//! second, past which the answer is 503 with `Retry-After`). An index keyed
-//! by category takes a write only when a pet is created, changed or moves
-//! status. A page of a sharded list costs one query per shard.
-
-//! # Concurrency
-//!
-//! Every change goes one way (`write.rs`): read, plan with [`crate::rules`],
-//! and write one conditional item or one transaction whose conditions are the
-//! plan's guards, each named ([`PetCheck`](pets::PetCheck),
-//! [`CategoryCheck`](categories::CategoryCheck),
-//! [`OrderCheck`](orders::OrderCheck)) with what its failure means: plan again
-//! from a fresh read, or a particular error. Guards become expressions in one
-//! place (`expr.rs`). One retry policy serves every operation, batch reads
-//! included: a failed condition plans again at once, a conflict (or work
-//! DynamoDB left undone) after a jittered, growing pause, and after eight
-//! attempts the answer is [`DbError::Contended`]. A change sent with an
-//! `Idempotency-Key` adds its record to that same write ([`idempotency`]).
+//! Every change goes one way (`Changes::run` in `write.rs`): read, decide with
+//! [`crate::rules`], and write one conditional item or one transaction whose
+//! conditions are the decision's guards (turned into expressions in
+//! `expr.rs`), each named by a [`Check`] that says what its failure means.
+//! A change sent with an `Idempotency-Key` adds its record to that write
+//! ([`idempotency`]).
 
 mod batch;
 pub mod categories;
@@ -85,6 +54,7 @@ mod write;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use idempotency::Recording;
+use std::ops::Deref;
 use std::sync::Arc;
 
 pub use error::{BoxError, DbError};
@@ -104,9 +74,6 @@ pub struct Db {
     client: Client,
     table: String,
     shards: Shards,
-    /// The idempotency record of the request this handle serves, written with
-    /// its change (see [`idempotency`]); `None` on the app's own handle.
-    recording: Option<Arc<Recording>>,
 }
 
 impl Db {
@@ -116,13 +83,30 @@ impl Db {
             client,
             table: table.into(),
             shards: Shards::default(),
-            recording: None,
         }
     }
 
     /// This table with its lists sharded as `shards` (see [`shards`]).
     pub fn with_shards(self, shards: Shards) -> Db {
         Db { shards, ..self }
+    }
+
+    /// The handle one request's change goes through, writing `recording`
+    /// with it (one change per request, so one record).
+    pub fn recording(&self, recording: Arc<Recording>) -> Changes {
+        Changes {
+            db: self.clone(),
+            recording: Some(recording),
+        }
+    }
+
+    /// A handle for changes that record nothing: requests without an
+    /// `Idempotency-Key`, tools and tests.
+    pub fn unrecorded(&self) -> Changes {
+        Changes {
+            db: self.clone(),
+            recording: None,
+        }
     }
 
     pub fn client(&self) -> &Client {
@@ -133,7 +117,7 @@ impl Db {
         &self.table
     }
 
-    /// Reads one item with a consistent read, since every plan is made from it.
+    /// Reads one item with a consistent read, since every decision is made from it.
     pub(crate) async fn get_item(&self, pk: String, sk: &str) -> Result<Option<Item>, DbError> {
         let out = self
             .client
@@ -146,5 +130,24 @@ impl Db {
             .await
             .map_err(classify)?;
         Ok(out.item)
+    }
+}
+
+/// The data table as a change uses it. Every changing method is on this type,
+/// not on [`Db`], so a handler cannot make a change through the app's handle
+/// and skip its request's idempotency record: it takes its `Changes` from the
+/// request (`http::idempotency`), or says [`Db::unrecorded`].
+#[derive(Clone, Debug)]
+pub struct Changes {
+    db: Db,
+    /// Written with the change ([`Changes::run`]); see [`idempotency`].
+    recording: Option<Arc<Recording>>,
+}
+
+/// A change reads as any request does.
+impl Deref for Changes {
+    type Target = Db;
+    fn deref(&self) -> &Db {
+        &self.db
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Placing, completing and cancelling an order each write the order and its
 //! pet in one transaction: the order on the condition that it is as read, the
-//! pet on the guards of its stock plan (see [`crate::rules`]).
+//! pet on the guards of its stock decision (see [`crate::rules`]).
 //!
 //! An order belongs to the key identity that placed it (`ownerId`, never in
 //! the API's record). Every read checks the caller's [`OrderScope`], and every
@@ -16,9 +16,9 @@ use super::pets::StoredPet;
 use super::query::{Filter, IndexQuery, Projection};
 use super::shards::Kind;
 use super::write::{Check, OnFailure, Step, Write};
-use super::{from_item, n, new_id, s, to_item, Db, DbError, Item, Page};
+use super::{from_item, n, new_id, s, to_item, Changes, Db, DbError, Item, Page};
 use crate::records::{Id, NewOrder, Order, OrderPatch, OrderScope};
-use crate::rules::{self, OrderPlan};
+use crate::rules::{self, OrderDecision};
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
@@ -26,11 +26,12 @@ use std::collections::HashMap;
 
 const SK: &str = "ORDER";
 
+fn pk(id: Id) -> String {
+    format!("ORDER#{id}")
+}
+
 fn key(id: Id) -> Item {
-    HashMap::from([
-        ("PK".to_string(), s(format!("ORDER#{id}"))),
-        ("SK".to_string(), s(SK)),
-    ])
+    HashMap::from([("PK".to_string(), s(pk(id))), ("SK".to_string(), s(SK))])
 }
 
 /// GSI1's list of every order; sharded.
@@ -145,29 +146,33 @@ fn filter(pet: Option<Id>, complete: Option<bool>) -> Option<Filter<'static>> {
     if let Some(complete) = complete {
         values.insert(":complete".to_string(), AttributeValue::Bool(complete));
     }
-    Some((expression, HashMap::new(), values))
+    Some(Filter {
+        expression,
+        names: HashMap::new(),
+        values,
+    })
 }
 
-/// The conditions of an order's writes. Each failure plans again from a
+/// The conditions of an order's writes. Each failure decides again from a
 /// fresh read, which finds what changed: the pet's stock state, or the order
 /// completed, gone, or not the caller's (answered as missing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OrderCheck {
     /// A new order's id is not taken (ids are random in their low bits).
     IdFree,
-    /// The order is still as the plan read it, and within the caller's scope.
-    OrderAsPlanned,
-    /// The order's pet is still as the plan read it.
-    PetAsPlanned,
+    /// The order is still as the decision read it, and within the caller's scope.
+    OrderAsRead,
+    /// The order's pet is still as the decision read it.
+    PetAsRead,
 }
 
 impl Check for OrderCheck {
     fn on_failure(self) -> OnFailure {
-        OnFailure::Replan
+        OnFailure::ReadAgain
     }
 }
 
-impl Db {
+impl Changes {
     /// Stores an order of `owner`'s and takes its units from stock, in one
     /// transaction.
     pub async fn place_order(
@@ -182,7 +187,7 @@ impl Db {
                 .get_pet(new.pet_id)
                 .await?
                 .ok_or_else(|| DbError::unknown_reference("petId", new.pet_id))?;
-            let plan = rules::place_order(pet.state(), new.quantity)?;
+            let decision = rules::place_order(pet.state(), new.quantity)?;
             let order = Order {
                 id: new_id(now),
                 pet_id: new.pet_id,
@@ -191,7 +196,7 @@ impl Db {
                 complete: false,
             };
             let item = to_item(&OrderItem {
-                pk: format!("ORDER#{}", order.id),
+                pk: pk(order.id),
                 sk: SK,
                 gsi1: self.shards.key(Kind::Order, ALL, order.id.get()),
                 gsi2: self
@@ -208,19 +213,21 @@ impl Db {
                     Expr::new().absent().put(self.table(), item)?,
                 )
                 .checked(
-                    OrderCheck::PetAsPlanned,
-                    self.stock_write(new.pet_id, &plan)?,
+                    OrderCheck::PetAsRead,
+                    self.stock_write(new.pet_id, &decision)?,
                 );
             Ok(Step::Write(write, order))
         })
         .await
     }
+}
 
+impl Db {
     /// Reads an order within `scope`: another customer's order is `None`,
     /// exactly as a missing one.
     pub async fn get_order(&self, id: Id, scope: OrderScope) -> Result<Option<Order>, DbError> {
         let stored: Option<StoredOrder> = self
-            .get_item(format!("ORDER#{id}"), SK)
+            .get_item(pk(id), SK)
             .await?
             .map(from_item)
             .transpose()?;
@@ -247,7 +254,9 @@ impl Db {
             .await?
             .try_map(from_item)
     }
+}
 
+impl Changes {
     /// Completes an order and/or sets its ship date (see [`rules::patch_order`]).
     /// Completing also moves the pet's stock state (see [`rules::complete_order`]).
     pub async fn update_order(
@@ -260,34 +269,38 @@ impl Db {
         let patch = &patch;
         self.run("update order", move || async move {
             let order = self.existing_order(id, scope).await?;
-            let Some(plan) = rules::patch_order(&order, patch, now)? else {
+            let Some(decision) = rules::patch_order(&order, patch, now)? else {
                 return Ok(Step::Answer(order));
             };
-            let mut write =
-                Write::new().checked(OrderCheck::OrderAsPlanned, self.order_update(&plan, scope)?);
-            if plan.completes() {
+            let mut write = Write::new().checked(
+                OrderCheck::OrderAsRead,
+                self.order_update(&decision, scope)?,
+            );
+            if decision.completes() {
                 let pet = self.existing_pet(order.pet_id).await?;
                 let stock = rules::complete_order(pet.state());
                 write = write.checked(
-                    OrderCheck::PetAsPlanned,
+                    OrderCheck::PetAsRead,
                     self.stock_write(order.pet_id, &stock)?,
                 );
             }
-            Ok(Step::Write(write, plan.updated))
+            Ok(Step::Write(write, decision.updated))
         })
         .await
     }
+}
 
-    /// The order's side of a patch: its new fields, resting on the plan's
+impl Db {
+    /// The order's side of a patch: its new fields, resting on the decision's
     /// guard and on the caller's scope.
     fn order_update(
         &self,
-        plan: &OrderPlan,
+        decision: &OrderDecision,
         scope: OrderScope,
     ) -> Result<TransactWriteItem, DbError> {
-        let order = &plan.updated;
+        let order = &decision.updated;
         let mut expr = Expr::new()
-            .when(&plan.guard)
+            .when(&decision.guard)
             .when_all(&rules::scope_guard(scope));
         if let Some(ship_date) = order.ship_date {
             expr = expr.set("shipDate", timestamp(ship_date));
@@ -302,7 +315,9 @@ impl Db {
         }
         expr.update(self.table(), key(order.id))
     }
+}
 
+impl Changes {
     /// Cancels an incomplete order: deletes it and returns its units to stock.
     pub async fn cancel_order(&self, id: Id, scope: OrderScope) -> Result<(), DbError> {
         self.run("cancel order", move || async move {
@@ -310,15 +325,17 @@ impl Db {
             // Refused before the pet is read: a complete order costs one read.
             rules::open_order(&order)?;
             let pet = self.existing_pet(order.pet_id).await?;
-            Ok(Step::Write(self.plan_cancel(&order, &pet, scope)?, ()))
+            Ok(Step::Write(self.cancel_write(&order, &pet, scope)?, ()))
         })
         .await
     }
+}
 
-    /// The write that cancels `order` for a caller of `scope`, planned from
+impl Db {
+    /// The write that cancels `order` for a caller of `scope`, decided from
     /// the order and its `pet` as read. Its condition holds the scope, so even
-    /// a plan whose read check was wrong cannot cancel another's order.
-    pub fn plan_cancel(
+    /// a decision whose read check was wrong cannot cancel another's order.
+    pub fn cancel_write(
         &self,
         order: &Order,
         pet: &StoredPet,
@@ -331,9 +348,9 @@ impl Db {
             .when_all(&rules::scope_guard(scope))
             .delete(self.table(), key(order.id))?;
         Ok(Write::new()
-            .checked(OrderCheck::OrderAsPlanned, delete)
+            .checked(OrderCheck::OrderAsRead, delete)
             .checked(
-                OrderCheck::PetAsPlanned,
+                OrderCheck::PetAsRead,
                 self.stock_write(order.pet_id, &stock)?,
             ))
     }
@@ -355,9 +372,9 @@ mod tests {
             (mine.index, mine.partition.as_str()),
             ("GSI4", "ORDER#OWNER#7")
         );
-        let (expression, _, values) = mine.filter.unwrap_or_default();
-        assert_eq!(expression, "petId = :pet AND complete = :complete");
-        assert_eq!(values.get(":pet"), Some(&n(9)));
+        let mine = mine.filter.unwrap_or_default();
+        assert_eq!(mine.expression, "petId = :pet AND complete = :complete");
+        assert_eq!(mine.values.get(":pet"), Some(&n(9)));
         let unfiltered = OrderFilter::default().query(OrderScope::OwnedBy(me));
         assert_eq!(unfiltered.index, "GSI4");
         assert!(unfiltered.filter.is_none());
@@ -367,8 +384,8 @@ mod tests {
             (staff.index, staff.partition.as_str()),
             ("GSI3", "ORDER#PET#9")
         );
-        let (expression, _, _) = staff.filter.unwrap_or_default();
-        assert_eq!(expression, "complete = :complete");
+        let staff = staff.filter.unwrap_or_default();
+        assert_eq!(staff.expression, "complete = :complete");
         assert_eq!(OrderFilter::default().query(OrderScope::All).index, "GSI1");
     }
 }

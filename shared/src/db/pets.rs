@@ -1,12 +1,12 @@
 //! Pet items, which also hold the pet's inventory entry (`stock`, `openOrders`).
 
 use super::expr::Expr;
-use super::query::{IndexQuery, Projection};
+use super::query::{Filter, IndexQuery, Projection};
 use super::shards::{Kind, Shards};
 use super::write::{Check, OnFailure, Step, Write};
-use super::{from_item, n, new_id, s, to_item, Db, DbError, Item, Page};
+use super::{from_item, n, new_id, s, to_item, Changes, Db, DbError, Item, Page};
 use crate::records::{Id, NewPet, Pet, PetStatus};
-use crate::rules::{self, Guard, StockMove, StockPlan, StockState};
+use crate::rules::{self, Guard, StockDecision, StockMove, StockState};
 use aws_sdk_dynamodb::types::TransactWriteItem;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -95,12 +95,10 @@ impl PetFilter {
                 "GSI3",
                 category_partition(category),
                 None,
-                status.map(|status| {
-                    (
-                        "#status = :status",
-                        HashMap::from([("#status".to_string(), "status".to_string())]),
-                        HashMap::from([(":status".to_string(), s(status.as_str()))]),
-                    )
+                status.map(|status| Filter {
+                    expression: "#status = :status",
+                    names: HashMap::from([("#status".to_string(), "status".to_string())]),
+                    values: HashMap::from([(":status".to_string(), s(status.as_str()))]),
                 }),
             ),
             (None, Some(status)) => ("GSI2", status_list(status), Some(Kind::Pet), None),
@@ -133,8 +131,8 @@ fn with_status(expr: Expr, shards: &Shards, id: Id, status: PetStatus) -> Expr {
 pub enum PetCheck {
     /// A new pet's id is not taken (ids are random in their low bits).
     IdFree,
-    /// The pet is still as the plan read it.
-    AsPlanned,
+    /// The pet is still as the decision read it.
+    AsRead,
     /// The pet's category exists.
     CategoryExists(Id),
 }
@@ -142,7 +140,7 @@ pub enum PetCheck {
 impl Check for PetCheck {
     fn on_failure(self) -> OnFailure {
         match self {
-            PetCheck::IdFree | PetCheck::AsPlanned => OnFailure::Replan,
+            PetCheck::IdFree | PetCheck::AsRead => OnFailure::ReadAgain,
             PetCheck::CategoryExists(id) => {
                 OnFailure::Fail(DbError::unknown_reference("categoryId", id))
             }
@@ -164,15 +162,15 @@ impl Db {
         Expr::new().absent().put(&self.table, item)
     }
 
-    /// The pet item's side of a stock plan: its change, on the condition
-    /// that every guard of the plan still holds.
+    /// The pet item's side of a stock decision: its change, on the condition
+    /// that every guard of the decision still holds.
     pub(crate) fn stock_write(
         &self,
         pet: Id,
-        plan: &StockPlan,
+        decision: &StockDecision,
     ) -> Result<TransactWriteItem, DbError> {
-        let change = plan.change;
-        let mut expr = Expr::new().exists().when_all(&plan.guards);
+        let change = decision.change;
+        let mut expr = Expr::new().exists().when_all(&decision.guards);
         expr = match change.stock {
             StockMove::Keep => expr,
             StockMove::Set(units) => expr.set("stock", n(units)),
@@ -187,7 +185,9 @@ impl Db {
         }
         expr.update(&self.table, key(pet))
     }
+}
 
+impl Changes {
     /// Creates a pet and its inventory entry, counting it in its category.
     pub async fn create_pet(&self, new: NewPet, now: DateTime<Utc>) -> Result<Pet, DbError> {
         let new = &new;
@@ -207,13 +207,15 @@ impl Db {
                 .checked(PetCheck::IdFree, self.pet_put(&pet)?)
                 .checked(
                     PetCheck::CategoryExists(category),
-                    self.category_count(category, 1, true)?,
+                    self.pet_joins(category)?,
                 );
             Ok(Step::Write(write, pet.pet))
         })
         .await
     }
+}
 
+impl Db {
     /// Reads a pet and its stock.
     pub async fn get_pet(&self, id: Id) -> Result<Option<StoredPet>, DbError> {
         self.get_item(pk(id), SK).await?.map(pet_from).transpose()
@@ -251,7 +253,9 @@ impl Db {
             .await?
             .try_map(from_item)
     }
+}
 
+impl Changes {
     /// Replaces a pet's fields with what `change` makes of the current pet.
     ///
     /// The status move is checked against the current status, and the write
@@ -285,14 +289,11 @@ impl Db {
             let update = with_status(expr, &self.shards, id, updated.status)
                 .set("GSI3PK", s(category_partition(new)))
                 .update(&self.table, key(id))?;
-            let mut write = Write::new().checked(PetCheck::AsPlanned, update);
+            let mut write = Write::new().checked(PetCheck::AsRead, update);
             if new != old {
                 write = write
-                    .checked(
-                        PetCheck::CategoryExists(new),
-                        self.category_count(new, 1, true)?,
-                    )
-                    .unchecked(self.category_count(old, -1, false)?);
+                    .checked(PetCheck::CategoryExists(new), self.pet_joins(new)?)
+                    .unchecked(self.pet_leaves(old)?);
             }
             Ok(Step::Write(write, updated))
         })
@@ -311,8 +312,8 @@ impl Db {
                 .when(&Guard::CategoryIs(category))
                 .delete(&self.table, key(id))?;
             let write = Write::new()
-                .checked(PetCheck::AsPlanned, delete)
-                .unchecked(self.category_count(category, -1, false)?);
+                .checked(PetCheck::AsRead, delete)
+                .unchecked(self.pet_leaves(category)?);
             Ok(Step::Write(write, ()))
         })
         .await

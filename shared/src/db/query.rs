@@ -75,12 +75,13 @@ pub(crate) struct Projection {
     pub names: &'static [(&'static str, &'static str)],
 }
 
-/// A filter expression with its attribute names and values.
-pub(crate) type Filter<'a> = (
-    &'a str,
-    HashMap<String, String>,
-    HashMap<String, AttributeValue>,
-);
+/// A filter expression and the names and values its placeholders stand for.
+#[derive(Debug, Default)]
+pub(crate) struct Filter<'a> {
+    pub expression: &'a str,
+    pub names: HashMap<String, String>,
+    pub values: HashMap<String, AttributeValue>,
+}
 
 /// A query on one GSI list, in id order: one partition, or every shard of a
 /// sharded one (see [`shards`](super::shards)).
@@ -160,12 +161,12 @@ impl Db {
             if let Some(after) = after {
                 request = request.expression_attribute_values(":after", n(after));
             }
-            if let Some((expression, names, values)) = &query.filter {
-                request = request.filter_expression(*expression);
-                for (k, v) in names {
+            if let Some(filter) = &query.filter {
+                request = request.filter_expression(filter.expression);
+                for (k, v) in &filter.names {
                     request = request.expression_attribute_names(k, v);
                 }
-                for (k, v) in values {
+                for (k, v) in &filter.values {
                     request = request.expression_attribute_values(k, v.clone());
                 }
             }

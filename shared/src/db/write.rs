@@ -1,22 +1,22 @@
-//! The one way to write: read and plan, write on the condition that the plan
-//! still holds, and try again when a race is lost.
+//! The one way to write: read and decide, write on the condition that the
+//! decision still holds, and try again when a race is lost.
 //!
-//! An operation hands [`Db::run`] a closure that reads what it needs and
-//! plans with [`crate::rules`]. The plan is an answer, or a [`Write`]: one
+//! An operation hands [`Changes::run`] an attempt: a closure that reads what it
+//! needs and decides with [`crate::rules`]. It comes to an answer, or a [`Write`]: one
 //! conditional item or a transaction, each item carrying the name of its
-//! condition, a [`Check`] that says what its failure means (plan again from a
+//! condition, a [`Check`] that says what its failure means (decide again from a
 //! fresh read, or a particular error). [`Retry`] is the one retry policy of
 //! every operation, batch reads included.
 //!
-//! When the request sent an `Idempotency-Key`, its [`Db`] handle carries a
-//! [`Recording`](super::idempotency::Recording): [`Db::run`] adds the record
-//! of the plan's answer to every write it sends, as one more item after the
-//! plan's own (whose conditions stay as they are). A failed condition on
+//! When the request sent an `Idempotency-Key`, its [`Changes`] handle carries a
+//! [`Recording`](super::idempotency::Recording): [`Changes::run`] adds the record
+//! of the attempt's answer to every write it sends, as one more item after the
+//! attempt's own (whose conditions stay as they are). A failed condition on
 //! that item, or a conflict on it, means another request with the key made
-//! or is making its change: [`DbError::IdempotencyKeyInUse`], never a replan.
+//! or is making its change: [`DbError::IdempotencyKeyInUse`], never another attempt.
 
 use super::error::is_throttling;
-use super::{classify, Db, DbError};
+use super::{classify, Changes, Db, DbError};
 use crate::metrics::{count, Metric};
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
@@ -40,8 +40,8 @@ pub trait Check: Copy + Debug {
 /// What a failed condition means.
 #[derive(Debug)]
 pub enum OnFailure {
-    /// The state the plan was made from has changed: read and plan again.
-    Replan,
+    /// The state the decision was made from has changed: read and decide again.
+    ReadAgain,
     /// The write cannot succeed: answer this.
     Fail(DbError),
 }
@@ -84,7 +84,7 @@ impl<C: Check> Write<C> {
     }
 }
 
-/// What one attempt's plan came to.
+/// What one attempt came to.
 pub(crate) enum Step<T, C> {
     /// Nothing to write: this is the answer.
     Answer(T),
@@ -105,7 +105,7 @@ pub enum Written<C> {
 /// Whether to wait before the next attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Pause {
-    /// A condition failed: the state moved on, so plan again at once.
+    /// A condition failed: the state moved on, so decide again at once.
     None,
     /// A conflict, or work DynamoDB left undone: wait, then try again.
     Backoff,
@@ -152,13 +152,13 @@ async fn backoff(attempt: u32) {
     tokio::time::sleep(Duration::from_millis(millis)).await;
 }
 
-impl Db {
-    /// Runs an operation: `plan` reads and plans, its write is sent, and a
-    /// lost race plans again as [`Retry`] allows.
+impl Changes {
+    /// Runs an operation: `attempt` reads and decides, its write is sent, and
+    /// a lost race makes another attempt as [`Retry`] allows.
     pub(crate) async fn run<T, C, F, Fut>(
         &self,
         operation: &'static str,
-        plan: F,
+        attempt: F,
     ) -> Result<T, DbError>
     where
         T: Serialize,
@@ -168,7 +168,7 @@ impl Db {
     {
         let mut retry = Retry::new(operation);
         loop {
-            let (write, answer) = match plan().await? {
+            let (write, answer) = match attempt().await? {
                 Step::Answer(answer) => return Ok(answer),
                 Step::Write(write, answer) => (write, answer),
             };
@@ -181,12 +181,12 @@ impl Db {
             let pause = match self.write(write).await? {
                 Written::Done => {
                     if let Some(recording) = &self.recording {
-                        recording.commit();
+                        recording.note_written();
                     }
                     return Ok(answer);
                 }
                 Written::Failed(check) => match check.on_failure() {
-                    OnFailure::Replan => Pause::None,
+                    OnFailure::ReadAgain => Pause::None,
                     OnFailure::Fail(error) => return Err(error),
                 },
                 Written::Conflict => Pause::Backoff,
@@ -194,9 +194,11 @@ impl Db {
             retry.again(pause).await?;
         }
     }
+}
 
-    /// Sends a write once, as it was planned, and says which condition, if
-    /// any, failed. Operations go through `Db::run`; this is its one step.
+impl Db {
+    /// Sends a write once, as it was decided, and says which condition, if
+    /// any, failed. Operations go through `Changes::run`; this is its one step.
     ///
     /// A lone update is sent as a plain conditional `UpdateItem`: just as
     /// atomic, at half the write units of a one-item transaction.

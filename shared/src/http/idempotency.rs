@@ -1,52 +1,25 @@
 //! Safe retries (contract section 4b): the `Idempotency-Key` header, and
 //! answering a retried change with what it answered the first time.
 //!
-//! [`settle`] is a route layer inside the access check, so it sees only
-//! callers allowed the operation. It acts on a `POST`, `PUT`, `PATCH` or
-//! `DELETE` that sends the header, and on nothing else: a request without it
-//! costs what it always did. For one with it:
+//! [`settle`] is a route layer inside the access check, acting only on a
+//! change (`POST`, `PUT`, `PATCH`, `DELETE`) that sends the header. It runs
+//! the handler at once with a [`Recording`] on its [`Changes`] handle, which
+//! writes the record in the same write as the change, on the condition that
+//! no live record holds the key: the happy path reads nothing and costs one
+//! more item in that write. What the record keeps is decided here
+//! (`SavedResponse`); the db layer stores it as bytes.
 //!
-//! 1. the key must be 1–255 printable ASCII characters (else 400);
-//! 2. the request's fingerprint is taken: method, path, and the body as a JSON
-//!    value (keys sorted, numbers in one form), so equal JSON matches;
-//! 3. the handler runs at once, with a [`Recording`] on its [`Db`] handle
-//!    (the [`Db`] extractor), which writes the record in the same write as
-//!    the change, on the condition that no live record holds the key. When
-//!    that write commits, its answer is the recorded outcome and goes out as
-//!    it is: nothing is read;
-//! 4. otherwise the change was not made by this request: its plan failed or
-//!    needed no write (a 4xx, a 503, a `PUT` that changes nothing), or its
-//!    write failed on the record's condition (409 `IDEMPOTENCY_KEY_IN_USE`
-//!    from `Db::run`). The caller's record for the key is read (one
-//!    consistent `GetItem`): the same fingerprint gets the recorded outcome
-//!    again, with `Idempotent-Replayed: true` ([`replay`]); another is 422
-//!    `IDEMPOTENCY_KEY_REUSED`; with none, the handler's answer stands.
-//!
-//! So a retry whose first try committed is recognised however its own plan
-//! ends: failing on the change already made (an order cancelled twice is
-//! 404), needing no write (a `PUT` already applied), or planning the change
-//! again (a `POST` re-plans with a fresh id: the record's `Put`, in the same
-//! transaction, fails on its condition, so nothing is written).
-//!
-//! Concurrent requests with one key: every one but the first to commit loses
-//! on the record's condition (or its plan fails on the change the first one
-//! made) and, by step 4, replays the winner's outcome. A loser whose write
-//! met the winner's while it was being committed (a transaction conflict on
-//! the record item) finds no record yet and answers 409
-//! `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`, as does one whose conflicting
-//! record expired between its write and its read. Nothing extra is written to
-//! say a request is running, and nothing is read before the change: the happy
-//! path costs one more item in the change's write, and the read is paid only
-//! by a keyed request that made no change (a replay among them).
-//!
-//! A change whose plan needed no write (a `PUT` that changes nothing)
-//! records nothing, as a 4xx does: its retry is judged afresh and, changing
-//! nothing either, answers the same.
+//! If this request wrote no change (a rule refused it, it needed no write, or
+//! it lost on the record's condition), the caller's record for the key is
+//! read once (`NextAction`): the same request gets the saved answer again,
+//! another gets 422, and with no record the handler's answer stands. A loser
+//! whose write met the winner's mid-commit finds no record yet and answers
+//! 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 
 use super::error::ApiError;
 use super::extract::MAX_BODY_BYTES;
-use crate::db::idempotency::{Outcome, OutcomeShape, Recording};
-use crate::db::Db;
+use crate::db::idempotency::Recording;
+use crate::db::{BoxError, Changes};
 use crate::metrics::{self, Metric};
 use crate::records::{Caller, Id, IdempotencyKey};
 use crate::App;
@@ -57,6 +30,7 @@ use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use http::request::Parts;
 use http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::convert::Infallible;
@@ -64,7 +38,7 @@ use std::sync::Arc;
 
 /// The request header.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
-/// The response header that marks a replayed outcome.
+/// The response header that marks a replayed answer.
 pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
 
 /// The route layer (see the module documentation).
@@ -94,17 +68,19 @@ async fn settle_keyed(app: &App, req: Request, next: Next) -> Result<Response, A
         .map_err(|_| ApiError::PayloadTooLarge)?;
     let fingerprint = fingerprint(&parts.method, parts.uri.path(), &body);
     let owner = caller.key_id;
-    let shape = outcome_shape(&parts.method, parts.uri.path());
-    let recording = Arc::new(Recording::new(owner, &key, fingerprint.clone(), shape));
+    let (method, path) = (parts.method.clone(), parts.uri.path().to_string());
+    let render =
+        Box::new(move |answer: &[u8]| SavedResponse::of(&method, &path, answer)?.to_bytes());
+    let recording = Arc::new(Recording::new(owner, &key, fingerprint.clone(), render));
     parts.extensions.insert(recording.clone());
     let response = next.run(Request::from_parts(parts, Body::from(body))).await;
-    if recording.committed() {
+    if recording.written() {
         return Ok(response);
     }
-    Ok(match look_up(app, owner, &key, &fingerprint).await {
-        Ok(Some(answer)) => answer,
-        Err(ApiError::IdempotencyKeyReused) => ApiError::IdempotencyKeyReused.into_response(),
-        Ok(None) => response,
+    Ok(match next_action(app, owner, &key, &fingerprint).await {
+        Ok(NextAction::ReturnSavedResponse(saved)) => replay(&saved),
+        Ok(NextAction::RefuseReuse) => ApiError::IdempotencyKeyReused.into_response(),
+        Ok(NextAction::ReturnHandlerResponse) => response,
         // The record could not be read. A success that changed nothing is
         // still true; a refusal may be the shadow of this key's own earlier
         // change (a cancel retried after it committed finds no order), so
@@ -126,44 +102,94 @@ fn idempotency_key(headers: &HeaderMap) -> Result<IdempotencyKey, ApiError> {
     }
 }
 
-/// What a change answers, by its method: every `POST` of this API creates a
-/// record at `<path>/<id>`; `PUT` and `PATCH` answer the record; `DELETE`
-/// answers 204.
-fn outcome_shape(method: &Method, path: &str) -> OutcomeShape {
-    match *method {
-        Method::POST => OutcomeShape::Created {
-            collection: path.to_string(),
-        },
-        Method::DELETE => OutcomeShape::NoContent,
-        _ => OutcomeShape::Returned,
+/// What a record keeps of a change's answer: what a replay sends again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct SavedResponse {
+    status: u16,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    location: Option<String>,
+    /// The JSON body, if the answer has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    body: Option<String>,
+}
+
+impl SavedResponse {
+    /// The answer to a change of `method` on `path` whose result is `answer`
+    /// (its JSON, as `http::respond` sends it). Made before the change is
+    /// written, so it follows the contract's shapes: every `POST` creates a
+    /// record at `<path>/<id>`; `PUT` and `PATCH` answer the record; `DELETE`
+    /// answers 204. The replay tests hold each change route to them.
+    fn of(method: &Method, path: &str, answer: &[u8]) -> Result<SavedResponse, BoxError> {
+        let body = || String::from_utf8(answer.to_vec());
+        Ok(match *method {
+            Method::POST => {
+                let id = serde_json::from_slice::<Value>(answer)?
+                    .get("id")
+                    .and_then(Value::as_u64)
+                    .ok_or("a created record without an id")?;
+                SavedResponse {
+                    status: 201,
+                    location: Some(format!("{path}/{id}")),
+                    body: Some(body()?),
+                }
+            }
+            Method::DELETE => SavedResponse {
+                status: 204,
+                location: None,
+                body: None,
+            },
+            _ => SavedResponse {
+                status: 200,
+                location: None,
+                body: Some(body()?),
+            },
+        })
+    }
+
+    fn to_bytes(&self) -> Result<Vec<u8>, BoxError> {
+        Ok(serde_json::to_vec(self)?)
+    }
+
+    fn from_bytes(bytes: &[u8]) -> Result<SavedResponse, ApiError> {
+        serde_json::from_slice(bytes).map_err(ApiError::internal)
     }
 }
 
-/// The answer a live record gives this request: its outcome again when it
-/// was made by the same request, 422 when by another; `None` with no record.
-async fn look_up(
+/// What to answer when this request did not write the key's record.
+#[derive(Debug)]
+enum NextAction {
+    /// This very request made the record on an earlier try: answer as then.
+    ReturnSavedResponse(SavedResponse),
+    /// Another request made it: 422.
+    RefuseReuse,
+    /// No live record: the handler's answer stands.
+    ReturnHandlerResponse,
+}
+
+/// Reads the caller's record for `key` (one consistent `GetItem`).
+async fn next_action(
     app: &App,
     owner: Id,
     key: &IdempotencyKey,
     fingerprint: &str,
-) -> Result<Option<Response>, ApiError> {
-    match app.db.recorded(owner, key, Utc::now()).await? {
-        None => Ok(None),
+) -> Result<NextAction, ApiError> {
+    Ok(match app.db.recorded(owner, key, Utc::now()).await? {
+        None => NextAction::ReturnHandlerResponse,
         Some(recorded) if recorded.fingerprint == fingerprint => {
-            Ok(Some(replay(&recorded.outcome)))
+            NextAction::ReturnSavedResponse(SavedResponse::from_bytes(&recorded.response)?)
         }
-        Some(_) => Err(ApiError::IdempotencyKeyReused),
-    }
+        Some(_) => NextAction::RefuseReuse,
+    })
 }
 
-/// A recorded outcome, answered again. Every replay is made here, so this is
-/// where one is counted (`IdempotentReplays`). The request id and the
-/// rate-limit headers are added on the way out, fresh, as on any answer.
-pub fn replay(outcome: &Outcome) -> Response {
-    tracing::info!(status = outcome.status, "idempotent replay");
+/// A saved answer, sent again. Every replay is made here, so this is where
+/// one is counted (`IdempotentReplays`). The request id and the rate-limit
+/// headers are added on the way out, fresh, as on any answer.
+fn replay(saved: &SavedResponse) -> Response {
+    tracing::info!(status = saved.status, "idempotent replay");
     metrics::count(Metric::IdempotentReplays, 1);
-    let status = StatusCode::from_u16(outcome.status).unwrap_or(StatusCode::OK);
-    let mut response = match &outcome.body {
+    let status = StatusCode::from_u16(saved.status).unwrap_or(StatusCode::OK);
+    let mut response = match &saved.body {
         Some(body) => {
             let mut response = (status, body.clone()).into_response();
             response.headers_mut().insert(
@@ -175,7 +201,7 @@ pub fn replay(outcome: &Outcome) -> Response {
         None => status.into_response(),
     };
     let headers = response.headers_mut();
-    if let Some(location) = outcome.location.as_deref() {
+    if let Some(location) = saved.location.as_deref() {
         if let Ok(location) = HeaderValue::from_str(location) {
             headers.insert(header::LOCATION, location);
         }
@@ -188,7 +214,7 @@ pub fn replay(outcome: &Outcome) -> Response {
 /// body, in lower-case hex. A JSON body counts as its value (see
 /// [`canonical_json`]); any other body (which the handler refuses, recording
 /// nothing) as its bytes.
-pub fn fingerprint(method: &Method, path: &str, body: &[u8]) -> String {
+fn fingerprint(method: &Method, path: &str, body: &[u8]) -> String {
     let mut hash = Sha256::new();
     hash.update(method.as_str());
     hash.update(b"\n");
@@ -210,7 +236,7 @@ pub fn fingerprint(method: &Method, path: &str, body: &[u8]) -> String {
 /// One text for every JSON text of the same value: object keys sorted, no
 /// whitespace, and a number with no fraction written as an integer (`1.0`,
 /// `1e0` and `1` are one number), others as serde_json writes them.
-pub fn canonical_json(value: &Value) -> String {
+fn canonical_json(value: &Value) -> String {
     let mut out = String::new();
     write_canonical(value, &mut out);
     out
@@ -258,16 +284,16 @@ fn write_canonical(value: &Value, out: &mut String) {
     }
 }
 
-/// The database as a changing handler uses it: the app's, carrying this
+/// The handle a changing handler takes: the app's table, carrying this
 /// request's [`Recording`] when [`settle`] made one, so the change writes
-/// its record. Every handler that changes something takes its `Db` this way.
-impl FromRequestParts<App> for Db {
+/// its record.
+impl FromRequestParts<App> for Changes {
     type Rejection = Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Db, Infallible> {
+    async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Changes, Infallible> {
         Ok(match parts.extensions.get::<Arc<Recording>>() {
             Some(recording) => app.db.recording(recording.clone()),
-            None => app.db.clone(),
+            None => app.db.unrecorded(),
         })
     }
 }
@@ -322,11 +348,31 @@ mod tests {
         ));
     }
 
+    #[test]
+    fn a_saved_response_is_the_answer_as_the_handler_sends_it() -> Result<(), BoxError> {
+        let pet = serde_json::json!({"id": 42, "name": "Rex"});
+        let answer = serde_json::to_vec(&pet)?;
+        let created = SavedResponse::of(&Method::POST, "/pets", &answer)?;
+        let expected = SavedResponse {
+            status: 201,
+            location: Some("/pets/42".into()),
+            body: Some(String::from_utf8(answer.clone())?),
+        };
+        assert_eq!(created, expected);
+        let read_back = SavedResponse::from_bytes(&created.to_bytes()?).ok();
+        assert_eq!(read_back, Some(expected));
+        let replaced = SavedResponse::of(&Method::PUT, "/pets/42", &answer)?;
+        assert_eq!((replaced.status, replaced.location), (200, None));
+        let gone = SavedResponse::of(&Method::DELETE, "/pets/42", b"null")?;
+        assert_eq!((gone.status, gone.body), (204, None));
+        Ok(())
+    }
+
     // Counted inside a request's tally: a count made outside any request
     // would land in whichever request of another test comes next.
     #[tokio::test]
     async fn a_replay_is_the_outcome_marked_as_replayed_and_counted() {
-        let created = Outcome {
+        let created = SavedResponse {
             status: 201,
             body: Some(r#"{"id":5}"#.into()),
             location: Some("/pets/5".into()),
@@ -338,7 +384,7 @@ mod tests {
         assert_eq!(headers[header::LOCATION], "/pets/5");
         assert_eq!(headers[header::CONTENT_TYPE], "application/json");
         assert_eq!(headers[IDEMPOTENT_REPLAYED], "true");
-        let deleted = Outcome {
+        let deleted = SavedResponse {
             status: 204,
             body: None,
             location: None,

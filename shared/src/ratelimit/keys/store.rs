@@ -263,6 +263,6 @@ enum KeyCheck {
 
 impl Check for KeyCheck {
     fn on_failure(self) -> OnFailure {
-        OnFailure::Replan
+        OnFailure::ReadAgain
     }
 }
