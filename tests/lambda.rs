@@ -7,15 +7,75 @@
 //!
 //! What holds in one process with many tasks must hold across processes
 //! that share nothing but DynamoDB: the exact limits, the exact stock, one
-//! `Idempotency-Key` raced.
+//! `Idempotency-Key` raced. And the stack's router sends each request where
+//! API Gateway would (checked here without a stack, against template.yaml).
 
-use crate::helpers::{TestApp, TestResponse};
+/// The workspace's router for `cargo lambda watch` (Cargo.toml's
+/// `[workspace.metadata.lambda.watch.router]`): path, function.
+fn watch_router() -> BTreeMap<String, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let output = std::process::Command::new(cargo)
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .current_dir(repo_root())
+        .output()
+        .expect("cargo metadata runs");
+    let metadata: Value =
+        serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON");
+    let router = metadata["metadata"]["lambda"]["watch"]["router"]
+        .as_object()
+        .expect("Cargo.toml has [workspace.metadata.lambda.watch.router]");
+    router
+        .iter()
+        .map(|(path, function)| {
+            // Every method of a path to one function, which answers the 405s.
+            let function = function.as_str().expect("each path names one function");
+            (path.clone(), function.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn the_watch_router_sends_every_path_where_template_yaml_does() {
+    let router = watch_router();
+    let routes = template_routes();
+    let default = routes
+        .iter()
+        .find(|r| r.path.is_none())
+        .map(|r| r.function.clone())
+        .expect("template.yaml has a $default route");
+    for route in &routes {
+        // `$default` is the catch-all (which needs a segment, hence also `/`).
+        let paths = match &route.path {
+            Some(path) => vec![path.as_str()],
+            None => vec!["/{*path}", "/"],
+        };
+        for path in paths {
+            assert_eq!(
+                router.get(path),
+                Some(&route.function),
+                "{}: template.yaml sends it to {}; the router sends {path} to",
+                route.route_key(),
+                route.function
+            );
+        }
+    }
+    // A path template.yaml does not name goes to `$default` when deployed.
+    for (path, function) in &router {
+        if !routes.iter().any(|r| r.path.as_deref() == Some(path)) {
+            assert_eq!(function, &default, "{path}: $default goes to {default}");
+        }
+    }
+}
+
+use crate::deploy::template_routes;
+use crate::helpers::{repo_root, TestApp, TestResponse};
 use crate::idempotency::races::one_key_takes_effect_once;
 use crate::store::races::orders_never_oversell;
 use chrono::Timelike;
 use futures::future::join_all;
 use petstore::ratelimit::Plan;
-use serde_json::json;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 #[tokio::test]
