@@ -2,6 +2,7 @@
 # `make test`'s run through the real function binaries: starts `make
 # run-lambda`'s stack (scripts/run-lambda.sh) on free ports, and checks that
 #   - several instances of each function serve it (at most CONCURRENCY);
+#   - a second run on its PORT or DYNAMODB_PORT is refused, leaving it alone;
 #   - every sample event in events/expected.json, sent with `make invoke`'s
 #     script (scripts/invoke-event.sh: cargo lambda invoke), gets its status;
 #   - the tests in tests/lambda.rs pass through it: a flow across both
@@ -85,6 +86,18 @@ for _ in $(seq 1 30); do
 done
 step "warm: $(instances pets) pets and $(instances store) store instances"
 (($(instances pets) >= 2 && $(instances store) >= 2)) || fail "fewer than 2 instances of a function after the warm-up"
+
+# A second run on the same PORT, or on the same DYNAMODB_PORT, is refused and
+# leaves this one alone.
+if "$ROOT/scripts/run-lambda.sh" >/dev/null 2>&1; then
+  fail "a second run-lambda on busy port $PORT was not refused"
+fi
+if PORT="$(free_port)" "$ROOT/scripts/run-lambda.sh" >/dev/null 2>&1; then
+  fail "a second run-lambda on busy DynamoDB port $DYNAMODB_PORT was not refused"
+fi
+"$DDB" status "$DYNAMODB_PORT" >/dev/null || fail "a refused second run stopped this run's DynamoDB Local"
+curl -fsS -o /dev/null "$BASE_URL/openapi.json" || fail "a refused second run stopped this stack"
+step "a second run on a busy PORT or DYNAMODB_PORT is refused, this one untouched"
 
 # Every sample event through `make invoke`'s script (4 at a time).
 (cd "$ROOT" && cargo build --quiet -p petstore-local)
