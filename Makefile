@@ -46,7 +46,7 @@ run: dynamodb-install ## Serve the API locally on PORT (3000) with DynamoDB Loca
 	trap '$(DYNAMODB) stop' EXIT; \
 	$(LOCAL_AWS) PORT=$(PORT) cargo run -p petstore-local
 
-run-lambda: venv dynamodb-install ## Serve the API on PORT through the function binaries (cargo lambda watch, up to CONCURRENCY=4 instances each) on DynamoDB Local; Ctrl-C stops all
+run-lambda: venv dynamodb-install ## Serve the API on PORT through the function binaries (cargo lambda watch, up to CONCURRENCY=4 instances each) on DynamoDB Local; Ctrl-C stops what it started
 	@PORT=$(PORT) CONCURRENCY=$(CONCURRENCY) scripts/run-lambda.sh
 
 invoke: venv ## Send a sample event to its function on the running run-lambda stack (make invoke EVENT=events/pets-list.json)
