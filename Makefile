@@ -1,6 +1,8 @@
 # Pet store: everyday tasks. `make` alone lists them.
 #
 #   make run     the whole API on http://127.0.0.1:$(PORT), on DynamoDB Local
+#   make run-lambda  the same through the real function binaries (cargo lambda watch)
+#   make invoke  a sample event to its function on the run-lambda stack (EVENT=events/...)
 #   make test    what CI runs: format, lints, every test
 #   make key     an API key for `make run` (ARGS="--plan pro --role staff" ...)
 
@@ -13,6 +15,8 @@ MAKEFLAGS += --no-print-directory
 PORT ?= 3000
 DYNAMODB_PORT ?= 8000
 LAMBDA_ARCH ?= --arm64
+# make run-lambda: at most this many instances of each function.
+CONCURRENCY ?= 4
 export DYNAMODB_PORT
 
 DYNAMODB := scripts/dynamodb-local.sh
@@ -26,7 +30,7 @@ VENV_STAMP := $(VENV)/.requirements-dev.installed
 LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
-.PHONY: help run test key build bench dynamodb-install dynamodb-start dynamodb-stop dynamodb-status venv lint-template lint-openapi conformance clients
+.PHONY: help run run-lambda invoke test-run-lambda test key build bench dynamodb-install dynamodb-start dynamodb-stop dynamodb-status venv lint-template lint-openapi conformance clients
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
@@ -42,6 +46,15 @@ run: dynamodb-install ## Serve the API locally on PORT (3000) with DynamoDB Loca
 	trap '$(DYNAMODB) stop' EXIT; \
 	$(LOCAL_AWS) PORT=$(PORT) cargo run -p petstore-local
 
+run-lambda: venv dynamodb-install ## Serve the API on PORT through the function binaries (cargo lambda watch, up to CONCURRENCY=4 instances each) on DynamoDB Local; Ctrl-C stops what it started
+	@PORT=$(PORT) CONCURRENCY=$(CONCURRENCY) scripts/run-lambda.sh
+
+invoke: venv ## Send a sample event to its function on the running run-lambda stack (make invoke EVENT=events/pets-list.json)
+	@PORT=$(PORT) scripts/invoke-event.sh $(EVENT)
+
+test-run-lambda: venv dynamodb-install ## Check run-lambda: the sample events and tests/lambda.rs through several instances of each function, then Ctrl-C
+	scripts/test-run-lambda.sh
+
 test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on DynamoDB Local, the template and OpenAPI lints, the conformance run, the generated clients
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
@@ -49,6 +62,7 @@ test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on Dyna
 	@mkdir -p .local
 	cargo test --workspace 2>&1 | tee .local/cargo-test.log
 	scripts/test-local-stacks.sh
+	$(MAKE) test-run-lambda
 	$(MAKE) lint-template lint-openapi conformance clients
 	@scripts/test-summary.sh .local/cargo-test.log
 

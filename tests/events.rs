@@ -5,33 +5,16 @@
 //! the value each `main` hands to `lambda_http::run`) answers it.
 //!
 //! `events/expected.json` says, per file, which function the event is for and
-//! the status (and error code) it must get. Events that need records refer to
-//! them as `{{petId}}`, `{{categoryId}}`, ...: each replay gets a fresh store,
-//! creates just the records its event names, and substitutes their ids.
+//! the status (and error code) it must get. Each replay gets a fresh store
+//! holding the events' key, and the records its event names (`{{petId}}`,
+//! ...), made as `make invoke` makes them (`petstore_local::events`).
 
 use crate::deploy::{template_routes, TemplateRoute};
 use crate::helpers::{repo_root, TestApp, TestResponse};
 use futures::StreamExt;
-use serde_json::{json, Value};
+use petstore_local::events::{create_events_key, prepare, EVENTS_API_KEY};
+use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-
-/// The `x-api-key` every sample event carries. The replay swaps in a key the
-/// test app issued, when it has one.
-const DEMO_API_KEY: &str = "psk_events_demo_key";
-
-/// Placeholders, in the order they are created, with what each needs first.
-const PLACEHOLDERS: [(&str, &[&str]); 10] = [
-    ("uniqueName", &[]),
-    ("categoryId", &[]),
-    ("categoryName", &["categoryId"]),
-    ("emptyCategoryId", &[]),
-    ("usedCategoryId", &[]),
-    ("petId", &["categoryId"]),
-    ("soldPetId", &["categoryId"]),
-    ("orderedPetId", &["categoryId"]),
-    ("orderId", &["orderedPetId"]),
-    ("completeOrderId", &["categoryId"]),
-];
 
 #[derive(Debug, Clone)]
 struct Expected {
@@ -157,7 +140,7 @@ fn every_event_is_what_api_gateway_would_send_to_its_function() {
             "{file}: sourceIp"
         );
         assert_eq!(
-            event["headers"]["x-api-key"], DEMO_API_KEY,
+            event["headers"]["x-api-key"], EVENTS_API_KEY,
             "{file}: x-api-key"
         );
         let template_params: BTreeSet<String> = route
@@ -186,88 +169,15 @@ fn read_event_text(file: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
-/// Creates the records `text` names and returns the placeholder values.
-async fn fixtures(app: &TestApp, text: &str) -> BTreeMap<&'static str, String> {
-    let mut needed: BTreeSet<&str> = PLACEHOLDERS
-        .iter()
-        .map(|(name, _)| *name)
-        .filter(|name| text.contains(&format!("{{{{{name}}}}}")))
-        .collect();
-    for (name, deps) in PLACEHOLDERS.iter().rev() {
-        if needed.contains(name) {
-            needed.extend(deps.iter().copied());
-        }
-    }
-    let unique = || format!("Event {:08x}", rand::random::<u32>());
-    let mut values: BTreeMap<&'static str, String> = BTreeMap::new();
-    for (name, _) in PLACEHOLDERS {
-        if !needed.contains(name) {
-            continue;
-        }
-        let category = || values["categoryId"].parse::<u64>().unwrap();
-        let value = match name {
-            "uniqueName" => unique(),
-            "categoryId" => {
-                let category_name = unique();
-                values.insert("categoryName", category_name.clone());
-                app.create_category(&category_name).await.to_string()
-            }
-            "categoryName" => values["categoryName"].clone(),
-            "emptyCategoryId" => app.create_category(&unique()).await.to_string(),
-            "usedCategoryId" => {
-                let used = app.create_category(&unique()).await;
-                app.create_pet("Whiskers", used, "available").await;
-                used.to_string()
-            }
-            "petId" => app
-                .create_pet("Rex", category(), "available")
-                .await
-                .to_string(),
-            "soldPetId" => app
-                .create_pet("Old Tom", category(), "sold")
-                .await
-                .to_string(),
-            "orderedPetId" => {
-                let pet = app.create_pet("Fido", category(), "available").await;
-                let order = app.post("/store/orders", json!({ "petId": pet })).await;
-                order.assert_status(201);
-                values.insert("orderId", order.id().to_string());
-                pet.to_string()
-            }
-            "orderId" => values["orderId"].clone(),
-            "completeOrderId" => {
-                let pet = app.create_pet("Bella", category(), "available").await;
-                let order = app.post("/store/orders", json!({ "petId": pet })).await;
-                order.assert_status(201);
-                let id = order.id();
-                app.patch(&format!("/store/orders/{id}"), json!({ "complete": true }))
-                    .await
-                    .assert_status(200);
-                id.to_string()
-            }
-            other => unreachable!("{other}"),
-        };
-        values.insert(name, value);
-    }
-    values
-}
-
 /// Replays one event on a fresh store; `Err` says what went wrong.
 async fn replay(file: String, expected: Expected) -> Result<(), String> {
     let app = TestApp::spawn().await;
-    let mut text = read_event_text(&file);
-    for (name, value) in fixtures(&app, &text).await {
-        text = text.replace(&format!("{{{{{name}}}}}"), &value);
-    }
-    if let Some(start) = text.find("{{") {
-        return Err(format!(
-            "{file}: unknown placeholder near `{}`",
-            &text[start..(start + 30).min(text.len())]
-        ));
-    }
-    if let Some(key) = &app.api_key {
-        text = text.replace(DEMO_API_KEY, key);
-    }
+    create_events_key(&app.app, &app.endpoint)
+        .await
+        .map_err(|e| format!("{file}: the events' key: {e}"))?;
+    let text = prepare(&app.app, &read_event_text(&file))
+        .await
+        .map_err(|e| format!("{file}: {e}"))?;
     let request_id = read_event(&file)["requestContext"]["requestId"]
         .as_str()
         .expect("requestId")

@@ -13,6 +13,7 @@
 //! in parallel without seeing each other's records.
 
 mod dynamodb;
+mod remote;
 
 use axum::body::Body;
 use axum::extract::ConnectInfo;
@@ -62,6 +63,8 @@ pub struct TestApp {
     /// The clock the rate limiter reads.
     pub clock: Arc<dyn Clock>,
     router: axum::Router,
+    /// Set when requests go over the network to a running stack instead.
+    remote: Option<remote::Remote>,
 }
 
 impl TestApp {
@@ -104,8 +107,42 @@ impl TestApp {
         app.create_tables()
             .await
             .expect("tables are created in DynamoDB Local");
+        TestApp::serving(app, endpoint, rate_limit_table_name, clock, None)
+            .with_default_key()
+            .await
+    }
+
+    /// The running stack `PETSTORE_LAMBDA_URL` names (`make run-lambda`'s:
+    /// the function binaries behind `cargo lambda watch`), reached over the
+    /// network; `app` reaches its tables (named by the same environment the
+    /// functions read) for keys and checks.
+    pub async fn on_lambda_stack() -> TestApp {
+        let remote = remote::Remote::from_env();
+        let endpoint = std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
+            .expect("AWS_ENDPOINT_URL_DYNAMODB names the stack's DynamoDB");
+        let config = Config::from_env().expect("the stack's configuration is valid");
+        let rate_limit_table_name = config.rate_limit_table_name.clone();
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let app = App::with_clock(
+            config,
+            petstore::local_client(&endpoint).await,
+            clock.clone(),
+        );
+        TestApp::serving(app, endpoint, rate_limit_table_name, clock, Some(remote))
+            .with_default_key()
+            .await
+    }
+
+    /// A keyless `TestApp` for `app`, reached through its router or `remote`.
+    fn serving(
+        app: App,
+        endpoint: String,
+        rate_limit_table_name: String,
+        clock: Arc<dyn Clock>,
+        remote: Option<remote::Remote>,
+    ) -> TestApp {
         let router = petstore::http::service(pets::routes().merge(store::routes()), app.clone());
-        let mut test_app = TestApp {
+        TestApp {
             app,
             endpoint,
             rate_limit_table_name,
@@ -114,15 +151,20 @@ impl TestApp {
             source_ip: DEFAULT_SOURCE_IP,
             clock,
             router,
-        };
-        // The default key is staff's: most tests exercise the whole catalogue
-        // and order life cycle; role tests make customers with `as_customer`.
-        let key = test_app
+            remote,
+        }
+    }
+
+    /// This app with its default key: staff's, as most tests exercise the
+    /// whole catalogue and order life cycle (role tests make customers with
+    /// `as_customer`).
+    async fn with_default_key(mut self) -> TestApp {
+        let key = self
             .create_key_as(Plan::Enterprise, Some(DEFAULT_KEY_LIMITS), Role::Staff)
             .await;
-        test_app.api_key = Some(key.key);
-        test_app.key_id = key.record.id.get();
-        test_app
+        self.api_key = Some(key.key);
+        self.key_id = key.record.id.get();
+        self
     }
 
     /// Issues a customer's key through the store function the admin tool
@@ -260,7 +302,10 @@ impl TestApp {
                 request.headers_mut().insert(API_KEY_HEADER, value);
             }
         }
-        TestResponse::of(self.router.clone(), request).await
+        match &self.remote {
+            Some(remote) => remote.send(request).await,
+            None => TestResponse::of(self.router.clone(), request).await,
+        }
     }
 
     /// Sends a request without a body.

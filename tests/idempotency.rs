@@ -4,7 +4,7 @@
 
 mod faults;
 mod proxy;
-mod races;
+pub mod races;
 mod records;
 mod shoppers;
 

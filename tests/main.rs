@@ -12,6 +12,7 @@ mod helpers;
 // The areas.
 mod events;
 mod idempotency;
+mod lambda;
 mod observe;
 mod partitions;
 mod pets;

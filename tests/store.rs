@@ -3,7 +3,7 @@
 
 mod flash_sale;
 mod inventory;
-mod races;
+pub mod races;
 
 use crate::helpers::{TestApp, TestResponse};
 use futures::future::join_all;

@@ -9,8 +9,13 @@ use serde_json::{json, Value};
 
 #[tokio::test]
 async fn concurrent_requests_with_one_key_take_effect_once() {
+    one_key_takes_effect_once(TestApp::spawn().await).await;
+}
+
+/// 12 orders, then 12 cancellations, at once with one key each (also run
+/// through `make run-lambda`'s function instances, by tests/lambda.rs).
+pub async fn one_key_takes_effect_once(staff: TestApp) {
     // Given a pet with 10 units and an order of it
-    let staff = TestApp::spawn().await;
     let pet = stocked_pet(&staff, 10).await;
     let customer = staff.as_customer().await;
     let fire = |method: Method, path: String, body: Option<Value>, key: &'static str| {

@@ -9,8 +9,13 @@ use std::collections::HashSet;
 
 #[tokio::test]
 async fn concurrent_orders_never_sell_more_than_the_stock() {
+    orders_never_oversell(TestApp::spawn().await).await;
+}
+
+/// 50 orders at once for 12 units (also run through `make run-lambda`'s
+/// function instances, by tests/lambda.rs).
+pub async fn orders_never_oversell(app: TestApp) {
     // Given a pet with 12 units
-    let app = TestApp::spawn().await;
     let id = pet(&app, "available").await;
     set_stock(&app, id, 12).await.assert_status(200);
 

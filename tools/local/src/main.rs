@@ -1,15 +1,19 @@
-//! `make run`: both functions' routers on one port, through the same wrapper
-//! and handlers as in Lambda, against DynamoDB Local.
+//! `petstore-local`: local stacks on DynamoDB Local.
 //!
-//! The router is served directly with axum rather than through `cargo lambda
-//! watch`: it starts in a second, needs nothing but cargo, and serves every
-//! request concurrently on tokio, as many warm Lambda instances would, so races
-//! the contract forbids show up locally too.
+//!   petstore-local             `make run`: both functions' routers on PORT
+//!   petstore-local setup       `make run-lambda`: the tables, the sample
+//!                              events' key, and the demo keys, printed
+//!   petstore-local event FILE  `make invoke`: FILE's records made, the
+//!                              event printed ready to send
+//!
+//! `make run` serves the router directly with axum rather than through
+//! `cargo lambda watch`: it starts in a second, needs nothing but cargo, and
+//! serves every request concurrently on tokio, as many warm Lambda instances
+//! would, so races the contract forbids show up locally too. `make
+//! run-lambda` is the faithful way: the function binaries themselves.
 
 use petstore::db::DbError;
-use petstore::ratelimit::keys::NewApiKey;
-use petstore::ratelimit::Plan;
-use petstore::records::Role;
+use petstore_local::{demo, events};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
@@ -17,10 +21,20 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    petstore::telemetry::init();
     let endpoint = std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
         .unwrap_or_else(|_| "http://127.0.0.1:8000".to_string());
-    match serve(&endpoint).await {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let done = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        [] => serve(&endpoint).await,
+        ["setup"] => setup(&endpoint).await.map(|_| ()),
+        // No log lines: stdout is the event, for `cargo lambda invoke`.
+        ["event", file] => print_event(&endpoint, file).await,
+        _ => {
+            eprintln!("usage: petstore-local [setup | event FILE]");
+            return ExitCode::from(2);
+        }
+    };
+    match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             // One plain line, not the SDK's debug dump.
@@ -37,17 +51,43 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn serve(endpoint: &str) -> Result<(), BoxError> {
+async fn app(endpoint: &str) -> Result<petstore::App, BoxError> {
     let config = petstore::config::Config::from_env()?;
-    let client = petstore::local_client(endpoint).await;
-    let app = petstore::App::new(config, client);
+    Ok(petstore::App::new(
+        config,
+        petstore::local_client(endpoint).await,
+    ))
+}
+
+/// What every local stack starts with: its tables, the sample events' key,
+/// and fresh demo keys, printed.
+async fn setup(endpoint: &str) -> Result<petstore::App, BoxError> {
+    petstore::telemetry::init();
+    let app = app(endpoint).await?;
     app.create_tables().await?;
+    demo::print_demo_keys(&app).await?;
+    match events::create_events_key(&app, endpoint).await {
+        Ok(()) => println!(
+            "The sample events in events/ carry {} (local stacks only).",
+            events::EVENTS_API_KEY
+        ),
+        // A DynamoDB elsewhere still serves; it just never gets the published key.
+        Err(events::EventError::NotLocal(_)) => {
+            println!("The sample events' key is not stored: {endpoint} is not on this machine.")
+        }
+        Err(other) => return Err(other.into()),
+    }
+    Ok(app)
+}
+
+async fn serve(endpoint: &str) -> Result<(), BoxError> {
     let port: u16 = match std::env::var("PORT") {
         Ok(raw) => raw.parse()?,
         Err(_) => 3000,
     };
+    // Before the keys are printed: a port in use prints nothing else.
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-    print_demo_keys(&app).await?;
+    let app = setup(endpoint).await?;
     // Both functions' routes on one port, as API Gateway presents them.
     let router = petstore::http::service(pets::routes().merge(store::routes()), app);
     println!("Pet store API listening on http://127.0.0.1:{port} (DynamoDB at {endpoint})");
@@ -62,32 +102,13 @@ async fn serve(endpoint: &str) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// A customer key per plan and one staff key, so `make run` can be tried at
-/// once (more with `make key`). The enterprise key's limits are small, to show
-/// a 429 by hand.
-async fn print_demo_keys(app: &petstore::App) -> Result<(), BoxError> {
-    let keys = [
-        (Plan::Free, None, Role::Customer),
-        (Plan::Pro, None, Role::Customer),
-        (Plan::Business, None, Role::Customer),
-        (Plan::Enterprise, Some((5, 100)), Role::Customer),
-        (Plan::Pro, None, Role::Staff),
-    ];
-    println!("Demo API keys (send as X-API-Key):");
-    for (plan, limits, role) in keys {
-        let name = format!("demo {} {}", role.as_str(), plan.as_str());
-        let new = NewApiKey::new(plan, limits, Some(name))?.with_role(role);
-        let issued = app.limiter.keys().create(new, chrono::Utc::now()).await?;
-        let record = &issued.record;
-        println!(
-            "  {:<8} {:<10} {}  ({}/minute, {}/day, id {})",
-            role.as_str(),
-            plan.as_str(),
-            issued.key,
-            record.per_minute,
-            record.per_day,
-            record.id
-        );
-    }
+/// Prints the event in `file` ready to send to the local stack.
+async fn print_event(endpoint: &str, file: &str) -> Result<(), BoxError> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read {file}: {e}"))?;
+    let app = app(endpoint).await?;
+    let ready = events::prepare(&app, &text)
+        .await
+        .map_err(|e| format!("{file}: {e}"))?;
+    println!("{ready}");
     Ok(())
 }

@@ -59,6 +59,29 @@ impl KeyStore {
     /// Issues a key: 256 random bits, returned once, stored as its hash.
     pub async fn create(&self, new: NewApiKey, now: DateTime<Utc>) -> Result<IssuedKey, DbError> {
         let (key, hash) = fresh_secret();
+        self.store(key, hash, new, now).await
+    }
+
+    /// Issues a key whose secret is `key` itself, not random: only for local
+    /// stacks, whose sample events carry a published secret (`petstore-local`
+    /// refuses any DynamoDB but a local one). Fails if that secret is taken.
+    pub async fn create_with_secret(
+        &self,
+        new: NewApiKey,
+        key: &str,
+        now: DateTime<Utc>,
+    ) -> Result<IssuedKey, DbError> {
+        self.store(key.to_string(), ApiKeyHash::of(key), new, now)
+            .await
+    }
+
+    async fn store(
+        &self,
+        key: String,
+        hash: ApiKeyHash,
+        new: NewApiKey,
+        now: DateTime<Utc>,
+    ) -> Result<IssuedKey, DbError> {
         let record = ApiKeyRecord {
             id: new_id(now),
             plan: new.plan,
@@ -75,7 +98,8 @@ impl KeyStore {
             .put_item()
             .table_name(self.db.table())
             .set_item(Some(item_of(&hash, &record)?))
-            // 256 random bits do not collide; the condition only makes sure.
+            // 256 random bits do not collide; the condition only makes sure
+            // (and refuses a fixed secret that is already stored).
             .condition_expression("attribute_not_exists(PK)")
             .send()
             .await

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# `make test`'s run through the real function binaries: starts `make
+# run-lambda`'s stack (scripts/run-lambda.sh) on free ports, and checks that
+#   - several instances of each function serve it (at most CONCURRENCY);
+#   - a second run on its PORT or DYNAMODB_PORT is refused, leaving it alone;
+#   - every sample event in events/expected.json, sent with `make invoke`'s
+#     script (scripts/invoke-event.sh: cargo lambda invoke), gets its status;
+#   - the tests in tests/lambda.rs pass through it: a flow across both
+#     functions, unknown paths and methods answered as deployed, the exact
+#     limits, the exact stock and one Idempotency-Key raced across instances;
+#   - an interrupt (Ctrl-C) stops the functions, cargo lambda watch and this
+#     run's DynamoDB Local, and frees the port.
+# Stops whatever it started, however it exits. Timings go to stdout, never
+# into a verdict.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${VENV:-$ROOT/.venv}"
+DDB="$ROOT/scripts/dynamodb-local.sh"
+LOG="$ROOT/.local/logs/test-run-lambda.log"
+CONCURRENCY=4
+started=$SECONDS
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+fail() { echo "run-lambda: FAILED: $*" >&2; echo "(the stack's log: ${LOG#"$ROOT"/})" >&2; exit 1; }
+step() { echo "run-lambda: $* ($((SECONDS - started)) s)"; }
+
+PORT="$(free_port)"
+DYNAMODB_PORT="$(free_port)"
+while [[ "$DYNAMODB_PORT" == "$PORT" ]]; do DYNAMODB_PORT="$(free_port)"; done
+export PORT DYNAMODB_PORT
+BASE_URL="http://127.0.0.1:$PORT"
+ID_FILE="$ROOT/.local/run-lambda-$PORT.id"
+
+mkdir -p "$(dirname "$LOG")"
+STACK_PID=""
+# shellcheck disable=SC2317  # invoked by trap
+cleanup() {
+  local status=$?
+  set +e
+  if [[ -n "$STACK_PID" ]] && kill -0 "$STACK_PID" 2>/dev/null; then
+    kill -TERM "$STACK_PID"
+    wait "$STACK_PID"
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# The stack, as `make run-lambda` starts it; no rebuilds on file changes. In
+# a process group of its own (job control on), as in a terminal: a
+# background job of a script would ignore SIGINT.
+set -m
+CONCURRENCY=$CONCURRENCY "$ROOT/scripts/run-lambda.sh" --ignore-changes >"$LOG" 2>&1 &
+STACK_PID=$!
+set +m
+until curl -fsS -o /dev/null "$BASE_URL/openapi.json" 2>/dev/null; do
+  kill -0 "$STACK_PID" 2>/dev/null || fail "the stack exited during start-up: $(tail -n 20 "$LOG")"
+  ((SECONDS - started < 900)) || fail "the stack did not answer on $BASE_URL"
+  sleep 0.5
+done
+RUN_ID="$(cat "$ID_FILE")"
+step "stack up on $BASE_URL (DynamoDB Local on $DYNAMODB_PORT)"
+
+# Live instances of function $1 of this stack (they carry its run id).
+instances() {
+  local file count=0
+  for file in $(grep -lzx "PETSTORE_RUN_LAMBDA=$RUN_ID" /proc/[0-9]*/environ 2>/dev/null); do
+    [[ "$(cat "${file%/environ}/comm" 2>/dev/null)" == "$1" ]] && count=$((count + 1))
+  done
+  echo "$count"
+}
+
+# Warm several instances of each function: bursts of requests at both.
+KEY="psk_events_demo_key"
+for _ in $(seq 1 30); do
+  (($(instances pets) >= 2 && $(instances store) >= 2)) && break
+  burst=()
+  for path in /categories /store/orders; do
+    for _ in $(seq 1 16); do
+      curl -fsS -o /dev/null -H "x-api-key: $KEY" "$BASE_URL$path" &
+      burst+=($!)
+    done
+  done
+  wait "${burst[@]}" || true
+done
+step "warm: $(instances pets) pets and $(instances store) store instances"
+(($(instances pets) >= 2 && $(instances store) >= 2)) || fail "fewer than 2 instances of a function after the warm-up"
+
+# A second run on the same PORT, or on the same DYNAMODB_PORT, is refused and
+# leaves this one alone.
+if "$ROOT/scripts/run-lambda.sh" >/dev/null 2>&1; then
+  fail "a second run-lambda on busy port $PORT was not refused"
+fi
+if PORT="$(free_port)" "$ROOT/scripts/run-lambda.sh" >/dev/null 2>&1; then
+  fail "a second run-lambda on busy DynamoDB port $DYNAMODB_PORT was not refused"
+fi
+"$DDB" status "$DYNAMODB_PORT" >/dev/null || fail "a refused second run stopped this run's DynamoDB Local"
+curl -fsS -o /dev/null "$BASE_URL/openapi.json" || fail "a refused second run stopped this stack"
+step "a second run on a busy PORT or DYNAMODB_PORT is refused, this one untouched"
+
+# Every sample event through `make invoke`'s script (4 at a time).
+(cd "$ROOT" && cargo build --quiet -p petstore-local)
+check_event() {
+  local file="$1" response
+  response="$("$ROOT/scripts/invoke-event.sh" --no-build "$ROOT/events/$file")" \
+    || { echo "$file: make invoke failed: $response"; return 1; }
+  python3 - "$ROOT/events/expected.json" "$file" "$response" <<'PY'
+import json, sys
+expected = json.load(open(sys.argv[1]))[sys.argv[2]]
+try:
+    response = json.loads(sys.argv[3])
+except ValueError:
+    sys.exit(f"{sys.argv[2]}: not a response: {sys.argv[3]}")
+problems = []
+if response.get("statusCode") != expected["status"]:
+    problems.append(f"status {response.get('statusCode')} (expected {expected['status']})")
+if "code" in expected:
+    body = json.loads(response.get("body") or "{}")
+    if body.get("code") != expected["code"]:
+        problems.append(f"code {body.get('code')} (expected {expected['code']})")
+if problems:
+    sys.exit(f"{sys.argv[2]}: {'; '.join(problems)}: {response.get('body')}")
+PY
+}
+export -f check_event
+export ROOT
+events_failed="$(python3 -c 'import json,sys; print("\n".join(json.load(open(sys.argv[1]))))' "$ROOT/events/expected.json" \
+  | xargs -P 4 -I{} bash -c 'check_event "$@"' _ {} 2>&1)" || true
+[[ -z "$events_failed" ]] || fail "sample events:
+$events_failed"
+step "every sample event got its expected status through make invoke"
+
+# The tests that go through the stack. `--workspace` keeps `cargo test
+# --workspace`'s features: the test binary make test built is reused.
+(
+  cd "$ROOT"
+  export PETSTORE_LAMBDA_URL="$BASE_URL" AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$DYNAMODB_PORT"
+  export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
+  cargo test --quiet --workspace --test api lambda:: -- --ignored
+) || fail "tests/lambda.rs through the stack"
+pets="$(instances pets)" store="$(instances store)"
+((pets >= 2 && store >= 2 && pets <= CONCURRENCY && store <= CONCURRENCY)) \
+  || fail "$pets pets and $store store instances (expected 2 to $CONCURRENCY each)"
+step "tests/lambda.rs passed on $pets pets and $store store instances"
+
+# Ctrl-C, as a terminal sends it (to the foreground process group):
+# everything this stack started stops, and only that.
+kill -INT -- "-$STACK_PID"
+wait "$STACK_PID" || true
+STACK_PID=""
+for _ in $(seq 1 50); do
+  [[ "$(instances pets)$(instances store)" == 00 ]] && break
+  sleep 0.1
+done
+[[ "$(instances pets)$(instances store)" == 00 ]] || fail "function instances outlived the interrupt"
+[[ -z "$(grep -lzx "PETSTORE_RUN_LAMBDA=$RUN_ID" /proc/[0-9]*/environ 2>/dev/null)" ]] \
+  || fail "cargo lambda watch or a process it started outlived the interrupt"
+"$DDB" status "$DYNAMODB_PORT" >/dev/null 2>&1 && fail "DynamoDB Local on $DYNAMODB_PORT outlived the interrupt"
+(exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && fail "port $PORT still answers after the interrupt"
+[[ -f "$ID_FILE" ]] && fail "${ID_FILE#"$ROOT"/} outlived the interrupt"
+step "ok: the interrupt stopped the functions, cargo lambda watch and DynamoDB Local"
