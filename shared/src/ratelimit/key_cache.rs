@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 /// How many keys each side of the cache holds before it makes room.
-pub(super) const KEY_CACHE_LIMIT: usize = 10_000;
+pub const KEY_CACHE_LIMIT: usize = 10_000;
 
 /// What a look-up found, as far as a request is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
