@@ -56,6 +56,7 @@ pub fn service(routes: Router<App>, app: App) -> Router {
         .layer(from_fn_with_state(app.clone(), observe::observe))
         .layer(from_fn_with_state(app.clone(), rate_limit::enforce))
         .layer(map_response(payload_too_large_record))
+        // The body limit wraps axum's response body in its own: unwrapped here.
         .map_response(|limited: Response<LimitedBody<Body>>| limited.into_response())
         .layer(RequestBodyLimitLayer::new(extract::MAX_BODY_BYTES));
     routes
