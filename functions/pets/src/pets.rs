@@ -90,12 +90,13 @@ async fn create_pet(db: Db, JsonBody(body): JsonBody) -> Result<Response, ApiErr
 async fn get_pet(State(app): State<App>, Path(raw): Path<String>) -> Response {
     let config = &app.config;
     // Headers are built from validated values only: the successor names the
-    // parsed id, never the raw path segment.
+    // parsed id, never the raw path segment; for an id that is not one, it
+    // is the list itself.
     let id = Id::parse_param(&raw, "petId");
-    let successor = id
-        .as_ref()
-        .ok()
-        .map(|id| format!("</pets?ids={id}>; rel=\"successor-version\""));
+    let successor = match &id {
+        Ok(id) => format!("</pets?ids={id}>; rel=\"successor-version\""),
+        Err(_) => "</pets>; rel=\"successor-version\"".to_string(),
+    };
     let mut response = read_pet(&app, id).await.into_response();
     let headers = response.headers_mut();
     let deprecation = format!("@{}", config.deprecated_at.timestamp());
@@ -108,7 +109,7 @@ async fn get_pet(State(app): State<App>, Path(raw): Path<String>) -> Response {
             headers.insert(name, value);
         }
     }
-    if let Some(Ok(value)) = successor.map(|link| HeaderValue::from_str(&link)) {
+    if let Ok(value) = HeaderValue::from_str(&successor) {
         headers.append(header::LINK, value);
     }
     response
