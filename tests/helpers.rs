@@ -22,7 +22,7 @@ use dynamodb::dynamodb_endpoint;
 use http::{header, HeaderMap, HeaderValue, Method, Request};
 use petstore::config::Config;
 use petstore::ratelimit::keys::{IssuedKey, NewApiKey};
-use petstore::ratelimit::window::Clock;
+use petstore::ratelimit::Clock;
 use petstore::ratelimit::{Plan, SystemClock};
 use petstore::records::Role;
 use petstore::App;

@@ -3,7 +3,7 @@
 //! Local. `faults` runs shoppers through a fault-injecting `proxy`.
 
 mod faults;
-mod proxy;
+pub mod proxy;
 pub mod races;
 mod records;
 mod shoppers;

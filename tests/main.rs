@@ -10,6 +10,7 @@ mod deploy;
 mod helpers;
 
 // The areas.
+mod abuse;
 mod events;
 mod idempotency;
 mod lambda;

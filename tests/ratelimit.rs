@@ -15,18 +15,22 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
 /// 2030-01-01T12:00:30Z: 30 s into a minute, 12 h into a day.
-const NOW: i64 = 1_893_499_230;
+pub(crate) const NOW: i64 = 1_893_499_230;
 const MINUTE_END: i64 = NOW + 30;
 const DAY_END: i64 = 1_893_542_400;
 
 /// A store whose limiter's clock stands at [`NOW`] until moved.
-async fn pinned(overrides: impl Fn(&str) -> Option<String>) -> (TestApp, Arc<ManualClock>) {
+pub(crate) async fn pinned(
+    overrides: impl Fn(&str) -> Option<String>,
+) -> (TestApp, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::new(NOW));
     let app = TestApp::spawn_with_clock(overrides, clock.clone()).await;
     (app, clock)
 }
 
-fn config(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+pub(crate) fn config(
+    pairs: &'static [(&'static str, &'static str)],
+) -> impl Fn(&str) -> Option<String> {
     move |name| {
         pairs
             .iter()

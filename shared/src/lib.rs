@@ -32,7 +32,7 @@ pub mod telemetry;
 use aws_sdk_dynamodb::Client;
 use config::Config;
 use db::{Db, DbError};
-use ratelimit::window::Clock;
+use ratelimit::Clock;
 use ratelimit::RateLimiter;
 use std::sync::Arc;
 

@@ -10,6 +10,9 @@
 //! which call gets which draw, so a run is reproducible in its mix of faults,
 //! not call for call: tests assert invariants, not counts.
 //!
+//! [`FaultProxy::calls`] lists every call it received (operation and
+//! request body), so a test can count what a request cost.
+//!
 //! [`FaultProxy::cancel_next_transaction`] scripts one fault exactly: the
 //! next `TransactWriteItems` is cancelled by a conflict on its last item, as
 //! DynamoDB cancels one that meets another transaction on an item.
@@ -92,8 +95,25 @@ impl FaultCounts {
     }
 }
 
+/// One call the proxy received.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// `GetItem`, `UpdateItem`, ...
+    pub operation: String,
+    /// The request's JSON body (table names, keys, expressions).
+    pub body: String,
+}
+
+impl Call {
+    /// Whether the call reaches `table`.
+    pub fn reaches(&self, table: &str) -> bool {
+        self.body.contains(&format!("\"{table}\""))
+    }
+}
+
 struct Shared {
     upstream: SocketAddr,
+    calls: Mutex<Vec<Call>>,
     mix: FaultMix,
     rng: Mutex<StdRng>,
     counts: FaultCounts,
@@ -147,6 +167,7 @@ impl FaultProxy {
         let endpoint = format!("http://{}", listener.local_addr().expect("bound"));
         let shared = Arc::new(Shared {
             upstream,
+            calls: Mutex::new(Vec::new()),
             mix,
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
             counts: FaultCounts::default(),
@@ -167,6 +188,12 @@ impl FaultProxy {
 
     pub fn counts(&self) -> &FaultCounts {
         &self.shared.counts
+    }
+
+    /// Every call received so far, in order.
+    pub fn calls(&self) -> Vec<Call> {
+        let calls = self.shared.calls.lock();
+        calls.unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Throttles the next `reads` reads of an idempotency record (without
@@ -221,6 +248,18 @@ async fn handle(
         .headers
         .get("x-amz-target")
         .and_then(|t| t.to_str().ok());
+    let call = Call {
+        operation: target
+            .and_then(|t| t.rsplit('.').next())
+            .unwrap_or_default()
+            .to_string(),
+        body: String::from_utf8_lossy(&body).into_owned(),
+    };
+    shared
+        .calls
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(call);
     if target.is_some_and(|t| t.ends_with(".TransactWriteItems"))
         && shared.cancel_next_transaction.swap(false, Ordering::SeqCst)
     {

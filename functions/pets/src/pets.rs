@@ -89,14 +89,21 @@ async fn create_pet(db: Changes, JsonBody(body): JsonBody) -> Result<Response, A
 /// Deprecated in favour of `GET /pets?ids=`, and gone after the sunset.
 async fn get_pet(State(app): State<App>, Path(raw): Path<String>) -> Response {
     let config = &app.config;
-    let mut response = read_pet(&app, &raw).await.into_response();
+    // Headers are built from validated values only: the successor names the
+    // parsed id, never the raw path segment; for an id that is not one, it
+    // is the list itself.
+    let id = Id::parse_param(&raw, "petId");
+    let successor = match &id {
+        Ok(id) => format!("</pets?ids={id}>; rel=\"successor-version\""),
+        Err(_) => "</pets>; rel=\"successor-version\"".to_string(),
+    };
+    let mut response = read_pet(&app, id).await.into_response();
     let headers = response.headers_mut();
     let deprecation = format!("@{}", config.deprecated_at.timestamp());
     let sunset = config
         .sunset_at
         .format("%a, %d %b %Y %H:%M:%S GMT")
         .to_string();
-    let successor = format!("</pets?ids={}>; rel=\"successor-version\"", raw.trim());
     for (name, value) in [("deprecation", deprecation), ("sunset", sunset)] {
         if let Ok(value) = HeaderValue::from_str(&value) {
             headers.insert(name, value);
@@ -109,11 +116,11 @@ async fn get_pet(State(app): State<App>, Path(raw): Path<String>) -> Response {
 }
 
 /// The answer `GET /pets/{petId}` gives before its deprecation headers.
-async fn read_pet(app: &App, raw: &str) -> Result<Response, ApiError> {
+async fn read_pet(app: &App, id: Result<Id, ValidationError>) -> Result<Response, ApiError> {
     if Utc::now() >= app.config.sunset_at {
         return Err(ApiError::Sunset);
     }
-    let id = Id::parse_param(raw, "petId")?;
+    let id = id?;
     match app.db.get_pet(id).await? {
         Some(stored) => Ok(json(StatusCode::OK, &stored.pet)),
         None => Err(ApiError::not_found("pet", id)),

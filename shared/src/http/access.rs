@@ -1,15 +1,17 @@
 //! Who may call what: the one table of (method, route) → roles (contract 4a).
 //!
-//! [`authorize`] runs as a route layer, so it sees the route axum matched and
-//! runs before the handler: before the body is read and before any data is
+//! [`authorize`] runs as a route layer, on the operation resolved once for
+//! the request ([`Route`]), so it runs only on routes axum matched, and before
+//! the handler: before the body is read and before any data is
 //! touched. A route the router serves but this table does not list is refused
 //! to everyone (deny by default); a test holds this table to the routes of
 //! `openapi.yaml` and `template.yaml`. Unknown paths (404) and unserved
 //! methods (405) never reach it.
 
 use super::error::ApiError;
+use super::route::Route;
 use crate::records::{Caller, Role};
-use axum::extract::{MatchedPath, Request};
+use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::Method;
@@ -52,29 +54,10 @@ pub const ACCESS: &[(Method, &str, Access)] = &[
     (Method::PUT, "/store/inventory/{petId}", STAFF),
 ];
 
-/// Who may call `method` on `route` (a route template, as axum matched it);
-/// `None` for an operation the table does not list. `HEAD` is a `GET`.
-pub fn access(method: &Method, route: &str) -> Option<Access> {
-    let method = if method == Method::HEAD {
-        &Method::GET
-    } else {
-        method
-    };
-    ACCESS
-        .iter()
-        .find(|(m, r, _)| m == method && *r == route)
-        .map(|(_, _, access)| *access)
-}
-
-/// Whether `path` may be called without a key, before any route is matched
-/// (the wrapper needs to know before it counts).
-pub fn is_public(method: &Method, path: &str) -> bool {
-    access(method, path) == Some(Access::Public)
-}
-
-/// Whether `caller` may call `method` on `route`.
-pub fn permits(method: &Method, route: &str, caller: Option<&Caller>) -> bool {
-    match access(method, route) {
+/// Whether `caller` may call an operation open to `access` (`None`: an
+/// operation the table does not list, refused to everyone).
+pub fn permits(access: Option<Access>, caller: Option<&Caller>) -> bool {
+    match access {
         Some(Access::Public) => true,
         Some(Access::Roles(roles)) => caller.is_some_and(|c| roles.contains(&c.role)),
         None => false,
@@ -82,9 +65,9 @@ pub fn permits(method: &Method, route: &str, caller: Option<&Caller>) -> bool {
 }
 
 /// The route layer: 403 `FORBIDDEN` unless the table lets this caller in.
-pub async fn authorize(matched: Option<MatchedPath>, req: Request, next: Next) -> Response {
-    let route = matched.as_ref().map_or("", MatchedPath::as_str);
-    if permits(req.method(), route, req.extensions().get::<Caller>()) {
+pub async fn authorize(req: Request, next: Next) -> Response {
+    let access = Route::of(&req).access;
+    if permits(access, req.extensions().get::<Caller>()) {
         next.run(req).await
     } else {
         ApiError::Forbidden.into_response()
@@ -95,6 +78,14 @@ pub async fn authorize(matched: Option<MatchedPath>, req: Request, next: Next) -
 mod tests {
     use super::*;
     use crate::records::Id;
+
+    fn permits(method: &Method, path: &str, caller: Option<&Caller>) -> bool {
+        super::permits(Route::resolve(method, path).access, caller)
+    }
+
+    fn access(method: &Method, path: &str) -> Option<Access> {
+        Route::resolve(method, path).access
+    }
 
     fn caller(role: Role) -> Option<Caller> {
         Id::new(1).map(|key_id| Caller { key_id, role })

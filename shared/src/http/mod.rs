@@ -8,30 +8,36 @@
 //! in Lambda.
 
 pub mod access;
-pub mod admission;
 pub mod error;
 pub mod extract;
 pub mod idempotency;
 pub mod observe;
 pub mod openapi;
+pub mod rate_limit;
 pub mod request_id;
 pub mod respond;
+pub mod route;
 
 use crate::App;
-use axum::extract::{MatchedPath, Request};
-use axum::middleware::Next;
+use axum::body::Body;
+use axum::extract::Request;
+use axum::middleware::{from_fn, from_fn_with_state, map_response, Next};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use error::ApiError;
 use http::{header, HeaderName, HeaderValue, StatusCode};
-use tower_http::limit::RequestBodyLimitLayer;
+use route::Route;
+use tower::ServiceBuilder;
+use tower_http::limit::{RequestBodyLimitLayer, ResponseBody as LimitedBody};
 use tower_http::request_id::PropagateRequestIdLayer;
 use tower_http::set_header::SetRequestHeaderLayer;
 
-/// A function's routes, ready to serve. From the outside in:
+/// A function's routes, ready to serve. A request passes, in this order:
 /// - the request id (API Gateway's, or fresh), on the request and the response;
+/// - [`route::resolve`]: the operation (method, route, who may call it) and
+///   the sender (address, key), worked out once for every layer below;
 /// - [`observe::observe`]: the request's span, its metrics line and log line;
-/// - [`admission::admit`]: count, answer 401/429/503, the rate-limit headers;
+/// - [`rate_limit::enforce`]: count, answer 401/429/503, the rate-limit headers;
 /// - the 64 KiB body limit (its bare 413 becomes the Error record);
 /// - the router: `GET /openapi.json` added, the JSON 404 for unknown paths,
 ///   the JSON 405 (axum adds `Allow`) for unserved methods, and on every
@@ -39,32 +45,34 @@ use tower_http::set_header::SetRequestHeaderLayer;
 ///   check (403), and [`idempotency::settle`] (replays, and the record a
 ///   change writes) before the handler.
 pub fn service(routes: Router<App>, app: App) -> Router {
-    let request_id = HeaderName::from_static(admission::REQUEST_ID);
-    let observing = axum::middleware::from_fn_with_state(app.clone(), observe::observe);
+    let request_id = HeaderName::from_static(request_id::REQUEST_ID);
+    let edge = ServiceBuilder::new()
+        .layer(SetRequestHeaderLayer::overriding(
+            request_id.clone(),
+            request_id::request_id,
+        ))
+        .layer(PropagateRequestIdLayer::new(request_id))
+        .layer(from_fn(route::resolve))
+        .layer(from_fn_with_state(app.clone(), observe::observe))
+        .layer(from_fn_with_state(app.clone(), rate_limit::enforce))
+        .layer(map_response(payload_too_large_record))
+        // The body limit wraps axum's response body in its own: unwrapped here.
+        .map_response(|limited: Response<LimitedBody<Body>>| limited.into_response())
+        .layer(RequestBodyLimitLayer::new(extract::MAX_BODY_BYTES));
     routes
         .merge(openapi::routes())
         .fallback(not_found)
-        .route_layer(axum::middleware::from_fn_with_state(
-            app.clone(),
-            idempotency::settle,
-        ))
+        // Route layers wrap each matched route; the last one added is
+        // outermost, so a request meets them bottom-up.
+        .route_layer(from_fn_with_state(app.clone(), idempotency::settle))
         // The access check wraps every route, including axum's default 405
         // fallback; setting our 405 fallback afterwards replaces that wrapped
         // default, so an unserved method stays 405, never 403.
-        .route_layer(axum::middleware::from_fn(access::authorize))
-        .route_layer(axum::middleware::from_fn(mark_beta))
+        .route_layer(from_fn(access::authorize))
+        .route_layer(from_fn(mark_beta))
         .method_not_allowed_fallback(method_not_allowed)
-        .with_state(app.clone())
-        // Each `layer` wraps everything above it: the last one is outermost.
-        .layer(RequestBodyLimitLayer::new(extract::MAX_BODY_BYTES))
-        .layer(axum::middleware::map_response(payload_too_large_record))
-        .layer(axum::middleware::from_fn_with_state(app, admission::admit))
-        .layer(observing)
-        .layer(PropagateRequestIdLayer::new(request_id.clone()))
-        .layer(SetRequestHeaderLayer::overriding(
-            request_id,
-            request_id::request_id,
-        ))
+        .with_state(app)
+        .layer(edge)
 }
 
 /// The routes of the beta operations (`x-beta: true` in `openapi.yaml`).
@@ -72,8 +80,10 @@ pub const BETA_ROUTES: &[&str] = &["/store/inventory", "/store/inventory/{petId}
 
 /// Every answer on a beta route says so, its 403 and replays included (so
 /// this wraps the access check and the idempotency layer).
-async fn mark_beta(matched: Option<MatchedPath>, req: Request, next: Next) -> Response {
-    let beta = matched.is_some_and(|m| BETA_ROUTES.contains(&m.as_str()));
+async fn mark_beta(req: Request, next: Next) -> Response {
+    let beta = Route::of(&req)
+        .template
+        .is_some_and(|template| BETA_ROUTES.contains(&template));
     let mut response = next.run(req).await;
     if beta {
         response

@@ -9,17 +9,16 @@
 //!   status class, `Latency`, `RateLimited` (every 429), `ColdStarts` (the
 //!   process's first request), and whatever the layers below counted.
 //! - One `INFO` line, message `request`: route, status, latency, and who
-//!   called: the key's id, role and plan (never the key), as admission puts
-//!   them on the response.
+//!   called: the key's id, role and plan (never the key), as the rate-limit
+//!   layer puts them on the response.
 //!
-//! The route is the contract's operation (`GET /pets/{petId}`), found in
-//! [`access::ACCESS`] for every request, including those admission refuses
-//! before anything is routed; anything the contract does not list is
-//! `unmatched`, so the `Route` dimension stays bounded whatever paths clients
-//! send.
+//! The route is the contract's operation (`GET /pets/{petId}`), as
+//! [`super::route::resolve`] found it for every request, including those the
+//! rate-limit layer refuses before anything is routed; anything the contract
+//! does not list is `unmatched`.
 
-use super::access;
-use super::admission::REQUEST_ID;
+use super::request_id::REQUEST_ID;
+use super::route::Route;
 use crate::metrics::{self, Metric, RequestMetrics};
 use crate::ratelimit::Plan;
 use crate::records::Caller;
@@ -27,18 +26,15 @@ use crate::App;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use http::{Method, StatusCode};
+use http::StatusCode;
 use std::time::Instant;
 use tracing::field::Empty;
 use tracing::Instrument;
 
-/// The route of requests the contract does not describe.
-pub const UNMATCHED: &str = "unmatched";
-
 /// The middleware (see the module's documentation).
 pub async fn observe(State(app): State<App>, req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let route = route_of(req.method(), req.uri().path());
+    let route = Route::of(&req).name();
     let request_id = req
         .headers()
         .get(REQUEST_ID)
@@ -92,38 +88,6 @@ pub async fn observe(State(app): State<App>, req: Request, next: Next) -> Respon
     response
 }
 
-/// `METHOD /route/{param}` as the contract lists it, or [`UNMATCHED`]. `HEAD`
-/// is served as `GET`, and counted as one.
-pub fn route_of(method: &Method, path: &str) -> String {
-    let method = if method == Method::HEAD {
-        &Method::GET
-    } else {
-        method
-    };
-    access::ACCESS
-        .iter()
-        .find(|(m, route, _)| m == method && matches(route, path))
-        .map_or_else(
-            || UNMATCHED.to_string(),
-            |(m, route, _)| format!("{m} {route}"),
-        )
-}
-
-/// Whether `path` is an instance of `route`, whose `{param}` segments match any
-/// one non-empty segment.
-fn matches(route: &str, path: &str) -> bool {
-    let mut route = route.split('/');
-    let mut path = path.split('/');
-    loop {
-        match (route.next(), path.next()) {
-            (None, None) => return true,
-            (Some(r), Some(p)) if r.starts_with('{') && !p.is_empty() => {}
-            (Some(r), Some(p)) if r == p => {}
-            _ => return false,
-        }
-    }
-}
-
 /// The X-Ray trace id (`1-5759e988-bd862e3fe1be46a994272793`) of the Lambda
 /// invocation serving `req`, from the `Root` of its trace header.
 fn xray_trace_id<B>(req: &http::Request<B>) -> Option<&str> {
@@ -142,20 +106,6 @@ fn xray_trace_id<B>(req: &http::Request<B>) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_path_is_named_by_its_route_and_unknown_paths_by_one_name() {
-        assert_eq!(route_of(&Method::GET, "/pets"), "GET /pets");
-        assert_eq!(route_of(&Method::HEAD, "/pets/12"), "GET /pets/{petId}");
-        assert_eq!(
-            route_of(&Method::DELETE, "/store/orders/7"),
-            "DELETE /store/orders/{orderId}"
-        );
-        assert_eq!(route_of(&Method::GET, "/pets/"), UNMATCHED);
-        assert_eq!(route_of(&Method::GET, "/pets/1/2"), UNMATCHED);
-        assert_eq!(route_of(&Method::POST, "/pets/1"), UNMATCHED);
-        assert_eq!(route_of(&Method::GET, "/wp-admin.php"), UNMATCHED);
-    }
 
     #[test]
     fn the_trace_id_is_the_root_of_the_invocation_s_trace_header() {

@@ -1,10 +1,14 @@
 //! The admission of one request: who is calling, which subject is counted,
 //! and whether the request may go on.
 
+use super::clock::UnixSeconds;
 use super::counter::{Counted, CounterError, Subject};
+use super::key_cache::Lookup;
 use super::keys::{ApiKeyHash, ApiKeyRecord};
-use super::memory::{fresh, lock, make_room_for_key, make_room_for_subject, CachedKey, Decision};
-use super::window::{seconds_until, Limits, Plan, RateStatus, UnixSeconds};
+use super::memory::{lock, Decision};
+use super::plan::{Limits, Plan};
+use super::status::RateStatus;
+use super::window::seconds_until;
 use super::RateLimiter;
 use crate::db::DbError;
 use crate::records::Caller;
@@ -27,7 +31,8 @@ pub enum Verdict {
     /// role when a valid key was sent; `None` for no key, or an unknown or
     /// revoked one (counted per source IP; the wrapper decides).
     Admitted { caller: Option<Caller> },
-    /// Turned away by the limiter; the handler's response, if any, is dropped.
+    /// Turned away by the limiter: no handler runs (or, for a read served
+    /// while counting, its answer is dropped).
     Refused(Refusal),
 }
 
@@ -51,7 +56,7 @@ impl RateLimiter {
         let record = match api_key {
             None => None,
             Some(key) => match self.find_key(key, now).await {
-                Ok(record) => record.filter(|r| !r.revoked),
+                Ok(lookup) => lookup.into_record(),
                 Err(error) => {
                     tracing::warn!(error = ?error, "API key look-up failed");
                     return Admission {
@@ -64,13 +69,7 @@ impl RateLimiter {
         };
         let caller = record.as_ref().map(ApiKeyRecord::caller);
         let plan = record.as_ref().map(|record| record.plan);
-        let (subject, limits) = match &record {
-            Some(record) => (Subject::Key(record.id), record.limits()),
-            None => {
-                let ip = source_ip.map_or_else(|| "unknown".to_string(), |ip| ip.to_string());
-                (Subject::Ip(ip), Limits::FREE)
-            }
-        };
+        let (subject, limits) = subject_of(record.as_ref(), source_ip);
         let (status, verdict) = match self.count(&subject, limits, now).await {
             Ok(Counted::Admitted(usage)) => (
                 RateStatus::of(limits, usage, now),
@@ -110,25 +109,16 @@ impl RateLimiter {
         }
     }
 
-    /// The key sent, from this process's cache while that is fresh.
-    async fn find_key(&self, key: &str, now: UnixSeconds) -> Result<Option<ApiKeyRecord>, DbError> {
+    /// The look-up of the key sent, from this process's cache while fresh.
+    async fn find_key(&self, key: &str, now: UnixSeconds) -> Result<Lookup, DbError> {
         let hash = ApiKeyHash::of(key);
-        if let Some(cached) = lock(&self.key_cache).get(&hash) {
-            if fresh(self.config.key_cache_ttl, cached.fetched_at, now) {
-                return Ok(cached.record.clone());
-            }
+        let ttl = self.config.key_cache_ttl;
+        if let Some(lookup) = lock(&self.key_cache).get(&hash, ttl, now) {
+            return Ok(lookup);
         }
-        let record = self.keys.find(&hash).await?;
-        let mut cache = lock(&self.key_cache);
-        make_room_for_key(&mut cache, now);
-        cache.insert(
-            hash,
-            CachedKey {
-                record: record.clone(),
-                fetched_at: now,
-            },
-        );
-        Ok(record)
+        let lookup = Lookup::of(self.keys.find(&hash).await?);
+        lock(&self.key_cache).insert(hash, lookup.clone(), ttl, now);
+        Ok(lookup)
     }
 
     /// Counts one request of `subject`, from memory when that suffices.
@@ -138,27 +128,36 @@ impl RateLimiter {
         limits: Limits,
         now: UnixSeconds,
     ) -> Result<Counted, CounterError> {
-        let decision = {
-            let mut subjects = lock(&self.subjects);
-            make_room_for_subject(&mut subjects, now);
-            let memory = subjects.entry(subject.clone()).or_default();
-            memory.decide(now, &self.config)
-        };
-        let variant = match decision {
+        let config = &self.config;
+        let variant = match self.remember(subject, |memory| memory.decide(now, config)) {
             Decision::Banned(until) => return Ok(Counted::Banned(until)),
             Decision::Refuse(usage, flush) => {
                 return self.after_refusal(subject, usage, flush, now).await
             }
             Decision::Ask(variant) => variant,
         };
-        let counted = self.counters.admit(subject, limits, now, variant).await?;
-        let flush = lock(&self.subjects)
-            .entry(subject.clone())
-            .or_default()
-            .learn(&counted, limits, now, &self.config);
+        let counted = self.counters.count(subject, limits, now, variant).await?;
+        let flush = self.remember(subject, |memory| {
+            memory.learn(&counted, limits, now, config)
+        });
         match counted {
             Counted::Limited(usage, _) => self.after_refusal(subject, usage, flush, now).await,
             other => Ok(other),
+        }
+    }
+}
+
+/// The subject a request is counted against, and its limits: the key's
+/// identity for a valid key, else the source IP on the free plan.
+pub(super) fn subject_of(
+    record: Option<&ApiKeyRecord>,
+    source_ip: Option<IpAddr>,
+) -> (Subject, Limits) {
+    match record {
+        Some(record) => (Subject::Key(record.id), record.limits()),
+        None => {
+            let ip = source_ip.map_or_else(|| "unknown".to_string(), |ip| ip.to_string());
+            (Subject::Ip(ip), Limits::FREE)
         }
     }
 }

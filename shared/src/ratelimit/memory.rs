@@ -1,16 +1,18 @@
-//! What a warm process remembers between requests: keys it has looked up, and
-//! per subject the windows, exhaustion, bans and unreported refusals it has
-//! seen. Everything here is a hint or a lower bound; the tables decide.
+//! What a warm process remembers of each subject between requests: the
+//! windows, exhaustion, bans and unreported refusals it has seen (the keys it
+//! has looked up are in `key_cache`). Everything here is a hint or a lower
+//! bound; the tables decide.
 
+use super::clock::UnixSeconds;
 use super::counter::{Counted, Stored, Variant};
-use super::keys::{ApiKeyHash, ApiKeyRecord};
-use super::window::{Limits, RateWindow, UnixSeconds, Usage};
+use super::plan::Limits;
+use super::window::{RateWindow, Usage};
 use crate::config::LimitsConfig;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-/// How many keys or subjects a process remembers before it forgets idle ones.
+/// How many subjects a process remembers before it forgets idle ones.
 const MEMORY_LIMIT: usize = 10_000;
 
 pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -22,25 +24,6 @@ pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(super) fn fresh(ttl: Duration, since: UnixSeconds, now: UnixSeconds) -> bool {
     let ttl = i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX / 2);
     now < since.saturating_add(ttl)
-}
-
-/// A key's look-up, as cached.
-pub(super) struct CachedKey {
-    pub record: Option<ApiKeyRecord>,
-    pub fetched_at: UnixSeconds,
-}
-
-/// Keys looked up by this process, unknown ones included.
-pub(super) type KeyCache = HashMap<ApiKeyHash, CachedKey>;
-
-/// Makes room in a full key cache: look-ups older than a minute go first.
-pub(super) fn make_room_for_key(cache: &mut KeyCache, now: UnixSeconds) {
-    if cache.len() >= MEMORY_LIMIT {
-        cache.retain(|_, c| now < c.fetched_at.saturating_add(60));
-        if cache.len() >= MEMORY_LIMIT {
-            cache.clear();
-        }
-    }
 }
 
 /// Makes room among the subjects: idle ones go, unless limited or banned.
@@ -105,6 +88,16 @@ impl Memory {
         } else {
             Decision::Ask(Variant::for_windows(self.seen, m, d))
         }
+    }
+
+    /// Whether this process knows another request fits at `now`: it has seen
+    /// the subject's counts, they leave room, and no refusal or ban is known.
+    /// A hint: other instances may have used the room since.
+    pub fn has_room(&self, limits: Limits, now: UnixSeconds) -> bool {
+        self.seen.is_some()
+            && self.banned_until <= now
+            && self.limited_until <= now
+            && !self.usage.is_exhausted(limits, now)
     }
 
     /// Learns what the table said when asked; says which refusals to report.

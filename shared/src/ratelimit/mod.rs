@@ -4,17 +4,22 @@
 //! finds the caller's key (by SHA-256, cached), picks the subject that is
 //! counted (the key's identity, or the source IP on the free plan when there
 //! is no valid key), counts the request in the counter table and says what
-//! the response must carry: the rate-limit headers ([`RateStatus`](window::RateStatus)), and
+//! the response must carry: the rate-limit headers ([`RateStatus`]), and
 //! either the caller ([`Verdict::Admitted`], with the key's id and role, for
 //! the wrapper's role check) or the [`Refusal`] (429 `RATE_LIMITED`, 429
 //! `API_KEY_BANNED`, 503 `SERVICE_UNAVAILABLE`), which the HTTP edge turns
 //! into the Error record.
 //!
-//! - [`window`]: plans, fixed UTC windows, header choice, ban lengths (pure);
+//! - [`clock`], [`plan`], [`window`], [`status`]: the time, plans and their
+//!   limits, fixed UTC windows and usage (whether another request fits is
+//!   decided once, in [`window::Usage::exhausted`]), the numbers a response
+//!   shows (pure; `http::rate_limit` renders them as headers);
 //! - [`keys`]: keys in the data table (`APIKEY#<sha256>`), for requests and the admin tool;
 //! - [`counter`]: the counter table's conditional updates, refusals and bans;
-//! - `admission`: [`RateLimiter::admit`], the decision for one request;
-//! - `memory`: what a warm process remembers of keys and subjects;
+//! - `admission`: [`RateLimiter::admit`], the decision for one request (the
+//!   only meaning of "admit" here: the counter table *counts*);
+//! - `key_cache`: the keys a warm process has looked up, valid and invalid apart;
+//! - `memory`: what a warm process remembers of each subject;
 //! - `refusals`: what follows a 429 (reporting refusals, banning).
 //!
 //! # DynamoDB calls per request
@@ -22,15 +27,17 @@
 //! | case | calls |
 //! |---|---|
 //! | admitted, key known to this process | 1 `UpdateItem` (counter table) |
-//! | key not yet seen by this process, or its cache entry older than `KEY_CACHE_SECONDS` | + 1 consistent `GetItem` (data table), unknown keys cached too; the role comes with the key, so authorising costs nothing more |
+//! | key not yet seen by this process, or its cache entry older than `KEY_CACHE_SECONDS` | + 1 consistent `GetItem` (data table); unknown and revoked keys are cached apart from valid ones, so a repeated one costs no look-up and made-up keys never push a valid one out; the role comes with the key, so authorising costs nothing more |
 //! | this process's guess of the window is stale (first call of a subject in a process; first call in a minute another instance opened) | + 1 failed conditional `UpdateItem`, whose `ALL_OLD` item picks the right variant |
 //! | refused (429), first time this process sees the window exhausted | 1 failed conditional `UpdateItem` |
 //! | refused, exhaustion already known here | none; every `REFUSAL_FLUSH_EVERY`th refusal, or sooner when a ban may be due, 1 `UpdateItem` reports them (+ 1 `UpdateItem` to ban) |
 //! | banned, known here | none; re-checked with 1 failed `UpdateItem` every `KEY_CACHE_SECONDS` |
 //! | no key / unknown / revoked key | as above, on the source IP's subject |
 //!
-//! For `GET` the count and the handler's data read run concurrently (see the
-//! wrapper); the handler's response is dropped when the request is refused.
+//! A refused request runs no handler: the edge counts first, and serves a
+//! read while counting only when this process knows the caller and that its
+//! window has room ([`RateLimiter::known_with_room`]); should other
+//! instances have used that room meanwhile, the answer is dropped.
 //! Admin tool: create 1 `PutItem`; list 1 `Query` per page of GSI1 and 1
 //! consistent `GetItem` per key (GSI1 does not project `role`); rotate 1
 //! `Query` + 1 `GetItem` + 1 `TransactWriteItems` (put the new item, delete
@@ -64,25 +71,33 @@
 //!   a valid key are banned the same way, per IP.
 
 mod admission;
+pub mod clock;
 pub mod counter;
+mod key_cache;
 pub mod keys;
 mod memory;
+pub mod plan;
 mod refusals;
+pub mod status;
 pub mod window;
 
 use crate::config::LimitsConfig;
 use crate::records::{Caller, Id};
 use aws_sdk_dynamodb::Client;
 use counter::{CounterError, Counters, Subject};
+use key_cache::KeyCache;
 use keys::{ApiKeyHash, ApiKeyRecord, KeyStore};
-use memory::{fresh, lock, KeyCache, Memory};
+use memory::{lock, make_room_for_subject, Memory};
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
-use window::Clock;
 
 pub use admission::{Admission, Refusal, Verdict};
+pub use clock::{Clock, ManualClock, SystemClock, UnixSeconds};
 pub use counter::create_counter_table;
-pub use window::{ManualClock, Plan, SystemClock};
+pub use key_cache::KEY_CACHE_LIMIT;
+pub use plan::{Limits, Plan};
+pub use status::RateStatus;
 
 /// Keys, counters and what this warm process remembers of them.
 pub struct RateLimiter {
@@ -107,7 +122,7 @@ impl RateLimiter {
             counters: Counters::new(client, counter_table),
             config,
             clock,
-            key_cache: Mutex::new(HashMap::new()),
+            key_cache: Mutex::new(KeyCache::default()),
             subjects: Mutex::new(HashMap::new()),
         }
     }
@@ -131,21 +146,46 @@ impl RateLimiter {
         Ok(was_banned)
     }
 
-    /// The caller `key` stands for, if this process knows it without asking
-    /// DynamoDB: a valid key whose look-up is still fresh in the cache. The
-    /// wrapper starts a read's handler while counting only for such callers,
-    /// since it must check their role first.
-    pub fn known_caller(&self, key: Option<&str>) -> Option<Caller> {
+    /// What this process knows, without asking DynamoDB, of a request from
+    /// `api_key` at `source_ip`: `Some` when the key's look-up is fresh in
+    /// the cache (or no key was sent) and the counted subject's window is
+    /// known to have room. The edge serves a read while counting only then.
+    pub fn known_with_room(
+        &self,
+        api_key: Option<&str>,
+        source_ip: Option<IpAddr>,
+    ) -> Option<Known> {
         let now = self.clock.now();
-        let cache = lock(&self.key_cache);
-        let cached = cache.get(&ApiKeyHash::of(key?))?;
-        if !fresh(self.config.key_cache_ttl, cached.fetched_at, now) {
-            return None;
-        }
-        cached
-            .record
-            .as_ref()
-            .filter(|record| !record.revoked)
-            .map(ApiKeyRecord::caller)
+        let record = match api_key {
+            None => None,
+            Some(key) => {
+                let ttl = self.config.key_cache_ttl;
+                let lookup = lock(&self.key_cache).get(&ApiKeyHash::of(key), ttl, now)?;
+                lookup.into_record()
+            }
+        };
+        let (subject, limits) = admission::subject_of(record.as_ref(), source_ip);
+        let room = lock(&self.subjects)
+            .get(&subject)
+            .is_some_and(|memory| memory.has_room(limits, now));
+        let caller = record.as_ref().map(ApiKeyRecord::caller);
+        room.then_some(Known { caller })
     }
+
+    /// Runs `f` on what this process remembers of `subject`.
+    fn remember<R>(&self, subject: &Subject, f: impl FnOnce(&mut Memory) -> R) -> R {
+        let now = self.clock.now();
+        let mut subjects = lock(&self.subjects);
+        make_room_for_subject(&mut subjects, now);
+        f(subjects.entry(subject.clone()).or_default())
+    }
+}
+
+/// A request whose caller and room this process knows (see
+/// [`RateLimiter::known_with_room`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Known {
+    /// The key's identity and role; `None` for no key, or an unknown or
+    /// revoked one.
+    pub caller: Option<Caller>,
 }

@@ -1,9 +1,10 @@
 //! What follows a refusal (a 429): reporting refusals answered from memory,
 //! and banning a subject whose refusals reach `BAN_THRESHOLD`.
 
+use super::clock::UnixSeconds;
 use super::counter::{Counted, CounterError, Stored, Subject};
-use super::memory::{lock, Flush};
-use super::window::{UnixSeconds, Usage};
+use super::memory::Flush;
+use super::window::Usage;
 use super::RateLimiter;
 
 impl RateLimiter {
@@ -34,10 +35,7 @@ impl RateLimiter {
                 return Ok(limited);
             }
         };
-        lock(&self.subjects)
-            .entry(subject.clone())
-            .or_default()
-            .learn_refusals(&stored);
+        self.remember(subject, |memory| memory.learn_refusals(&stored));
         // The refusal that reaches the threshold is still answered 429
         // `RATE_LIMITED`; the ban applies from the next request on.
         let (until, answer) = if stored.banned_until > now {
@@ -58,10 +56,7 @@ impl RateLimiter {
         } else {
             return Ok(limited);
         };
-        lock(&self.subjects)
-            .entry(subject.clone())
-            .or_default()
-            .learn_ban(until, now);
+        self.remember(subject, |memory| memory.learn_ban(until, now));
         Ok(answer)
     }
 }

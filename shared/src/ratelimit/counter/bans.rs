@@ -1,9 +1,10 @@
 //! Refusals (429s) and bans, on the same counter item as the counts: a ban is
-//! then a condition of every admission, and costs nothing while there is none.
+//! then a condition of every count, and costs nothing while there is none.
 
 use super::{CounterError, Counters, Stored, Subject, Update, MAX_ATTEMPTS, TTL_SLACK};
 use crate::db::{classify, n, s};
-use crate::ratelimit::window::{ban_length, RateWindow, UnixSeconds};
+use crate::ratelimit::clock::UnixSeconds;
+use crate::ratelimit::window::RateWindow;
 use aws_sdk_dynamodb::types::ReturnValue;
 use std::time::Duration;
 
@@ -118,5 +119,27 @@ impl Counters {
             }
             Err(err) => Err(classify(err).into()),
         }
+    }
+}
+
+/// How long a ban lasts, given how many bans the subject had in the last
+/// 24 hours: `base`, doubled for each, at most `max`.
+pub fn ban_length(base: Duration, max: Duration, recent_bans: u32) -> Duration {
+    let factor = 1u32.checked_shl(recent_bans.min(31)).unwrap_or(u32::MAX);
+    base.checked_mul(factor).unwrap_or(max).min(max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bans_double_up_to_the_cap() {
+        let (base, max) = (Duration::from_secs(900), Duration::from_secs(86_400));
+        assert_eq!(ban_length(base, max, 0), Duration::from_secs(900));
+        assert_eq!(ban_length(base, max, 1), Duration::from_secs(1_800));
+        assert_eq!(ban_length(base, max, 6), Duration::from_secs(57_600));
+        assert_eq!(ban_length(base, max, 7), max);
+        assert_eq!(ban_length(base, max, 40), max);
     }
 }

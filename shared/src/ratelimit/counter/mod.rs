@@ -14,7 +14,7 @@
 //! keeps its counts, its refusals and its ban.
 //!
 //! One item per subject rather than one per day: the ban is then a condition
-//! on the very item an admission updates, so "not banned" costs nothing, and a
+//! on the very item counting a request updates, so "not banned" costs nothing, and a
 //! ban that runs past midnight needs no second item.
 //!
 //! An admitted request is ONE `UpdateItem`, one of three variants whose
@@ -39,7 +39,9 @@
 mod bans;
 mod table;
 
-use super::window::{Limits, RateWindow, UnixSeconds, Usage};
+use super::clock::UnixSeconds;
+use super::plan::Limits;
+use super::window::{RateWindow, Usage};
 use crate::db::{classify, from_item, n, s, DbError, Item};
 use crate::records::Id;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
@@ -50,7 +52,7 @@ use std::fmt;
 
 pub use table::create_counter_table;
 
-/// How many variants an admission tries before giving up (it needs at most
+/// How many variants counting a request tries before giving up (it needs at most
 /// three: a wrong guess, then the variant the stored item calls for).
 const MAX_ATTEMPTS: usize = 4;
 
@@ -147,7 +149,7 @@ impl Stored {
     }
 }
 
-/// Which update an admission tries.
+/// Which update counting a request tries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Variant {
     SameMinute,
@@ -287,7 +289,7 @@ impl Counters {
     }
 
     /// Counts one request against `limits` at `now`, trying `first` first.
-    pub async fn admit(
+    pub async fn count(
         &self,
         subject: &Subject,
         limits: Limits,
@@ -309,32 +311,18 @@ impl Counters {
             if stored.banned_until > now {
                 return Ok(Counted::Banned(stored.banned_until));
             }
-            // Another instance's clock may run ahead: windows never go back.
-            if stored.has_day {
-                m = m.max(stored.usage.minute);
-                d = d.max(stored.usage.day);
+            if !stored.has_day {
+                variant = Variant::NewDay;
+                continue;
             }
-            let exhausted = |usage: Usage| {
-                usage.minute_count >= limits.per_minute || usage.day_count >= limits.per_day
-            };
-            variant = if stored.has_day && stored.usage.minute == m {
-                if exhausted(stored.usage) {
-                    return Ok(Counted::Limited(stored.usage, stored));
-                }
-                Variant::SameMinute
-            } else if stored.has_day && stored.usage.day == d {
-                if stored.usage.day_count >= limits.per_day {
-                    let usage = Usage {
-                        minute: m,
-                        minute_count: 0,
-                        ..stored.usage
-                    };
-                    return Ok(Counted::Limited(usage, stored));
-                }
-                Variant::NewMinute
-            } else {
-                Variant::NewDay
-            };
+            // Another instance's clock may run ahead: windows never go back.
+            m = m.max(stored.usage.minute);
+            d = d.max(stored.usage.day);
+            let usage = stored.usage.in_windows(m, d);
+            if usage.exhausted(limits).is_some() {
+                return Ok(Counted::Limited(usage, stored));
+            }
+            variant = Variant::for_windows(Some((stored.usage.minute, stored.usage.day)), m, d);
         }
         Err(CounterError::Contended {
             operation: "counting",

@@ -24,7 +24,7 @@
 mod item;
 mod store;
 
-use super::window::{Limits, Plan};
+use super::plan::{Limits, Plan};
 use crate::records::{Caller, Id, Role};
 use serde::Serialize;
 use sha2::{Digest, Sha256};

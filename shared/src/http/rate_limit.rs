@@ -1,0 +1,176 @@
+//! The rate-limit layer: every request is counted against its key's (or
+//! source IP's) limits before it is served, answered 401, 429 or 503 here
+//! (see [`crate::ratelimit`]), and every response carries the rate-limit
+//! headers, rendered here from the limiter's numbers.
+//!
+//! Two paths, so that a refused request costs nothing: a 429 runs no handler
+//! and reads no record.
+//! - [`count_then_serve`]: the limiter decides first; the handler runs only
+//!   for an admitted request. Every request takes it unless:
+//! - [`serve_while_counting`]: a read (`GET`, `HEAD`) whose caller this
+//!   process knows (a valid key fresh in its cache, or the public document)
+//!   and whose window it knows has room runs its handler while the count is
+//!   made, saving the count's round trip. Should the count refuse after all
+//!   (other instances used the room meanwhile), the answer is dropped.
+
+use super::error::ApiError;
+use super::route::{Route, Sender};
+use crate::ratelimit::{Admission, Known, RateStatus, Verdict};
+use crate::App;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, HeaderName, HeaderValue, Method};
+
+/// The middleware: picks the path, then puts the rate-limit headers (and, for
+/// the request's log line, the caller and plan) on the answer.
+pub async fn enforce(State(app): State<App>, req: Request, next: Next) -> Response {
+    let route = Route::of(&req);
+    let sender = Sender::of(&req);
+    let key = sender.api_key.as_deref();
+    let read = req.method() == Method::GET || req.method() == Method::HEAD;
+    let known = app.limiter.known_with_room(key, sender.source_ip);
+    let (admission, mut response) = match known {
+        // The route layer checks a known caller's role before the handler
+        // touches any data; an invalid key gets no handler (401 or public).
+        Some(known) if read && (route.is_public() || known.caller.is_some()) => {
+            serve_while_counting(&app, &sender, &route, known, req, next).await
+        }
+        _ => count_then_serve(&app, &sender, &route, req, next).await,
+    };
+    apply(&admission.status, response.headers_mut());
+    if let Verdict::Admitted {
+        caller: Some(caller),
+    } = admission.verdict
+    {
+        response.extensions_mut().insert(caller);
+    }
+    if let Some(plan) = admission.plan {
+        response.extensions_mut().insert(plan);
+    }
+    response
+}
+
+/// The handler runs and the request is counted at once; the answer stands
+/// only if the count admits it.
+async fn serve_while_counting(
+    app: &App,
+    sender: &Sender,
+    route: &Route,
+    known: Known,
+    mut req: Request,
+    next: Next,
+) -> (Admission, Response) {
+    if let Some(caller) = known.caller {
+        req.extensions_mut().insert(caller);
+    }
+    let counting = app
+        .limiter
+        .admit(sender.api_key.as_deref(), sender.source_ip);
+    let (admission, served) = tokio::join!(counting, next.run(req));
+    let response = match admission.verdict {
+        Verdict::Refused(refusal) => ApiError::from(refusal).into_response(),
+        // The key's cache entry expired meanwhile, and it is no longer valid.
+        Verdict::Admitted { caller: None } if !route.is_public() => {
+            ApiError::Unauthorized.into_response()
+        }
+        Verdict::Admitted { .. } => served,
+    };
+    (admission, response)
+}
+
+/// The request is counted; only an admitted one reaches its handler.
+async fn count_then_serve(
+    app: &App,
+    sender: &Sender,
+    route: &Route,
+    mut req: Request,
+    next: Next,
+) -> (Admission, Response) {
+    let admission = app
+        .limiter
+        .admit(sender.api_key.as_deref(), sender.source_ip)
+        .await;
+    let response = match admission.verdict {
+        Verdict::Refused(refusal) => ApiError::from(refusal).into_response(),
+        Verdict::Admitted { caller: None } if !route.is_public() => {
+            ApiError::Unauthorized.into_response()
+        }
+        Verdict::Admitted { caller } => {
+            if let Some(caller) = caller {
+                req.extensions_mut().insert(caller);
+            }
+            next.run(req).await
+        }
+    };
+    (admission, response)
+}
+
+/// The `X-RateLimit-*` headers and the IETF draft's `RateLimit-Policy` /
+/// `RateLimit`, for `status`.
+pub fn headers(status: &RateStatus) -> Vec<(HeaderName, HeaderValue)> {
+    let policy = format!(
+        "\"minute\";q={};w=60, \"day\";q={};w=86400",
+        status.limits.per_minute, status.limits.per_day
+    );
+    let current = format!(
+        "\"{}\";r={};t={}",
+        status.window.name(),
+        status.remaining,
+        status.seconds_to_reset()
+    );
+    let mut headers = vec![
+        (
+            HeaderName::from_static("x-ratelimit-limit"),
+            HeaderValue::from(status.limit),
+        ),
+        (
+            HeaderName::from_static("x-ratelimit-remaining"),
+            HeaderValue::from(status.remaining),
+        ),
+        (
+            HeaderName::from_static("x-ratelimit-reset"),
+            HeaderValue::from(status.reset),
+        ),
+    ];
+    // Both are ASCII digits, quotes, letters and punctuation: always valid.
+    if let Ok(value) = HeaderValue::from_str(&policy) {
+        headers.push((HeaderName::from_static("ratelimit-policy"), value));
+    }
+    if let Ok(value) = HeaderValue::from_str(&current) {
+        headers.push((HeaderName::from_static("ratelimit"), value));
+    }
+    headers
+}
+
+/// Sets the headers for `status`, replacing any already there.
+pub fn apply(status: &RateStatus, headers: &mut HeaderMap) {
+    for (name, value) in self::headers(status) {
+        headers.insert(name, value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ratelimit::window::{usage, MIDNIGHT};
+    use crate::ratelimit::Limits;
+
+    #[test]
+    fn the_policy_and_current_window_headers() {
+        let now = MIDNIGHT + 15;
+        let status = RateStatus::of(Limits::FREE, usage(now, 60, 60), now);
+        let headers: HeaderMap = headers(&status).into_iter().collect();
+        assert_eq!(headers["x-ratelimit-limit"], "60");
+        assert_eq!(headers["x-ratelimit-remaining"], "0");
+        assert_eq!(
+            headers["x-ratelimit-reset"],
+            (MIDNIGHT + 60).to_string().as_str()
+        );
+        assert_eq!(
+            headers["ratelimit-policy"],
+            "\"minute\";q=60;w=60, \"day\";q=1000;w=86400"
+        );
+        assert_eq!(headers["ratelimit"], "\"minute\";r=0;t=45");
+    }
+}
