@@ -55,9 +55,9 @@ test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on Dyna
 key: ## Create an API key on the running local stack (make key ARGS="--plan pro --role staff")
 	$(LOCAL_AWS) cargo run -q -p petstore-admin -- keys create $(ARGS)
 
-build: venv ## Build both functions for Lambda: target/lambda/{pets,store}/bootstrap.zip (release, arm64)
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release $(LAMBDA_ARCH) --output-format zip -p pets -p store
-	@ls -l target/lambda/pets/bootstrap.zip target/lambda/store/bootstrap.zip
+build: venv ## Build the functions for Lambda: target/lambda/{pets,store,docs}/bootstrap.zip (release, arm64)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release $(LAMBDA_ARCH) --output-format zip -p pets -p store -p docs
+	@ls -l target/lambda/pets/bootstrap.zip target/lambda/store/bootstrap.zip target/lambda/docs/bootstrap.zip
 
 lint-template: venv ## Lint template.yaml offline (cfn-lint, sam validate --lint, the dashboard's JSON)
 	scripts/lint-template.sh

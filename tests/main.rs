@@ -10,6 +10,7 @@ mod deploy;
 mod helpers;
 
 // The areas.
+mod docs;
 mod events;
 mod idempotency;
 mod observe;

@@ -9,6 +9,7 @@
 
 pub mod access;
 pub mod admission;
+pub mod docs;
 pub mod error;
 pub mod extract;
 pub mod idempotency;
@@ -33,7 +34,7 @@ use tower_http::set_header::SetRequestHeaderLayer;
 /// - [`observe::observe`]: the request's span, its metrics line and log line;
 /// - [`admission::admit`]: count, answer 401/429/503, the rate-limit headers;
 /// - the 64 KiB body limit (its bare 413 becomes the Error record);
-/// - the router: `GET /openapi.json` added, the JSON 404 for unknown paths,
+/// - the router: `GET /openapi.json` and `GET /docs` added, the JSON 404 for unknown paths,
 ///   the JSON 405 (axum adds `Allow`) for unserved methods, and on every
 ///   matched route: `X-API-Stability` on the beta ones, the access table's
 ///   check (403), and [`idempotency::settle`] (replays, and the record a
@@ -43,6 +44,7 @@ pub fn service(routes: Router<App>, app: App) -> Router {
     let observing = axum::middleware::from_fn_with_state(app.clone(), observe::observe);
     routes
         .merge(openapi::routes())
+        .merge(docs::routes())
         .fallback(not_found)
         .route_layer(axum::middleware::from_fn_with_state(
             app.clone(),

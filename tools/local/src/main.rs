@@ -1,4 +1,4 @@
-//! `make run`: both functions' routers on one port, through the same wrapper
+//! `make run`: every function's router on one port, through the same wrapper
 //! and handlers as in Lambda, against DynamoDB Local.
 //!
 //! The router is served directly with axum rather than through `cargo lambda
@@ -48,8 +48,10 @@ async fn serve(endpoint: &str) -> Result<(), BoxError> {
     };
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     print_demo_keys(&app).await?;
-    // Both functions' routes on one port, as API Gateway presents them.
-    let router = petstore::http::service(pets::routes().merge(store::routes()), app);
+    // Every function's routes on one port, as API Gateway presents them: the
+    // docs function's static files outside the wrapper, as in Lambda.
+    let router =
+        petstore::http::service(pets::routes().merge(store::routes()), app).merge(docs::routes());
     println!("Pet store API listening on http://127.0.0.1:{port} (DynamoDB at {endpoint})");
     axum::serve(
         listener,
