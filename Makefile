@@ -26,7 +26,7 @@ VENV_STAMP := $(VENV)/.requirements-dev.installed
 LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
-.PHONY: help run test key build bench dynamodb-install dynamodb-start dynamodb-stop dynamodb-status venv lint-template lint-openapi conformance clients
+.PHONY: help run test key build bench dynamodb-install dynamodb-start dynamodb-stop dynamodb-status venv lint-template lint-openapi conformance clients docs-browser
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
@@ -42,14 +42,14 @@ run: dynamodb-install ## Serve the API locally on PORT (3000) with DynamoDB Loca
 	trap '$(DYNAMODB) stop' EXIT; \
 	$(LOCAL_AWS) PORT=$(PORT) cargo run -p petstore-local
 
-test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on DynamoDB Local, the template and OpenAPI lints, the conformance run, the generated clients
+test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on DynamoDB Local, the template and OpenAPI lints, the conformance run, the generated clients, /docs in a headless browser
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(DYNAMODB) install
 	@mkdir -p .local
 	cargo test --workspace 2>&1 | tee .local/cargo-test.log
 	scripts/test-local-stacks.sh
-	$(MAKE) lint-template lint-openapi conformance clients
+	$(MAKE) lint-template lint-openapi conformance clients docs-browser
 	@scripts/test-summary.sh .local/cargo-test.log
 
 key: ## Create an API key on the running local stack (make key ARGS="--plan pro --role staff")
@@ -73,6 +73,9 @@ conformance: venv dynamodb-install ## Run schemathesis against the local stack (
 
 clients: venv dynamodb-install node_modules/.package-lock.json ## Generate Python and TypeScript clients from openapi.yaml (.local/clients), type-check the TypeScript flow, run the Python flow on the local stack
 	scripts/clients.sh
+
+docs-browser: venv dynamodb-install node_modules/.package-lock.json ## Open /docs on a local stack in headless chromium (installed with apt when missing): every operation listed, GET /pets tried; screenshot in .local/docs-browser.png
+	scripts/docs-browser.sh
 
 venv: $(VENV_STAMP) ## Install the pinned Python tools into .venv (requirements-dev.txt)
 
