@@ -30,7 +30,7 @@ VENV_STAMP := $(VENV)/.requirements-dev.installed
 LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
-.PHONY: help run run-lambda invoke test-run-lambda test key build bench dynamodb-install dynamodb-start dynamodb-stop dynamodb-status venv lint-template lint-openapi conformance clients
+.PHONY: help run run-lambda invoke test-run-lambda test key build bench dynamodb-install dynamodb-start dynamodb-stop dynamodb-status venv lint-template lint-openapi conformance clients docs-browser
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
@@ -55,7 +55,7 @@ invoke: venv ## Send a sample event to its function on the running run-lambda st
 test-run-lambda: venv dynamodb-install ## Check run-lambda: the sample events and tests/lambda.rs through several instances of each function, then Ctrl-C
 	scripts/test-run-lambda.sh
 
-test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on DynamoDB Local, the template and OpenAPI lints, the conformance run, the generated clients
+test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on DynamoDB Local, the template and OpenAPI lints, the conformance run, the generated clients, the real function binaries behind cargo lambda watch, /docs in a headless browser
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(DYNAMODB) install
@@ -63,15 +63,15 @@ test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on Dyna
 	cargo test --workspace 2>&1 | tee .local/cargo-test.log
 	scripts/test-local-stacks.sh
 	$(MAKE) test-run-lambda
-	$(MAKE) lint-template lint-openapi conformance clients
+	$(MAKE) lint-template lint-openapi conformance clients docs-browser
 	@scripts/test-summary.sh .local/cargo-test.log
 
 key: ## Create an API key on the running local stack (make key ARGS="--plan pro --role staff")
 	$(LOCAL_AWS) cargo run -q -p petstore-admin -- keys create $(ARGS)
 
-build: venv ## Build both functions for Lambda: target/lambda/{pets,store}/bootstrap.zip (release, arm64)
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release $(LAMBDA_ARCH) --output-format zip -p pets -p store
-	@ls -l target/lambda/pets/bootstrap.zip target/lambda/store/bootstrap.zip
+build: venv ## Build the functions for Lambda: target/lambda/{pets,store,docs}/bootstrap.zip (release, arm64)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release $(LAMBDA_ARCH) --output-format zip -p pets -p store -p docs
+	@ls -l target/lambda/pets/bootstrap.zip target/lambda/store/bootstrap.zip target/lambda/docs/bootstrap.zip
 
 lint-template: venv ## Lint template.yaml offline (cfn-lint, sam validate --lint, the dashboard's JSON)
 	scripts/lint-template.sh
@@ -87,6 +87,9 @@ conformance: venv dynamodb-install ## Run schemathesis against the local stack (
 
 clients: venv dynamodb-install node_modules/.package-lock.json ## Generate Python and TypeScript clients from openapi.yaml (.local/clients), type-check the TypeScript flow, run the Python flow on the local stack
 	scripts/clients.sh
+
+docs-browser: venv dynamodb-install node_modules/.package-lock.json ## Open /docs on a local stack in headless chromium (installed with apt when missing): every operation listed, GET /pets tried; screenshot in .local/docs-browser.png
+	scripts/docs-browser.sh
 
 venv: $(VENV_STAMP) ## Install the pinned Python tools into .venv (requirements-dev.txt)
 

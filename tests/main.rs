@@ -11,6 +11,7 @@ mod helpers;
 
 // The areas.
 mod abuse;
+mod docs;
 mod events;
 mod idempotency;
 mod lambda;

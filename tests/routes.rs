@@ -16,10 +16,16 @@ use tower::ServiceExt;
 
 type Operation = (String, String);
 
-/// The template's method routes (not `ANY`, not `$default`) as operations.
+/// The function that serves the API reference's static files: its routes are
+/// files, not operations (`docs_assets_are_the_docs_function_s_only_routes`).
+const DOCS_ASSETS_FUNCTION: &str = "docs";
+
+/// The template's method routes (not `ANY`, not `$default`, not the docs
+/// function's static files) as operations.
 fn template_operations(routes: &[TemplateRoute]) -> BTreeSet<Operation> {
     routes
         .iter()
+        .filter(|r| r.function != DOCS_ASSETS_FUNCTION)
         .filter_map(|r| match (&r.method, &r.path) {
             (Some(method), Some(path)) if method != "ANY" => Some((method.clone(), path.clone())),
             _ => None,
@@ -261,6 +267,7 @@ async fn each_function_serves_the_routes_the_template_sends_it() {
     let router_of = |function: &str| match function {
         "pets" => service(pets::routes(), app.app.clone()),
         "store" => service(store::routes(), app.app.clone()),
+        DOCS_ASSETS_FUNCTION => docs::routes(),
         other => panic!("template.yaml names an unknown function binary `{other}`"),
     };
     for route in template_routes() {
@@ -297,6 +304,19 @@ async fn each_function_serves_the_routes_the_template_sends_it() {
             }
         }
     }
+}
+
+#[test]
+fn docs_assets_are_the_docs_function_s_only_routes() {
+    let docs: BTreeSet<String> = template_routes()
+        .iter()
+        .filter(|r| r.function == DOCS_ASSETS_FUNCTION)
+        .map(TemplateRoute::route_key)
+        .collect();
+    let expected: BTreeSet<String> = ["GET /docs/assets/{file}", "ANY /docs/assets/{file}"]
+        .map(String::from)
+        .into();
+    assert_eq!(docs, expected);
 }
 
 #[test]

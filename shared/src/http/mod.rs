@@ -8,6 +8,7 @@
 //! in Lambda.
 
 pub mod access;
+pub mod docs;
 pub mod error;
 pub mod extract;
 pub mod idempotency;
@@ -39,7 +40,7 @@ use tower_http::set_header::SetRequestHeaderLayer;
 /// - [`observe::observe`]: the request's span, its metrics line and log line;
 /// - [`rate_limit::enforce`]: count, answer 401/429/503, the rate-limit headers;
 /// - the 64 KiB body limit (its bare 413 becomes the Error record);
-/// - the router: `GET /openapi.json` added, the JSON 404 for unknown paths,
+/// - the router: `GET /openapi.json` and `GET /docs` added, the JSON 404 for unknown paths,
 ///   the JSON 405 (axum adds `Allow`) for unserved methods, and on every
 ///   matched route: `X-API-Stability` on the beta ones, the access table's
 ///   check (403), and [`idempotency::settle`] (replays, and the record a
@@ -61,6 +62,7 @@ pub fn service(routes: Router<App>, app: App) -> Router {
         .layer(RequestBodyLimitLayer::new(extract::MAX_BODY_BYTES));
     routes
         .merge(openapi::routes())
+        .merge(docs::routes())
         .fallback(not_found)
         // Route layers wrap each matched route; the last one added is
         // outermost, so a request meets them bottom-up.

@@ -88,8 +88,10 @@ async fn serve(endpoint: &str) -> Result<(), BoxError> {
     // Before the keys are printed: a port in use prints nothing else.
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let app = setup(endpoint).await?;
-    // Both functions' routes on one port, as API Gateway presents them.
-    let router = petstore::http::service(pets::routes().merge(store::routes()), app);
+    // Every function's routes on one port, as API Gateway presents them: the
+    // docs function's static files outside the wrapper, as in Lambda.
+    let router =
+        petstore::http::service(pets::routes().merge(store::routes()), app).merge(docs::routes());
     println!("Pet store API listening on http://127.0.0.1:{port} (DynamoDB at {endpoint})");
     axum::serve(
         listener,

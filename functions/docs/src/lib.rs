@@ -1,0 +1,103 @@
+//! The `docs` function: the static files of the API reference page. The page
+//! itself (`GET /docs`, metered like every operation) is served by the shared
+//! wrapper (`petstore::http::docs`); its renderer, Swagger UI, weighs about
+//! 0.5 MB gzipped and would push the `pets` zip past 3.0 MB, so it lives here,
+//! in a function with no DynamoDB client, answering `/docs/assets/{file}`.
+//!
+//! These files are the same for everyone, hold no data and cost no DynamoDB
+//! call, so they are not metered (metering needs the DynamoDB client, which is
+//! what does not fit); browsers cache them for an hour.
+//!
+//! The files are embedded at build time from `assets/`: Swagger UI's, copied
+//! gzipped from the npm package pinned in package-lock.json by
+//! `scripts/docs-assets.sh` (which `make test` runs with `--check`, so they
+//! cannot drift from the pinned version), and `docs.js`, the page's own script.
+
+use axum::extract::Path;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use http::{header, HeaderValue};
+use petstore::http::error::ApiError;
+
+/// One embedded file.
+struct Asset {
+    name: &'static str,
+    content_type: &'static str,
+    /// Stored gzipped: sent with `Content-Encoding: gzip`.
+    gzipped: bool,
+    bytes: &'static [u8],
+}
+
+const ASSETS: &[Asset] = &[
+    Asset {
+        name: "swagger-ui-bundle.js",
+        content_type: "text/javascript; charset=utf-8",
+        gzipped: true,
+        bytes: include_bytes!("../assets/swagger-ui-bundle.js.gz"),
+    },
+    Asset {
+        name: "swagger-ui.css",
+        content_type: "text/css; charset=utf-8",
+        gzipped: true,
+        bytes: include_bytes!("../assets/swagger-ui.css.gz"),
+    },
+    Asset {
+        name: "favicon-32x32.png",
+        content_type: "image/png",
+        gzipped: false,
+        bytes: include_bytes!("../assets/favicon-32x32.png"),
+    },
+    Asset {
+        name: "docs.js",
+        content_type: "text/javascript; charset=utf-8",
+        gzipped: false,
+        bytes: include_bytes!("../assets/docs.js"),
+    },
+];
+
+/// The names of the files served under `/docs/assets/`.
+pub fn asset_names() -> impl Iterator<Item = &'static str> {
+    ASSETS.iter().map(|asset| asset.name)
+}
+
+/// `GET /docs/assets/{file}`; any other method is the contract's 405.
+pub fn routes() -> Router {
+    Router::new()
+        .route("/docs/assets/{file}", get(asset))
+        .method_not_allowed_fallback(method_not_allowed)
+}
+
+async fn asset(Path(file): Path<String>) -> Response {
+    let Some(asset) = ASSETS.iter().find(|asset| asset.name == file) else {
+        return ApiError::NotFound(format!("the API reference has no file {file}")).into_response();
+    };
+    let mut response = asset.bytes.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(asset.content_type),
+    );
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=3600"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    if asset.gzipped {
+        // Every browser accepts gzip; RFC 9110 (12.5.3) lets a server send
+        // it regardless, and keeping one stored form keeps the zip small.
+        headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    }
+    response
+}
+
+async fn method_not_allowed() -> ApiError {
+    // axum adds `Allow` on the way out of this fallback.
+    ApiError::MethodNotAllowed {
+        allow: String::new(),
+    }
+}
