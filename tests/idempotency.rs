@@ -3,7 +3,7 @@
 //! Local. `faults` runs shoppers through a fault-injecting `proxy`.
 
 mod faults;
-mod proxy;
+pub(crate) mod proxy;
 mod races;
 mod records;
 mod shoppers;

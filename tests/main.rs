@@ -13,6 +13,7 @@ mod helpers;
 mod events;
 mod idempotency;
 mod observe;
+mod pages;
 mod partitions;
 mod pets;
 mod ratelimit;

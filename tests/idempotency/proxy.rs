@@ -21,6 +21,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -74,9 +75,17 @@ pub struct FaultCounts {
     pub throttled: AtomicU64,
     pub server_errors: AtomicU64,
     pub delayed: AtomicU64,
+    /// Calls by DynamoDB operation (`Query`, `GetItem`, ...), as received.
+    pub operations: Mutex<BTreeMap<String, u64>>,
 }
 
 impl FaultCounts {
+    /// How many `operation` calls the proxy received so far.
+    pub fn calls_to(&self, operation: &str) -> u64 {
+        let operations = self.operations.lock().unwrap_or_else(|e| e.into_inner());
+        operations.get(operation).copied().unwrap_or(0)
+    }
+
     pub fn summary(&self) -> String {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         format!(
@@ -221,6 +230,10 @@ async fn handle(
         .headers
         .get("x-amz-target")
         .and_then(|t| t.to_str().ok());
+    if let Some(operation) = target.and_then(|t| t.rsplit('.').next()) {
+        let mut operations = counts.operations.lock().unwrap_or_else(|e| e.into_inner());
+        *operations.entry(operation.to_string()).or_default() += 1;
+    }
     if target.is_some_and(|t| t.ends_with(".TransactWriteItems"))
         && shared.cancel_next_transaction.swap(false, Ordering::SeqCst)
     {
