@@ -19,4 +19,5 @@ mod pets;
 mod ratelimit;
 mod roles;
 mod routes;
+mod shield;
 mod store;
