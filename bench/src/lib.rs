@@ -6,6 +6,7 @@
 //! - [`calls`]: DynamoDB calls and capacity units per operation, counted by the
 //!   [`proxy`] in between;
 //! - [`cost`]: those turned into dollars per million requests;
+//! - [`abuse`]: the calls and dollars of refused, random-key and worst-page requests;
 //! - [`sizes`]: the arm64 zips; [`targets`]: each figure against its target;
 //! - [`partitions`]: the partition-load model of a mix ([`replay`]) replayed
 //!   through the [`proxy`] with a [`capture`], attributed to partition keys
@@ -16,6 +17,7 @@
 //! made of and [`report`] prints; the runner (`main.rs`) only sequences the
 //! steps, with the [`processes`] they need.
 
+pub mod abuse;
 pub mod api_key;
 pub mod calls;
 pub mod capture;

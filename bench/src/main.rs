@@ -16,7 +16,7 @@ use petstore_bench::results::{
     BenchResults, ColdStart, LoadRun, Machine, OhaCheck, OperationCalls, Overhead, PartitionModel,
     RunSettings, OVERHEAD_FILE, RESULTS_FILE,
 };
-use petstore_bench::{api_key, calls, cost, machine, report, sizes, targets};
+use petstore_bench::{abuse, api_key, calls, cost, machine, report, sizes, targets};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -182,6 +182,11 @@ async fn measure_all(
 
     eprintln!("bench: counting DynamoDB calls per operation");
     let calls = count_calls(settings, dynamodb.addr, api_key.clone(), &timings.fixture).await?;
+    let abuse = measure_abuse(settings, dynamodb.addr, api_key.clone(), &timings.fixture).await;
+    let abuse = abuse.unwrap_or_else(|e| {
+        notes.push(format!("no abuse figures: {e}"));
+        BTreeMap::new()
+    });
     let size = sizes::of_functions(&settings.target);
     let in_process_overhead = read_overhead(&settings.out, &mut notes);
     Ok(BenchResults {
@@ -196,6 +201,7 @@ async fn measure_all(
         in_process_overhead,
         size,
         partitions: None,
+        abuse,
         notes,
         elapsed_seconds: started.elapsed().as_secs_f64(),
     })
@@ -368,6 +374,25 @@ async fn count_calls(
     let calls = calls::count(&proxy, counted.addr, api_key, fixture, repeats).await;
     counted.stop().await;
     calls
+}
+
+/// What refused, random-key and worst-page requests cost (`src/abuse.rs`).
+async fn measure_abuse(
+    settings: &Settings,
+    dynamodb: SocketAddr,
+    api_key: Option<String>,
+    fixture: &Fixture,
+) -> Result<BTreeMap<String, OperationCalls>, Error> {
+    eprintln!("bench: what abuse costs (refused, random keys, worst pages)");
+    let setup = abuse::Setup {
+        root: &settings.root,
+        service: &settings.release().join("petstore-local"),
+        dynamodb,
+        log: &settings.out.join("petstore-local-abuse.log"),
+        api_key,
+        pet_ids: &fixture.pet_ids,
+    };
+    abuse::measure(&setup).await
 }
 
 /// What `cargo bench -p petstore-bench` left, if it ran; a note if not.

@@ -38,6 +38,9 @@ pub struct BenchResults {
     /// `None` when the partition model did not run.
     #[serde(default)]
     pub partitions: Option<PartitionModel>,
+    /// What abusive requests cost, by kind (see [`crate::abuse`]).
+    #[serde(default)]
+    pub abuse: BTreeMap<String, OperationCalls>,
     /// What could not be measured, and why.
     pub notes: Vec<String>,
     pub elapsed_seconds: f64,
@@ -58,6 +61,7 @@ impl BenchResults {
             size: BTreeMap::new(),
             targets: Vec::new(),
             partitions: None,
+            abuse: BTreeMap::new(),
             notes: Vec::new(),
             elapsed_seconds: 0.0,
         }
