@@ -12,7 +12,7 @@ use crate::calls::Sent;
 use crate::client::{Conn, Error, Reply};
 use crate::processes::PetstoreLocal;
 use crate::proxy::{self, Proxy};
-use crate::results::OperationCalls;
+use crate::results::{BenchResults, OperationCalls};
 use http::{Method, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
@@ -28,35 +28,44 @@ const SPARSE_PETS: usize = 1_050;
 /// Requests of each refused and random-key kind.
 const FLOOD: usize = 200;
 
-/// What the abuse measurement needs.
-pub struct Setup<'a> {
-    pub root: &'a Path,
-    /// The `petstore-local` to run behind the proxy.
-    pub service: &'a Path,
-    pub dynamodb: SocketAddr,
-    pub log: &'a Path,
-    /// The bench's staff key, which seeds the store.
-    pub api_key: Option<String>,
-    /// 100 pet ids for the expensive read a refused key asks for.
-    pub pet_ids: &'a [u64],
+/// Measures each abusive kind into `results.abuse`, with DynamoDB Local at
+/// `dynamodb` and the `petstore-local` in `release` (the directory of the
+/// host's release binaries); a note when it cannot. Run from the repository
+/// root, as `make bench` does.
+pub async fn measure_into(release: &Path, dynamodb: SocketAddr, results: &mut BenchResults) {
+    eprintln!("bench: what abuse costs (refused, random keys, worst pages)");
+    match measure(release, dynamodb).await {
+        Ok(kinds) => results.abuse = kinds,
+        Err(e) => results.notes.push(format!("no abuse figures: {e}")),
+    }
 }
 
-/// Calls per request of each abusive kind, by name.
-pub async fn measure(setup: &Setup<'_>) -> Result<BTreeMap<String, OperationCalls>, Error> {
-    let url = format!("http://{}", setup.dynamodb);
-    let proxy = Proxy::start(setup.dynamodb).await?;
-    let mut local =
-        PetstoreLocal::start(setup.service, &format!("http://{}", proxy.addr), setup.log).await?;
+async fn measure(
+    release: &Path,
+    dynamodb: SocketAddr,
+) -> Result<BTreeMap<String, OperationCalls>, Error> {
+    let url = format!("http://{dynamodb}");
+    let unlimited = ["--per-minute", "100000000", "--per-day", "1000000000"];
+    let staff = [
+        ["--plan", "enterprise", "--role", "staff"].as_slice(),
+        &unlimited,
+    ]
+    .concat();
+    let staff = new_key(&url, &staff).await?;
+    let free = new_key(&url, &["--plan", "free"]).await?;
+    let proxy = Proxy::start(dynamodb).await?;
+    let service = release.join("petstore-local");
+    let log = release.join("../bench/petstore-local-abuse.log");
+    let mut local = PetstoreLocal::start(&service, &format!("http://{}", proxy.addr), &log).await?;
     let measured = async {
-        let mut kinds = worst_pages(&proxy, local.addr, setup.api_key.clone()).await?;
-        let key = free_key(setup.root, &url).await?;
-        let ids: Vec<String> = setup.pet_ids.iter().take(100).map(u64::to_string).collect();
+        let (mut kinds, pet_ids) = worst_pages(&proxy, local.addr, staff).await?;
+        let ids: Vec<String> = pet_ids.iter().take(100).map(u64::to_string).collect();
         let read = format!("/pets?ids={}", ids.join(","));
         let name = format!(
             "refused: GET /pets?ids=({}) by a key past its limit",
             ids.len()
         );
-        kinds.insert(name, refused(&proxy, local.addr, key, &read).await?);
+        kinds.insert(name, refused(&proxy, local.addr, free, &read).await?);
         let name = "random key: GET /pets?limit=20, a fresh unknown key each".to_string();
         kinds.insert(name, random_keys(&proxy, local.addr).await?);
         Ok::<_, Error>(kinds)
@@ -87,10 +96,10 @@ async fn counted(
 async fn worst_pages(
     proxy: &Proxy,
     addr: SocketAddr,
-    api_key: Option<String>,
-) -> Result<BTreeMap<String, OperationCalls>, Error> {
-    let category = seed_sparse_category(addr, api_key.clone()).await?;
-    let mut conn = Conn::new(addr, api_key);
+    staff_key: String,
+) -> Result<(BTreeMap<String, OperationCalls>, Vec<u64>), Error> {
+    let (category, pet_ids) = seed_sparse_category(addr, &staff_key).await?;
+    let mut conn = Conn::new(addr, Some(staff_key));
     proxy.take();
     let mut kinds = BTreeMap::new();
     for limit in [1, 100] {
@@ -104,11 +113,13 @@ async fn worst_pages(
         );
         kinds.insert(name, sent.per_request());
     }
-    Ok(kinds)
+    Ok((kinds, pet_ids))
 }
 
-/// A category of [`SPARSE_PETS`] available pets, created 8 at a time.
-async fn seed_sparse_category(addr: SocketAddr, api_key: Option<String>) -> Result<u64, Error> {
+/// A category of [`SPARSE_PETS`] available pets, created 8 at a time: its
+/// id, and the pets' ids.
+async fn seed_sparse_category(addr: SocketAddr, staff_key: &str) -> Result<(u64, Vec<u64>), Error> {
+    let api_key = Some(staff_key.to_string());
     let mut conn = Conn::new(addr, api_key.clone());
     let name = format!("bench-sparse-{}", rand::random::<u32>());
     let reply = conn
@@ -119,24 +130,26 @@ async fn seed_sparse_category(addr: SocketAddr, api_key: Option<String>) -> Resu
         .map(|worker| {
             let mut conn = Conn::new(addr, api_key.clone());
             tokio::spawn(async move {
+                let mut ids = Vec::new();
                 for i in (worker..SPARSE_PETS).step_by(8) {
                     let pet = json!({ "name": format!("Sparse {i}"), "categoryId": category });
                     let reply = conn.send(Method::POST, "/pets", Some(&pet)).await?;
-                    if reply.status != StatusCode::CREATED {
-                        return Err(Error::from(format!("POST /pets answered {}", reply.status)));
-                    }
+                    ids.push(reply.created_id().ok_or_else(|| {
+                        Error::from(format!("POST /pets answered {}", reply.status))
+                    })?);
                 }
-                Ok(())
+                Ok::<_, Error>(ids)
             })
         })
         .collect();
+    let mut pet_ids = Vec::with_capacity(SPARSE_PETS);
     for worker in workers {
-        worker.await??;
+        pet_ids.extend(worker.await??);
     }
-    Ok(category)
+    Ok((category, pet_ids))
 }
 
-/// A key past its minute limit asking for `path` [`FLOOD`] times; only the
+/// A free key (60 a minute) past its limit asking for `path` [`FLOOD`] times; only the
 /// requests answered 429 are counted (a minute boundary admits a few again).
 async fn refused(
     proxy: &Proxy,
@@ -186,12 +199,11 @@ struct IssuedKey {
     key: String,
 }
 
-/// A free-plan key (60 a minute), made with `petstore-admin`.
-async fn free_key(root: &Path, dynamodb_url: &str) -> Result<String, Error> {
+/// A key made with `petstore-admin keys create` and `args`.
+async fn new_key(dynamodb_url: &str, args: &[&str]) -> Result<String, Error> {
     let output = tokio::process::Command::new("cargo")
-        .args(["run", "-q", "-p", "petstore-admin", "--"])
-        .args(["keys", "create", "--plan", "free", "--name", "bench-abuse"])
-        .current_dir(root)
+        .args(["run", "-q", "-p", "petstore-admin", "--", "keys", "create"])
+        .args(args)
         .env("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_url)
         .env("AWS_ACCESS_KEY_ID", "local")
         .env("AWS_SECRET_ACCESS_KEY", "local")

@@ -143,6 +143,9 @@ async fn run() -> Result<(), Error> {
             true => BenchResults::empty(machine, settings.recorded(false)),
             false => measure_all(&settings, &dynamodb, machine, started).await?,
         };
+        if !settings.partitions_only {
+            abuse::measure_into(&settings.release(), dynamodb.addr, &mut results).await;
+        }
         results.partitions = measure_partitions(&settings, &dynamodb, &mut results.notes).await;
         results.elapsed_seconds = started.elapsed().as_secs_f64();
         publish(&settings, &results)
@@ -182,11 +185,6 @@ async fn measure_all(
 
     eprintln!("bench: counting DynamoDB calls per operation");
     let calls = count_calls(settings, dynamodb.addr, api_key.clone(), &timings.fixture).await?;
-    let abuse = measure_abuse(settings, dynamodb.addr, api_key.clone(), &timings.fixture).await;
-    let abuse = abuse.unwrap_or_else(|e| {
-        notes.push(format!("no abuse figures: {e}"));
-        BTreeMap::new()
-    });
     let size = sizes::of_functions(&settings.target);
     let in_process_overhead = read_overhead(&settings.out, &mut notes);
     Ok(BenchResults {
@@ -201,7 +199,7 @@ async fn measure_all(
         in_process_overhead,
         size,
         partitions: None,
-        abuse,
+        abuse: BTreeMap::new(),
         notes,
         elapsed_seconds: started.elapsed().as_secs_f64(),
     })
@@ -374,25 +372,6 @@ async fn count_calls(
     let calls = calls::count(&proxy, counted.addr, api_key, fixture, repeats).await;
     counted.stop().await;
     calls
-}
-
-/// What refused, random-key and worst-page requests cost (`src/abuse.rs`).
-async fn measure_abuse(
-    settings: &Settings,
-    dynamodb: SocketAddr,
-    api_key: Option<String>,
-    fixture: &Fixture,
-) -> Result<BTreeMap<String, OperationCalls>, Error> {
-    eprintln!("bench: what abuse costs (refused, random keys, worst pages)");
-    let setup = abuse::Setup {
-        root: &settings.root,
-        service: &settings.release().join("petstore-local"),
-        dynamodb,
-        log: &settings.out.join("petstore-local-abuse.log"),
-        api_key,
-        pet_ids: &fixture.pet_ids,
-    };
-    abuse::measure(&setup).await
 }
 
 /// What `cargo bench -p petstore-bench` left, if it ran; a note if not.
