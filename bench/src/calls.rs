@@ -61,15 +61,15 @@ pub async fn count(
 
 /// One operation's requests and the calls they made.
 #[derive(Default)]
-struct Sent {
-    requests: usize,
-    statuses: StatusCounts,
-    tally: Tally,
-    total_ms: f64,
+pub struct Sent {
+    pub requests: usize,
+    pub statuses: StatusCounts,
+    pub tally: Tally,
+    pub total_ms: f64,
 }
 
 impl Sent {
-    fn per_request(self) -> OperationCalls {
+    pub fn per_request(self) -> OperationCalls {
         let per = |total: f64| total / self.requests as f64;
         let (mut reads, mut writes, mut index, mut bytes, mut calls, mut upstream_ms) =
             (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);

@@ -6,6 +6,7 @@
 //! - [`calls`]: DynamoDB calls and capacity units per operation, counted by the
 //!   [`proxy`] in between;
 //! - [`cost`]: those turned into dollars per million requests;
+//! - [`abuse`]: the calls and dollars of refused, random-key and worst-page requests;
 //! - [`sizes`]: the arm64 zips; [`targets`]: each figure against its target;
 //! - the in-process router + wrapper overhead is `benches/overhead/` (criterion),
 //!   the partition-load model `tools/partitions`; each leaves a file the runner reads.
@@ -14,6 +15,7 @@
 //! `results.json` is made of and [`report`] prints; the runner (`main.rs`)
 //! only sequences the steps, with the [`processes`] they need.
 
+pub mod abuse;
 pub mod api_key;
 pub mod calls;
 pub mod client;

@@ -15,7 +15,7 @@ use petstore_bench::results::{
     BenchResults, ColdStart, LoadRun, Machine, Mix, OhaCheck, OperationCalls, RunSettings,
     OVERHEAD_FILE, PARTITIONS_FILE, PARTITIONS_TABLE_FILE, RESULTS_FILE,
 };
-use petstore_bench::{api_key, calls, cost, machine, report, sizes, targets};
+use petstore_bench::{abuse, api_key, calls, cost, machine, report, sizes, targets};
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -122,7 +122,9 @@ async fn run() -> Result<(), Error> {
 
     let mut dynamodb = DynamoDbLocal::start(&settings.root).await?;
     let outcome = async {
-        let results = measure_all(&settings, &dynamodb, machine, started).await?;
+        let mut results = measure_all(&settings, &dynamodb, machine, started).await?;
+        abuse::measure_into(&settings.release(), dynamodb.addr, &mut results).await;
+        results.elapsed_seconds = started.elapsed().as_secs_f64();
         publish(&settings, &results)
     }
     .await;
@@ -193,6 +195,7 @@ async fn measure_all(
         in_process_overhead,
         size,
         partitions,
+        abuse: BTreeMap::new(),
         notes,
         elapsed_seconds: started.elapsed().as_secs_f64(),
     })

@@ -44,6 +44,9 @@ pub struct BenchResults {
     /// (`tools/partitions`), carried as it wrote them.
     #[serde(default)]
     pub partitions: Option<serde_json::Value>,
+    /// What abusive requests cost, by kind (see [`crate::abuse`]).
+    #[serde(default)]
+    pub abuse: BTreeMap<String, OperationCalls>,
     /// What could not be measured, and why.
     pub notes: Vec<String>,
     pub elapsed_seconds: f64,

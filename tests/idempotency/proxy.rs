@@ -196,6 +196,13 @@ impl FaultProxy {
         calls.unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// How many `operation` calls (`Query`, `GetItem`, ...) it received so far.
+    pub fn calls_to(&self, operation: &str) -> u64 {
+        let calls = self.shared.calls.lock();
+        let calls = calls.unwrap_or_else(|e| e.into_inner());
+        calls.iter().filter(|c| c.operation == operation).count() as u64
+    }
+
     /// Throttles the next `reads` reads of an idempotency record (without
     /// forwarding them): enough for the SDK's own retries to give up.
     pub fn throttle_record_reads(&self, reads: u32) {

@@ -6,7 +6,7 @@
 //! `BatchGetItem` of those pets' stock and status from the table.
 
 use super::pets::{self, PetCheck, PetFilter};
-use super::query::Projection;
+use super::query::{Projection, PAGE_ROUND_TRIPS};
 use super::shards::item_id;
 use super::write::{Step, Write};
 use super::{from_item, Changes, Db, DbError, Page};
@@ -70,7 +70,11 @@ impl Db {
             status,
             category_id: None,
         };
-        let page = self.query_page(filter.query(IDS), limit, after).await?;
+        // The batch read of their stock is the page's last round trip.
+        let round_trips = PAGE_ROUND_TRIPS - 1;
+        let page = self
+            .query_page_within(filter.query(IDS), limit, after, round_trips)
+            .await?;
         let ids = page
             .items
             .iter()

@@ -1,7 +1,7 @@
-//! Paged queries on the GSIs, one partition or merged shards, and the opaque
-//! cursor that continues them.
+//! Paged queries on the GSIs, one partition or merged shards, each page in a
+//! bounded number of round trips, and the opaque cursor that continues them.
 
-use super::shards::{merge, Kind};
+use super::shards::{item_id, merge, next_round, Kind, PartitionRead};
 use super::{classify, n, s, Db, DbError, Item};
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
@@ -100,41 +100,81 @@ pub(crate) struct IndexQuery<'a> {
     pub projection: Projection,
 }
 
+/// The most round trips to DynamoDB one page of a list makes, however
+/// sparse its filters match (documented in `openapi.yaml` and `README.md`).
+/// A round sends one query to each partition of the list that may still add
+/// to the page, concurrently, each for a page's worth of entries (`limit +
+/// 1`); so a page evaluates at most `PAGE_ROUND_TRIPS × (limit + 1)` entries
+/// per partition, and a page whose rounds run out ends early, with a cursor.
+pub const PAGE_ROUND_TRIPS: usize = 10;
+
+/// One query's answer from one partition: the entries that matched, and the
+/// id of the last entry examined when it stopped before the partition's end.
+struct Answer {
+    items: Vec<Item>,
+    examined_to: Option<u64>,
+}
+
 impl Db {
-    /// Reads up to `limit` items after `after`, and whether more exist.
-    ///
-    /// A sharded list queries each shard at once for `limit + 1` items and
-    /// merges them by id: N shards cost N queries a page, concurrently.
+    /// Reads up to `limit` items after `after` in at most
+    /// [`PAGE_ROUND_TRIPS`] round trips, and where the next page starts.
     pub(crate) async fn query_page(
         &self,
         query: IndexQuery<'_>,
         limit: usize,
         after: Option<u64>,
     ) -> Result<Page<Item>, DbError> {
+        self.query_page_within(query, limit, after, PAGE_ROUND_TRIPS)
+            .await
+    }
+
+    /// As [`Db::query_page`], in at most `round_trips` (at least 1).
+    ///
+    /// A filter expression applies after DynamoDB's own `Limit`, so a
+    /// filtered query may find few matches or none; the partitions short of
+    /// a page are asked again, from where each stopped, until the page is
+    /// settled or the round trips are spent. Then the page holds what is
+    /// known so far and its cursor says how far that is (see
+    /// [`merge`](super::shards::merge)).
+    pub(crate) async fn query_page_within(
+        &self,
+        query: IndexQuery<'_>,
+        limit: usize,
+        after: Option<u64>,
+        round_trips: usize,
+    ) -> Result<Page<Item>, DbError> {
         let partitions = match query.sharded {
             Some(kind) => self.shards.keys(kind, &query.partition),
             None => vec![query.partition.clone()],
         };
         let query = &query;
-        let reads = partitions
-            .iter()
-            .map(|partition| self.query_partition(query, partition, limit + 1, after));
-        let found = futures::future::try_join_all(reads).await?;
-        merge(found, limit, query.descending)
+        let mut reads: Vec<PartitionRead> = partitions.iter().map(|_| Default::default()).collect();
+        for _ in 0..round_trips.max(1) {
+            let wanted = next_round(&reads, limit, query.descending);
+            if wanted.is_empty() {
+                break;
+            }
+            let answers = wanted.iter().map(|i| {
+                let from = reads[*i].resume_after(after);
+                self.query_once(query, &partitions[*i], limit + 1, from)
+            });
+            let answers = futures::future::try_join_all(answers).await?;
+            for (i, answer) in wanted.into_iter().zip(answers) {
+                reads[i].add(answer.items, answer.examined_to)?;
+            }
+        }
+        Ok(merge(reads, limit, query.descending))
     }
 
-    /// Reads up to `wanted` items of one partition after `after`, in order.
-    ///
-    /// A filter expression applies after DynamoDB's own limit, so a filtered
-    /// query may need several round trips; it stops as soon as it holds
-    /// `wanted` items (one more than a page, which proves a next page exists).
-    async fn query_partition(
+    /// One query of one partition: up to `entries` index entries after
+    /// `after` examined, in order, and those of them the filter keeps.
+    async fn query_once(
         &self,
         query: &IndexQuery<'_>,
         partition: &str,
-        wanted: usize,
+        entries: usize,
         after: Option<u64>,
-    ) -> Result<Vec<Item>, DbError> {
+    ) -> Result<Answer, DbError> {
         let pk_attr = format!("{}PK", query.index);
         let mut key_condition = "#pk = :pk".to_string();
         if after.is_some() {
@@ -144,44 +184,42 @@ impl Db {
                 " AND id > :after"
             });
         }
-        let mut items: Vec<Item> = Vec::with_capacity(wanted);
-        let mut start: Option<HashMap<String, AttributeValue>> = None;
-        loop {
-            let mut request = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(query.index)
-                .key_condition_expression(&key_condition)
-                .expression_attribute_names("#pk", &pk_attr)
-                .expression_attribute_values(":pk", s(partition))
-                .scan_index_forward(!query.descending)
-                .limit((wanted - items.len()) as i32)
-                .set_exclusive_start_key(start.take());
-            if let Some(after) = after {
-                request = request.expression_attribute_values(":after", n(after));
+        let mut request = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(query.index)
+            .key_condition_expression(&key_condition)
+            .expression_attribute_names("#pk", &pk_attr)
+            .expression_attribute_values(":pk", s(partition))
+            .scan_index_forward(!query.descending)
+            .limit(i32::try_from(entries).unwrap_or(i32::MAX));
+        if let Some(after) = after {
+            request = request.expression_attribute_values(":after", n(after));
+        }
+        if let Some(filter) = &query.filter {
+            request = request.filter_expression(filter.expression);
+            for (k, v) in &filter.names {
+                request = request.expression_attribute_names(k, v);
             }
-            if let Some(filter) = &query.filter {
-                request = request.filter_expression(filter.expression);
-                for (k, v) in &filter.names {
-                    request = request.expression_attribute_names(k, v);
-                }
-                for (k, v) in &filter.values {
-                    request = request.expression_attribute_values(k, v.clone());
-                }
-            }
-            request = request.projection_expression(query.projection.expression);
-            for (placeholder, name) in query.projection.names {
-                request = request.expression_attribute_names(*placeholder, *name);
-            }
-            let out = request.send().await.map_err(classify)?;
-            items.extend(out.items.unwrap_or_default());
-            match out.last_evaluated_key {
-                Some(key) if items.len() < wanted => start = Some(key),
-                _ => break,
+            for (k, v) in &filter.values {
+                request = request.expression_attribute_values(k, v.clone());
             }
         }
-        Ok(items)
+        request = request.projection_expression(query.projection.expression);
+        for (placeholder, name) in query.projection.names {
+            request = request.expression_attribute_names(*placeholder, *name);
+        }
+        let out = request.send().await.map_err(classify)?;
+        // The key DynamoDB stopped at holds the index's sort key, the id.
+        let examined_to = out
+            .last_evaluated_key
+            .map(|key| item_id(&key))
+            .transpose()?;
+        Ok(Answer {
+            items: out.items.unwrap_or_default(),
+            examined_to,
+        })
     }
 }
 

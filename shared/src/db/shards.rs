@@ -5,10 +5,14 @@
 //! A record's shard is a fixed hash of its id ([`shard_of`]), so it never
 //! changes while the shard count stays; the shard is the last part of the
 //! index partition key (`PET#3`, `ORDER#COMPLETE#false#17`). A page of a
-//! sharded list queries every shard of it at once for `limit + 1` items after
-//! the cursor's id and merges them by id ([`merge`]): the first `limit` of
-//! the merge are exactly the list's next `limit` (no shard can hold more of
-//! them than it returned), and the cursor stays the last id returned.
+//! sharded list queries every shard of it at once for `limit + 1` entries
+//! after the cursor's id, and again, in bounded rounds, those that may still
+//! add to the page (see [`query`](super::query)); [`merge`] then takes the
+//! matches every shard has been examined up to (the [`frontier`]) in id
+//! order. The first `limit` of them are exactly the list's next `limit`, and
+//! the cursor is the last id returned, or the frontier when a page's rounds
+//! ran out first: one id from which every shard resumes with nothing skipped
+//! and nothing repeated.
 //!
 //! A shard count may be raised at any time: reads cover every shard below the
 //! count, and every entry written under a smaller count is in one of them.
@@ -98,20 +102,80 @@ pub(crate) fn item_id(item: &Item) -> Result<u64, DbError> {
     }
 }
 
-/// One page from the items each partition returned after the cursor, each
-/// partition's in id order and at most `limit + 1` of them: the first
-/// `limit` by id (highest first when `descending`), and the last one's id
-/// when more exist.
-pub(crate) fn merge(
-    partitions: Vec<Vec<Item>>,
-    limit: usize,
+/// What the queries of one page found in one partition so far: its matches
+/// in the list's order, and how far they have looked.
+#[derive(Debug, Default)]
+pub(crate) struct PartitionRead {
+    /// The matches found, in the list's order, each with its id.
+    matches: Vec<(u64, Item)>,
+    /// The id of the last index entry examined (DynamoDB's
+    /// `LastEvaluatedKey`), once a query stopped before the partition's end.
+    examined_to: Option<u64>,
+    /// Whether the queries reached the partition's end.
+    done: bool,
+}
+
+impl PartitionRead {
+    /// Where this partition's next query starts: after the last entry
+    /// examined, or after the page's cursor before any query.
+    pub(crate) fn resume_after(&self, cursor: Option<u64>) -> Option<u64> {
+        self.examined_to.or(cursor)
+    }
+
+    /// Whether another query of this partition could still add to the page:
+    /// it has not reached its end, and holds no more than a page's worth
+    /// (a page takes at most `limit` from any one partition).
+    pub(crate) fn needs_more(&self, limit: usize) -> bool {
+        !self.done && self.matches.len() <= limit
+    }
+
+    /// Adds one query's answer: the `items` that matched, and the id of the
+    /// last entry it examined if it stopped before the partition's end.
+    pub(crate) fn add(
+        &mut self,
+        items: Vec<Item>,
+        examined_to: Option<u64>,
+    ) -> Result<(), DbError> {
+        for item in items {
+            self.matches.push((item_id(&item)?, item));
+        }
+        match examined_to {
+            Some(id) => self.examined_to = Some(id),
+            None => self.done = true,
+        }
+        Ok(())
+    }
+}
+
+/// How far every partition has been examined: the least advanced examined
+/// id of those not at their end; `None` once all are at their end. Every
+/// match up to it, in the list's order, is known. Read only after each
+/// partition had its first query (each needs one: [`PartitionRead::needs_more`]).
+fn frontier(partitions: &[PartitionRead], descending: bool) -> Option<u64> {
+    let open = partitions
+        .iter()
+        .filter(|p| !p.done)
+        .filter_map(|p| p.examined_to);
+    if descending {
+        open.max()
+    } else {
+        open.min()
+    }
+}
+
+/// The matches known so far, in the list's order: those up to the
+/// [`frontier`], the only ones no partition can still add to.
+fn known<T>(
+    matches: impl Iterator<Item = (u64, T)>,
+    frontier: Option<u64>,
     descending: bool,
-) -> Result<Page<Item>, DbError> {
-    let mut items = partitions
-        .into_iter()
-        .flatten()
-        .map(|item| Ok((item_id(&item)?, item)))
-        .collect::<Result<Vec<_>, DbError>>()?;
+) -> Vec<(u64, T)> {
+    let reached = |id: u64| match frontier {
+        None => true,
+        Some(f) if descending => id >= f,
+        Some(f) => id <= f,
+    };
+    let mut items: Vec<(u64, T)> = matches.filter(|(id, _)| reached(*id)).collect();
     items.sort_by_key(|(id, _)| *id);
     if descending {
         items.reverse();
@@ -119,14 +183,49 @@ pub(crate) fn merge(
     // An entry moving between shards (never within one list today) would
     // show twice for a moment: once is enough.
     items.dedup_by_key(|(id, _)| *id);
-    let next_after = (items.len() > limit)
-        .then(|| items.get(limit.saturating_sub(1)).map(|(id, _)| *id))
-        .flatten();
+    items
+}
+
+/// The partitions the next round trip queries: none once the reads so far
+/// settle the page (every partition at its end, or more than `limit`
+/// matches known: one more proves a next page); else those that may still
+/// add to it.
+pub(crate) fn next_round(
+    partitions: &[PartitionRead],
+    limit: usize,
+    descending: bool,
+) -> Vec<usize> {
+    let frontier = frontier(partitions, descending);
+    let matches = partitions
+        .iter()
+        .flat_map(|p| p.matches.iter().map(|(id, _)| (*id, ())));
+    if known(matches, frontier, descending).len() > limit {
+        return Vec::new();
+    }
+    (0..partitions.len())
+        .filter(|i| partitions[*i].needs_more(limit))
+        .collect()
+}
+
+/// The page the partitions' reads make, settled or not (a page whose round
+/// trips ran out): the first `limit` known matches, and where the next page
+/// starts. That is the last match returned when more are known; else the
+/// [`frontier`], up to which every partition has been examined, so the next
+/// page resumes each partition with nothing skipped and nothing returned
+/// twice; none once every partition is at its end.
+pub(crate) fn merge(partitions: Vec<PartitionRead>, limit: usize, descending: bool) -> Page<Item> {
+    let frontier = frontier(&partitions, descending);
+    let matches = partitions.into_iter().flat_map(|p| p.matches);
+    let mut items = known(matches, frontier, descending);
+    let next_after = match items.len() > limit {
+        true => items.get(limit.saturating_sub(1)).map(|(id, _)| *id),
+        false => frontier,
+    };
     items.truncate(limit);
-    Ok(Page {
+    Page {
         items: items.into_iter().map(|(_, item)| item).collect(),
         next_after,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -142,67 +241,164 @@ mod tests {
         page.items.iter().map(|i| item_id(i).unwrap_or(0)).collect()
     }
 
-    /// Every shard's items after `after`, at most `limit + 1`, as DynamoDB
-    /// would answer each shard's query.
-    fn shard_answers(shards: &[Vec<u64>], after: u64, limit: usize, desc: bool) -> Vec<Vec<Item>> {
-        shards
+    /// What DynamoDB answers a query of `shard` (its ids, each with whether
+    /// the filter keeps it) for `entries` entries after `after`: the kept
+    /// ones, and the last id examined when `entries` were examined.
+    fn answer(
+        shard: &[(u64, bool)],
+        entries: usize,
+        after: Option<u64>,
+        desc: bool,
+    ) -> (Vec<Item>, Option<u64>) {
+        let mut ids: Vec<(u64, bool)> = shard
             .iter()
-            .map(|ids| {
-                let mut ids: Vec<u64> = ids
-                    .iter()
-                    .copied()
-                    .filter(|id| if desc { *id < after } else { *id > after })
-                    .collect();
-                ids.sort_unstable();
-                if desc {
-                    ids.reverse();
-                }
-                ids.into_iter().take(limit + 1).map(item).collect()
-            })
-            .collect()
+            .copied()
+            .filter(|(id, _)| after.is_none_or(|a| if desc { *id < a } else { *id > a }))
+            .collect();
+        ids.sort_unstable();
+        if desc {
+            ids.reverse();
+        }
+        ids.truncate(entries);
+        let examined_to = (ids.len() == entries)
+            .then(|| ids.last().map(|(id, _)| *id))
+            .flatten();
+        let kept = ids
+            .iter()
+            .filter(|(_, keep)| *keep)
+            .map(|(id, _)| item(*id))
+            .collect();
+        (kept, examined_to)
+    }
+
+    /// One page as `Db::query_page_within` reads it, from shards in memory:
+    /// the page and the queries it sent.
+    fn page(
+        shards: &[Vec<(u64, bool)>],
+        limit: usize,
+        after: Option<u64>,
+        rounds: usize,
+        desc: bool,
+    ) -> Result<(Page<Item>, usize), DbError> {
+        let mut reads: Vec<PartitionRead> =
+            shards.iter().map(|_| PartitionRead::default()).collect();
+        let mut queries = 0;
+        for _ in 0..rounds {
+            let wanted = next_round(&reads, limit, desc);
+            if wanted.is_empty() {
+                break;
+            }
+            for i in wanted {
+                let (items, examined_to) =
+                    answer(&shards[i], limit + 1, reads[i].resume_after(after), desc);
+                reads[i].add(items, examined_to)?;
+                queries += 1;
+            }
+        }
+        Ok((merge(reads, limit, desc), queries))
     }
 
     #[test]
-    fn paging_merged_shards_sees_every_id_once_in_order() -> Result<(), DbError> {
-        for (count, limit, desc) in [(1, 3, false), (4, 3, false), (7, 2, true), (32, 5, true)] {
+    fn paging_merged_shards_sees_every_match_once_in_order_in_bounded_pages() -> Result<(), DbError>
+    {
+        // Shard counts, limits, orders, round trips, and how often the
+        // filter keeps an entry (1 in `every`): dense, sparse, none.
+        let cases = [
+            (1, 3, false, 10, 1),
+            (4, 3, false, 10, 1),
+            (7, 2, true, 10, 1),
+            (32, 5, true, 10, 1),
+            (1, 1, false, 10, 97),
+            (1, 2, true, 3, 13),
+            (4, 3, false, 2, 11),
+            (7, 1, true, 1, 5),
+            (32, 5, false, 10, 29),
+            (3, 4, false, 10, 0),
+        ];
+        for (count, limit, desc, rounds, every) in cases {
             let mut shards = vec![Vec::new(); count];
-            let all: Vec<u64> = (1..=200u64).map(|i| i * 7919 % 100_003).collect();
+            let all: Vec<u64> = (1..=400u64).map(|i| i * 7919 % 100_003).collect();
             for id in &all {
-                shards[usize::from(shard_of(*id, count as u16))].push(*id);
+                let keep = every != 0 && id % every == 0;
+                shards[usize::from(shard_of(*id, count as u16))].push((*id, keep));
             }
             let mut seen = Vec::new();
-            let mut after = if desc { u64::MAX } else { 0 };
+            let mut after = None;
+            let mut pages = 0;
             loop {
-                let page = merge(shard_answers(&shards, after, limit, desc), limit, desc)?;
+                let (page, queries) = page(&shards, limit, after, rounds, desc)?;
                 assert!(page.items.len() <= limit);
+                assert!(queries <= rounds * count, "{queries} queries");
                 seen.extend(ids(&page));
+                pages += 1;
+                assert!(pages <= all.len() + 1, "paging must end");
                 match page.next_after {
-                    Some(next) => after = next,
+                    Some(next) => {
+                        assert!(
+                            after.is_none_or(|a| if desc { next < a } else { next > a }),
+                            "a cursor moves on"
+                        );
+                        after = Some(next);
+                    }
                     None => break,
                 }
             }
-            let mut expected = all.clone();
+            let mut expected: Vec<u64> = all
+                .iter()
+                .copied()
+                .filter(|id| every != 0 && id % every == 0)
+                .collect();
             expected.sort_unstable();
             if desc {
                 expected.reverse();
             }
-            assert_eq!(seen, expected, "{count} shards, limit {limit}");
+            assert_eq!(
+                seen, expected,
+                "{count} shards, limit {limit}, 1 in {every}"
+            );
         }
         Ok(())
     }
 
     #[test]
     fn a_page_that_ends_the_list_has_no_cursor() -> Result<(), DbError> {
-        let page = merge(vec![vec![item(1), item(3)], vec![item(2)]], 3, false)?;
-        assert_eq!((ids(&page), page.next_after), (vec![1, 2, 3], None));
-        let page = merge(
-            vec![vec![item(1), item(3)], vec![item(2), item(4)]],
+        let dense = |ids: &[u64]| ids.iter().map(|id| (*id, true)).collect::<Vec<_>>();
+        let (page_one, _) = page(&[dense(&[1, 3]), dense(&[2])], 3, None, 10, false)?;
+        assert_eq!((ids(&page_one), page_one.next_after), (vec![1, 2, 3], None));
+        let (page_two, _) = page(&[dense(&[1, 3]), dense(&[2, 4])], 3, None, 10, false)?;
+        assert_eq!(
+            (ids(&page_two), page_two.next_after),
+            (vec![1, 2, 3], Some(3))
+        );
+        let (empty, _) = page(&[vec![], vec![]], 3, None, 10, true)?;
+        assert_eq!((ids(&empty), empty.next_after), (vec![], None));
+        Ok(())
+    }
+
+    #[test]
+    fn a_page_whose_round_trips_run_out_resumes_where_every_shard_stopped() -> Result<(), DbError> {
+        // One match at the end of one shard; the other shard has none.
+        let sparse: Vec<(u64, bool)> = (1..=40).map(|id| (id * 2, id == 40)).collect();
+        let none: Vec<(u64, bool)> = (1..=40).map(|id| (id * 2 + 1, false)).collect();
+        let (first, queries) = page(&[sparse.clone(), none.clone()], 1, None, 3, false)?;
+        // 3 rounds of a page's worth (2 entries) in each shard: the first
+        // shard stopped at 12 (2, 4, ... 12), the other at 13; every entry
+        // up to 12 is examined, and the next page resumes both after it
+        // (and stops at 23, the second shard now the least advanced).
+        assert_eq!(
+            (ids(&first), first.next_after, queries),
+            (vec![], Some(12), 6)
+        );
+        let (second, _) = page(
+            &[sparse.clone(), none.clone()],
+            1,
+            first.next_after,
             3,
             false,
         )?;
-        assert_eq!((ids(&page), page.next_after), (vec![1, 2, 3], Some(3)));
-        let page = merge(vec![vec![], vec![]], 3, true)?;
-        assert_eq!((ids(&page), page.next_after), (vec![], None));
+        assert_eq!((ids(&second), second.next_after), (vec![], Some(23)));
+        let (last, _) = page(&[sparse, none], 1, Some(72), 3, false)?;
+        assert_eq!((ids(&last), last.next_after), (vec![80], None));
         Ok(())
     }
 

@@ -1,0 +1,240 @@
+//! The deployed stack's outer shield (contract section 4), held in
+//! `template.yaml`: the HTTP API stage throttles (rate and burst) and every
+//! function has reserved concurrency, each a template parameter; and no
+//! function's policy lets it write an API key item, while the items a request
+//! does write (idempotency records, pets, orders, ...) stay writable.
+
+use crate::deploy::read_yaml;
+use crate::helpers::TestApp;
+use http::{Method, Request};
+use serde_json::json;
+use serde_yaml_ng::Value;
+
+/// The actions that write an item of a table.
+const WRITES: [&str; 4] = [
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:BatchWriteItem",
+];
+
+/// What `value` holds under the CloudFormation tag `tag` (`Ref`, `If`, ...).
+fn tagged<'a>(value: &'a Value, tag: &str) -> Option<&'a Value> {
+    match value {
+        Value::Tagged(tagged) if tagged.tag == tag => Some(&tagged.value),
+        _ => None,
+    }
+}
+
+/// The Number parameter `value` refers to (`!Ref P`), with its default.
+#[track_caller]
+fn number_parameter(template: &Value, value: &Value, what: &str) -> (String, u64) {
+    let name = tagged(value, "Ref")
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("{what} is a template parameter (!Ref): {value:?}"));
+    let parameter = &template["Parameters"][name];
+    assert_eq!(parameter["Type"].as_str(), Some("Number"), "{name}");
+    let default = parameter["Default"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{name} has a numeric default"));
+    (name.to_string(), default)
+}
+
+/// Every `AWS::Serverless::Function` of the template, by logical name.
+fn functions(template: &Value) -> Vec<(String, &Value)> {
+    let resources = template["Resources"].as_mapping().expect("Resources");
+    resources
+        .iter()
+        .filter(|(_, r)| r["Type"].as_str() == Some("AWS::Serverless::Function"))
+        .map(|(name, r)| (name.as_str().unwrap_or_default().to_string(), r))
+        .collect()
+}
+
+/// Every inline policy statement of `function`.
+fn statements(function: &Value) -> Vec<&Value> {
+    function["Properties"]["Policies"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .filter_map(|policy| policy["Statement"].as_sequence())
+        .flatten()
+        .collect()
+}
+
+/// A statement's actions, one or a list.
+fn actions(statement: &Value) -> Vec<&str> {
+    match &statement["Action"] {
+        Value::String(action) => vec![action.as_str()],
+        actions => actions
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect(),
+    }
+}
+
+/// Whether a statement's resource is the data table itself (`!GetAtt DataTable.Arn`).
+fn on_data_table(statement: &Value) -> bool {
+    let resource = &statement["Resource"];
+    let one = |r: &Value| tagged(r, "GetAtt").and_then(Value::as_str) == Some("DataTable.Arn");
+    one(resource) || resource.as_sequence().is_some_and(|rs| rs.iter().any(one))
+}
+
+/// IAM's `StringLike`: `*` any run of characters, `?` any one.
+fn like(pattern: &str, text: &str) -> bool {
+    match (pattern.chars().next(), text.chars().next()) {
+        (None, None) => true,
+        (Some('*'), _) => {
+            like(&pattern[1..], text)
+                || (!text.is_empty()
+                    && like(
+                        pattern,
+                        &text[text.chars().next().map_or(0, char::len_utf8)..],
+                    ))
+        }
+        (Some(p), Some(t)) if p == '?' || p == t => {
+            like(&pattern[p.len_utf8()..], &text[t.len_utf8()..])
+        }
+        _ => false,
+    }
+}
+
+#[test]
+fn the_stage_throttles_and_every_function_reserves_concurrency_as_parameters() {
+    let template = read_yaml("template.yaml");
+    let settings = &template["Resources"]["HttpApi"]["Properties"]["DefaultRouteSettings"];
+    let (_, rate) = number_parameter(
+        &template,
+        &settings["ThrottlingRateLimit"],
+        "the stage rate",
+    );
+    let (_, burst) = number_parameter(&template, &settings["ThrottlingBurstLimit"], "the burst");
+    assert!(rate >= 1 && burst >= rate, "rate {rate}, burst {burst}");
+
+    let functions = functions(&template);
+    assert!(
+        functions.len() >= 2,
+        "the pets and store functions at least"
+    );
+    for (name, function) in functions {
+        let reserved = &function["Properties"]["ReservedConcurrentExecutions"];
+        // Either the parameter itself, or `!If [cond, !Ref P, !Ref AWS::NoValue]`
+        // (0: no reservation).
+        let parameter = match tagged(reserved, "If").and_then(Value::as_sequence) {
+            Some(branches) => &branches[1],
+            None => reserved,
+        };
+        let what = format!("{name}'s ReservedConcurrentExecutions");
+        let (_, default) = number_parameter(&template, parameter, &what);
+        assert!(default >= 1, "{what} reserves some concurrency by default");
+    }
+}
+
+#[tokio::test]
+async fn no_function_may_write_an_api_key_item_but_every_other_item_stays_writable() {
+    // Given a store holding an API key, a pet and an idempotency record
+    let app = TestApp::spawn().await;
+    let category = app.create_category("Dogs").await;
+    let body = json!({ "name": "Rex", "categoryId": category });
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri("/pets")
+        .header("content-type", "application/json")
+        .header("idempotency-key", "shield-1")
+        .body(axum::body::Body::from(body.to_string()))
+        .expect("a valid request");
+    app.request(request).await.assert_status(201);
+    let scan = app
+        .app
+        .db
+        .client()
+        .scan()
+        .table_name(app.app.db.table())
+        .send()
+        .await
+        .expect("the test table scans");
+    let keys: Vec<String> = scan
+        .items()
+        .iter()
+        .filter_map(|item| item.get("PK")?.as_s().ok().cloned())
+        .collect();
+    let (api_keys, others): (Vec<&String>, Vec<&String>) =
+        keys.iter().partition(|pk| scan_is_api_key(&scan, pk));
+    assert!(!api_keys.is_empty(), "the key item is there: {keys:?}");
+    assert!(
+        others.iter().any(|pk| pk.starts_with("IDEMPOTENCY#")),
+        "{keys:?}"
+    );
+
+    // Then every function that may write the data table is denied every
+    // write of exactly the API key items
+    let template = read_yaml("template.yaml");
+    for (name, function) in functions(&template) {
+        let statements = statements(function);
+        let writes = statements.iter().any(|s| {
+            s["Effect"].as_str() == Some("Allow")
+                && on_data_table(s)
+                && actions(s).iter().any(|a| WRITES.contains(a))
+        });
+        if !writes {
+            continue;
+        }
+        let patterns: Vec<&str> = statements
+            .iter()
+            .filter(|s| s["Effect"].as_str() == Some("Deny") && on_data_table(s))
+            .filter(|s| WRITES.iter().all(|w| actions(s).contains(w)))
+            .flat_map(|s| {
+                let leading = &s["Condition"]["ForAnyValue:StringLike"]["dynamodb:LeadingKeys"];
+                leading
+                    .as_sequence()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+            })
+            .collect();
+        for pk in &api_keys {
+            assert!(
+                patterns.iter().any(|p| like(p, pk)),
+                "{name} may write the API key item {pk}: no Deny of {WRITES:?} on \
+                 dynamodb:LeadingKeys matches it ({patterns:?})"
+            );
+        }
+        for pk in &others {
+            assert!(
+                !patterns.iter().any(|p| like(p, pk)),
+                "{name} may not write {pk}, which a request writes ({patterns:?})"
+            );
+        }
+        // The counter table is never denied.
+        assert!(
+            !statements
+                .iter()
+                .any(|s| s["Effect"].as_str() == Some("Deny") && !on_data_table(s)),
+            "{name}: only the data table's API key items are denied"
+        );
+    }
+}
+
+/// Whether the scanned item with partition key `pk` is an API key (its sort key says so).
+fn scan_is_api_key(scan: &aws_sdk_dynamodb::operation::scan::ScanOutput, pk: &str) -> bool {
+    scan.items().iter().any(|item| {
+        item.get("PK")
+            .and_then(|v| v.as_s().ok())
+            .map(String::as_str)
+            == Some(pk)
+            && item
+                .get("SK")
+                .and_then(|v| v.as_s().ok())
+                .map(String::as_str)
+                == Some("APIKEY")
+    })
+}
+
+#[test]
+fn string_like_matches_as_iam_does() {
+    assert!(like("APIKEY#*", "APIKEY#ab12"));
+    assert!(like("APIKEY#*", "APIKEY#"));
+    assert!(!like("APIKEY#*", "IDEMPOTENCY#1#APIKEY#"));
+    assert!(like("A?C", "ABC") && !like("A?C", "AC"));
+}
