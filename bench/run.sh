@@ -6,6 +6,9 @@
 #   BENCH_ZIP=0        skip the arm64 zip build (3-7 min when not up to date)
 #   BENCH_OVERHEAD=0   skip the criterion in-process bench
 #   BENCH_OHA=0        skip installing/running oha
+#   BENCH_COLDSTART=0  skip the Lambda-like cold start (tools/coldstart; its
+#                      knobs COLDSTART_SPAWNS=8 COLDSTART_MEMORY=128,256,512,1024)
+#   BENCH_ONLY=coldstart  the Lambda-like cold start alone
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,8 +27,31 @@ fi
 
 scripts/dynamodb-local.sh install
 
-log "building release binaries for this host"
-cargo build --release -p pets -p store -p petstore-local -p petstore-bench
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+# The functions alone, as `cargo lambda build -p pets -p store` builds them:
+# built with the bench's crates, they would get those crates' features too.
+log "building the functions' release bootstraps for this host"
+cargo build --release -p pets -p store
+log "building the bench's own release binaries"
+cargo build --release -p petstore-local -p petstore-bench -p petstore-coldstart
+
+if [[ "${BENCH_COLDSTART:-1}" != 0 ]]; then
+  # The floor, in its own workspace, with the pet store's [profile.release].
+  log "building the floor function (tools/coldstart/floor)"
+  mapfile -t FLOOR_PROFILE < <(python3 - <<'EOF'
+import json, tomllib
+with open("Cargo.toml", "rb") as manifest:
+    release = tomllib.load(manifest)["profile"]["release"]
+for key, value in release.items():
+    print(f"--config=profile.release.{key}={json.dumps(value)}")
+EOF
+  )
+  CARGO_TARGET_DIR="$TARGET" cargo build --release --locked \
+    --manifest-path tools/coldstart/floor/Cargo.toml "${FLOOR_PROFILE[@]}"
+  log "cold start as Lambda runs it (tools/coldstart)"
+  "$TARGET/release/petstore-coldstart" || log "the Lambda-like cold start failed; its figures are missing"
+fi
+[[ "${BENCH_ONLY:-}" == coldstart ]] && exit 0
 
 # The arm64 zips, as deployed. cargo-lambda is the SAM build's (.venv), shared.
 if [[ "${BENCH_ZIP:-1}" != 0 ]]; then
