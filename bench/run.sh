@@ -7,6 +7,9 @@
 #   BENCH_OVERHEAD=0   skip the criterion in-process bench
 #   BENCH_OHA=0        skip installing/running oha
 #   BENCH_ONLY=partitions   the partition model (tools/partitions) alone
+#   BENCH_COLDSTART=0  skip the Lambda-like cold start (tools/coldstart; its
+#                      knobs COLDSTART_SPAWNS=8 COLDSTART_MEMORY=128,256,512,1024)
+#   BENCH_ONLY=coldstart  the Lambda-like cold start alone
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -35,8 +38,31 @@ if [[ "${BENCH_OHA:-1}" != 0 && ! -x "$OHA" ]]; then
 fi
 [[ "${BENCH_OHA:-1}" == 0 ]] && export BENCH_OHA=/nonexistent
 
-log "building release binaries for this host"
-cargo build --release -p pets -p store -p petstore-local -p petstore-bench
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+# The functions alone, as `cargo lambda build -p pets -p store` builds them:
+# built with the bench's crates, they would get those crates' features too.
+log "building the functions' release bootstraps for this host"
+cargo build --release -p pets -p store
+log "building the bench's own release binaries"
+cargo build --release -p petstore-local -p petstore-bench -p petstore-coldstart
+
+if [[ "${BENCH_COLDSTART:-1}" != 0 ]]; then
+  # The floor, in its own workspace, with the pet store's [profile.release].
+  log "building the floor function (tools/coldstart/floor)"
+  mapfile -t FLOOR_PROFILE < <(python3 - <<'EOF'
+import json, tomllib
+with open("Cargo.toml", "rb") as manifest:
+    release = tomllib.load(manifest)["profile"]["release"]
+for key, value in release.items():
+    print(f"--config=profile.release.{key}={json.dumps(value)}")
+EOF
+  )
+  CARGO_TARGET_DIR="$TARGET" cargo build --release --locked \
+    --manifest-path tools/coldstart/floor/Cargo.toml "${FLOOR_PROFILE[@]}"
+  log "cold start as Lambda runs it (tools/coldstart)"
+  "$TARGET/release/petstore-coldstart" || log "the Lambda-like cold start failed; its figures are missing"
+fi
+[[ "${BENCH_ONLY:-}" == coldstart ]] && exit 0
 
 # The arm64 zips, as deployed. cargo-lambda is the SAM build's (.venv), shared.
 if [[ "${BENCH_ZIP:-1}" != 0 ]]; then

@@ -346,10 +346,11 @@ async fn an_unreachable_database_answers_503_with_retry_after_never_500() {
         (name == "RATE_LIMIT_FAILURE_MODE").then(|| "open".to_string())
     })
     .expect("test configuration is valid");
+    // (warmed up as a Lambda function's init does: its failed read is not fatal)
     let dead = petstore::local_client("http://127.0.0.1:9").await;
     let router = petstore::http::service(
         pets::routes().merge(store::routes()),
-        petstore::App::new(config, dead),
+        petstore::App::new(config, dead).warmed_up().await,
     );
 
     for (method, path, body) in [

@@ -3,8 +3,15 @@
 //! (ready) and to its first response (first invocation done). Each process
 //! then answers one more invocation, which is a warm invocation's duration as
 //! Lambda would bill it (minus Lambda's own rounding).
+//!
+//! `make bench`'s own run ([`measure`]) is at full CPU, without TLS: a local
+//! figure. `tools/coldstart` runs the same Runtime API the way Lambda runs a
+//! function ([`spawn_once`] with [`Hooks`]): the invocation throttled from
+//! the first `next` on, and a third invocation after the process was frozen
+//! while its DynamoDB connections were closed.
 
 use crate::client::Error;
+use crate::lambda_env;
 use crate::results::ColdStart;
 use crate::stats::summarize;
 use bytes::Bytes;
@@ -13,16 +20,15 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde::Deserialize;
-use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::future::Future;
 use std::path::Path;
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::net::TcpListener;
 use tokio::process::{Child, Command};
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify};
 
 /// How the function is set up, as Lambda would set it up.
 pub struct ColdSetup<'a> {
@@ -38,11 +44,36 @@ pub struct ColdSetup<'a> {
     pub log: &'a Path,
 }
 
+/// What Lambda does to a process beyond serving it events.
+#[derive(Default, Clone)]
+pub struct Hooks {
+    /// Variables added to Lambda's environment (e.g. `SSL_CERT_FILE`).
+    pub env: Vec<(String, String)>,
+    /// Called with the process id at its first `GET .../invocation/next`,
+    /// before the event is served: where Lambda's CPU throttling starts.
+    pub on_ready: Option<OnReady>,
+    /// When set, one more invocation follows the warm ones: the process is
+    /// frozen (as Lambda freezes it between invocations), this closes its
+    /// idle DynamoDB connections, and it is thawed for the invocation.
+    pub idle_close: Option<Arc<dyn CloseIdle>>,
+    /// Warm invocations after the cold one (at least 1).
+    pub warm_invocations: usize,
+}
+
+/// Given the process id; an error fails the spawn.
+pub type OnReady = Arc<dyn Fn(u32) -> Result<(), String> + Send + Sync>;
+
+/// Closes the function's idle connections on command (the TLS proxy).
+pub trait CloseIdle: Send + Sync {
+    fn close_idle(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+}
+
 /// What the Runtime API saw of one process, as it happened.
 #[derive(Default)]
 struct Timeline {
     served: usize,
     ready: Option<Instant>,
+    /// When each event was handed out (after the harness released it).
     next_at: Vec<Instant>,
     done_at: Vec<Instant>,
     statuses: Vec<u16>,
@@ -50,24 +81,33 @@ struct Timeline {
 }
 
 /// One process's figures, from its spawn.
-struct Spawn {
-    ready: Duration,
-    first_response: Duration,
-    first_invocation: Duration,
+pub struct Spawn {
+    pub ready: Duration,
+    pub first_response: Duration,
+    pub first_invocation: Duration,
     /// `None` when the process died after its first invocation.
-    warm_invocation: Option<Duration>,
-    first_status: u16,
+    pub warm_invocation: Option<Duration>,
+    /// Every warm invocation, the first included.
+    pub warm_invocations: Vec<Duration>,
+    /// The invocation after a freeze that closed its connections, if asked.
+    pub after_idle_close: Option<Duration>,
+    pub first_status: u16,
+    /// Of every invocation, in order.
+    pub statuses: Vec<u16>,
 }
 
 impl Spawn {
-    fn from_timeline(spawned: Instant, timeline: &Timeline) -> Option<Spawn> {
+    fn from_timeline(spawned: Instant, timeline: &Timeline, warm: usize) -> Option<Spawn> {
         let invocation = |i: usize| Some(*timeline.done_at.get(i)? - *timeline.next_at.get(i)?);
         Some(Spawn {
             ready: timeline.ready? - spawned,
             first_response: *timeline.done_at.first()? - spawned,
             first_invocation: invocation(0)?,
             warm_invocation: invocation(1),
+            warm_invocations: (1..=warm).filter_map(invocation).collect(),
+            after_idle_close: invocation(warm + 1),
             first_status: *timeline.statuses.first()?,
+            statuses: timeline.statuses.clone(),
         })
     }
 }
@@ -79,10 +119,13 @@ struct RuntimeApi {
     changed: Notify,
     event: Bytes,
     function_arn: String,
+    /// Events handed out so far may not exceed this.
+    released: watch::Sender<usize>,
+    /// Events in all; a `next` beyond waits until the process is killed.
+    invocations: usize,
+    pid: OnceLock<u32>,
+    on_ready: Option<OnReady>,
 }
-
-/// Invocations served per process: the cold one and one warm one.
-const INVOCATIONS: usize = 2;
 
 pub async fn measure(setup: &ColdSetup<'_>, spawns: usize) -> Result<ColdStart, Error> {
     let log = std::fs::OpenOptions::new()
@@ -91,7 +134,7 @@ pub async fn measure(setup: &ColdSetup<'_>, spawns: usize) -> Result<ColdStart, 
         .open(setup.log)?;
     let mut measured = Vec::with_capacity(spawns);
     for _ in 0..spawns {
-        match spawn_once(setup, &log).await {
+        match spawn_once(setup, &Hooks::default(), &log).await {
             Ok(spawn) => measured.push(spawn),
             Err(e) => eprintln!("bench: cold start of {} failed: {e}", setup.function),
         }
@@ -103,10 +146,9 @@ pub async fn measure(setup: &ColdSetup<'_>, spawns: usize) -> Result<ColdStart, 
     for spawn in &measured {
         *statuses.entry(spawn.first_status).or_insert(0) += 1;
     }
-    let separator = if setup.query.is_empty() { "" } else { "?" };
     Ok(ColdStart {
         function: setup.function.to_string(),
-        request: format!("{} {}{separator}{}", setup.method, setup.path, setup.query),
+        request: setup.request(),
         spawns,
         failures: spawns - measured.len(),
         ready: summary_of(|s| Some(s.ready)),
@@ -117,52 +159,105 @@ pub async fn measure(setup: &ColdSetup<'_>, spawns: usize) -> Result<ColdStart, 
     })
 }
 
+impl ColdSetup<'_> {
+    /// `GET /pets?limit=20`.
+    pub fn request(&self) -> String {
+        let separator = if self.query.is_empty() { "" } else { "?" };
+        format!("{} {}{separator}{}", self.method, self.path, self.query)
+    }
+}
+
 /// Spawns the bootstrap against a Runtime API of its own and times it through
-/// [`INVOCATIONS`] invocations.
-async fn spawn_once(setup: &ColdSetup<'_>, log: &std::fs::File) -> Result<Spawn, Error> {
+/// its invocations: the cold one, a warm one, and with
+/// [`Hooks::idle_close`] one after its connections were closed while frozen.
+pub async fn spawn_once(
+    setup: &ColdSetup<'_>,
+    hooks: &Hooks,
+    log: &std::fs::File,
+) -> Result<Spawn, Error> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let runtime_api = listener.local_addr()?;
+    let warm = hooks.warm_invocations.max(1);
+    let invocations = 1 + warm + usize::from(hooks.idle_close.is_some());
     let api = Arc::new(RuntimeApi {
         timeline: Mutex::default(),
         changed: Notify::new(),
-        event: Bytes::from(serde_json::to_vec(&api_gateway_v2_event(setup))?),
+        event: Bytes::from(serde_json::to_vec(&lambda_env::api_gateway_v2_event(
+            setup,
+        ))?),
         function_arn: format!(
             "arn:aws:lambda:us-east-1:123456789012:function:{}",
             setup.function
         ),
+        released: watch::Sender::new(1 + warm),
+        invocations,
+        pid: OnceLock::new(),
+        on_ready: hooks.on_ready.clone(),
     });
     let server = tokio::spawn(serve(listener, api.clone()));
-    let mut command = lambda_command(setup, runtime_api, log)?;
+    let mut command = lambda_env::lambda_command(setup, runtime_api, log)?;
+    command.envs(hooks.env.iter().map(|(k, v)| (k, v)));
     let spawned = Instant::now();
     let mut child = command.spawn()?;
-    let finished =
-        tokio::time::timeout(Duration::from_secs(20), invocations_done(&api, &mut child));
-    let finished = finished.await;
+    let _ = api.pid.set(child.id().unwrap_or(0));
+    let finished = tokio::time::timeout(
+        Duration::from_secs(30),
+        run_invocations(&api, hooks, warm, &mut child),
+    )
+    .await;
     let _ = child.start_kill();
     let _ = child.wait().await;
     server.abort();
     let timeline = std::mem::take(&mut *api.timeline.lock().expect("timeline lock"));
     if finished.is_err() {
-        return Err("no response within 20 s".into());
+        return Err("no response within 30 s".into());
     }
     match &timeline.error {
         // Answered at least once: the figures up to the error stand.
         Some(error) if timeline.done_at.is_empty() => return Err(error.clone().into()),
         _ => {}
     }
-    Spawn::from_timeline(spawned, &timeline)
+    Spawn::from_timeline(spawned, &timeline, warm)
         .ok_or_else(|| "a response before any GET .../invocation/next".into())
 }
 
-/// Until every invocation was answered, the Runtime API saw an error, or the
-/// process exited.
-async fn invocations_done(api: &RuntimeApi, child: &mut Child) {
+/// The cold and warm invocations, then (with [`Hooks::idle_close`]) freeze,
+/// close, thaw and the last one.
+async fn run_invocations(api: &RuntimeApi, hooks: &Hooks, warm: usize, child: &mut Child) {
+    if !invocations_done(api, child, 1 + warm).await {
+        return;
+    }
+    let Some(closer) = &hooks.idle_close else {
+        return;
+    };
+    let pid = api.pid.get().copied().unwrap_or(0).to_string();
+    let signal = |name: &'static str| {
+        let pid = pid.clone();
+        async move {
+            let _ = Command::new("kill").args([name, &pid]).status().await;
+        }
+    };
+    signal("-STOP").await;
+    closer.close_idle().await;
+    // Lets the closes reach the frozen process's sockets, as idle time would.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    signal("-CONT").await;
+    api.released.send_replace(api.invocations);
+    invocations_done(api, child, api.invocations).await;
+}
+
+/// Until `count` invocations were answered (true), or the Runtime API saw an
+/// error, or the process exited.
+async fn invocations_done(api: &RuntimeApi, child: &mut Child, count: usize) -> bool {
     loop {
         let notified = api.changed.notified();
         {
             let timeline = api.timeline.lock().expect("timeline lock");
-            if timeline.error.is_some() || timeline.done_at.len() >= INVOCATIONS {
-                return;
+            if timeline.error.is_some() {
+                return false;
+            }
+            if timeline.done_at.len() >= count {
+                return true;
             }
         }
         tokio::select! {
@@ -170,54 +265,10 @@ async fn invocations_done(api: &RuntimeApi, child: &mut Child) {
             status = child.wait() => {
                 let mut timeline = api.timeline.lock().expect("timeline lock");
                 timeline.error.get_or_insert(format!("bootstrap exited: {status:?}"));
-                return;
+                return false;
             }
         }
     }
-}
-
-/// The bootstrap with Lambda's environment, nothing of ours but
-/// `BENCH_COLD_ENV`.
-fn lambda_command(
-    setup: &ColdSetup<'_>,
-    runtime_api: SocketAddr,
-    log: &std::fs::File,
-) -> Result<Command, Error> {
-    let mut command = Command::new(setup.bootstrap);
-    command
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("TZ", ":UTC")
-        .env("LANG", "en_US.UTF-8")
-        .env("AWS_LAMBDA_RUNTIME_API", runtime_api.to_string())
-        .env("AWS_LAMBDA_FUNCTION_NAME", setup.function)
-        .env(
-            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
-            setup.memory_mb.to_string(),
-        )
-        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-        .env(
-            "AWS_LAMBDA_LOG_GROUP_NAME",
-            format!("/aws/lambda/{}", setup.function),
-        )
-        .env("AWS_LAMBDA_LOG_STREAM_NAME", "2025/01/01/[$LATEST]bench")
-        .env("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
-        .env("AWS_EXECUTION_ENV", "AWS_Lambda_provided.al2023")
-        .env("LAMBDA_TASK_ROOT", "/var/task")
-        .env("_HANDLER", "bootstrap")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_DEFAULT_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env("AWS_SESSION_TOKEN", "local")
-        .env("AWS_ENDPOINT_URL_DYNAMODB", setup.dynamodb_endpoint)
-        .env("RUST_LOG", "info")
-        .envs(extra_env())
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log.try_clone()?)
-        .kill_on_drop(true);
-    Ok(command)
 }
 
 async fn serve(listener: TcpListener, api: Arc<RuntimeApi>) {
@@ -276,17 +327,30 @@ struct FunctionResponse {
 /// The event, with the headers the runtime client reads, while there are
 /// invocations left.
 async fn next_invocation(api: &RuntimeApi, now: Instant) -> Response<Full<Bytes>> {
-    let served = {
+    let (served, first) = {
         let mut timeline = api.timeline.lock().expect("timeline lock");
+        let first = timeline.ready.is_none();
         timeline.ready.get_or_insert(now);
-        timeline.next_at.push(now);
         timeline.served += 1;
-        timeline.served
+        (timeline.served, first)
     };
-    if served > INVOCATIONS {
-        // No more work: the process waits here until it is killed, as in Lambda.
+    if let (true, Some(on_ready)) = (first, &api.on_ready) {
+        if let Err(e) = on_ready(api.pid.get().copied().unwrap_or(0)) {
+            api.timeline.lock().expect("timeline lock").error = Some(e);
+            api.changed.notify_one();
+            std::future::pending::<()>().await;
+        }
+    }
+    // No more work: the process waits here until it is killed, as in Lambda.
+    if served > api.invocations {
         std::future::pending::<()>().await;
     }
+    let _ = api.released.subscribe().wait_for(|n| *n >= served).await;
+    api.timeline
+        .lock()
+        .expect("timeline lock")
+        .next_at
+        .push(Instant::now());
     let deadline = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
@@ -313,68 +377,4 @@ async fn next_invocation(api: &RuntimeApi, now: Instant) -> Response<Full<Bytes>
         .body(Full::new(api.event.clone()))
         // Header values are ASCII we made (the ARN from a function name of ours).
         .expect("a response of valid headers builds")
-}
-
-/// `BENCH_COLD_ENV="NAME=value,NAME2=value"`: more variables for the
-/// functions, to try a change without a rebuild (e.g. `SSL_CERT_DIR`).
-fn extra_env() -> Vec<(String, String)> {
-    std::env::var("BENCH_COLD_ENV")
-        .unwrap_or_default()
-        .split(',')
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(k, v)| (k.trim().to_string(), v.to_string()))
-        .collect()
-}
-
-/// An API Gateway HTTP API (payload 2.0) event, as `lambda_http` receives it.
-fn api_gateway_v2_event(setup: &ColdSetup<'_>) -> Value {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    let mut headers = json!({
-        "accept": "application/json",
-        "host": "abc123.execute-api.us-east-1.amazonaws.com",
-        "user-agent": "petstore-bench",
-        "x-forwarded-for": "203.0.113.7",
-        "x-forwarded-proto": "https",
-    });
-    if let Some(key) = setup.api_key {
-        headers["x-api-key"] = Value::from(key);
-    }
-    let mut event = json!({
-        "version": "2.0",
-        "routeKey": "$default",
-        "rawPath": setup.path,
-        "rawQueryString": setup.query,
-        "headers": headers,
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "abc123",
-            "domainName": "abc123.execute-api.us-east-1.amazonaws.com",
-            "domainPrefix": "abc123",
-            "http": {
-                "method": setup.method,
-                "path": setup.path,
-                "protocol": "HTTP/1.1",
-                "sourceIp": "203.0.113.7",
-                "userAgent": "petstore-bench"
-            },
-            "requestId": "bench-apigw-request",
-            "routeKey": "$default",
-            "stage": "$default",
-            "time": "01/Jan/2025:00:00:00 +0000",
-            "timeEpoch": now.as_millis() as u64
-        },
-        "isBase64Encoded": false
-    });
-    if !setup.query.is_empty() {
-        let params: serde_json::Map<String, Value> = setup
-            .query
-            .split('&')
-            .filter_map(|pair| pair.split_once('='))
-            .map(|(k, v)| (k.to_string(), Value::from(v)))
-            .collect();
-        event["queryStringParameters"] = Value::Object(params);
-    }
-    event
 }

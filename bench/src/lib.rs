@@ -1,6 +1,7 @@
 //! `make bench`: measures the pet store on this machine and reports, never fails.
 //!
-//! - [`cold`]: each function's release `bootstrap` against a minimal Lambda Runtime API;
+//! - [`cold`]: each function's release `bootstrap` against a minimal Lambda Runtime API
+//!   (with [`lambda_env`]), at full CPU; `tools/coldstart` runs it as Lambda would;
 //! - [`load`]: warm latency and throughput of `petstore-local` on DynamoDB Local
 //!   (seeded by [`load::seed`]), with [`oha`] as a cross-check;
 //! - [`calls`]: DynamoDB calls and capacity units per operation, counted by the
@@ -21,6 +22,7 @@ pub mod calls;
 pub mod client;
 pub mod cold;
 pub mod cost;
+pub mod lambda_env;
 pub mod load;
 pub mod machine;
 pub mod oha;

@@ -55,7 +55,8 @@ fn counts(statuses: &impl Serialize) -> String {
 }
 
 fn print_cold_starts(results: &BenchResults) {
-    println!("\nCold start (x86_64 release bootstrap, local Runtime API; ms)");
+    // Lambda-like figures: tools/coldstart, printed before this table.
+    println!("\nCold start at FULL CPU, no TLS: a local figure, not Lambda's (x86_64 release bootstrap, local Runtime API; ms)");
     println!(
         "  {:<8} {:>6} {:>9} {:>9} {:>11} {:>11} {:>10} {:>10}",
         "function",

@@ -100,8 +100,30 @@ impl App {
     /// credentials in the environment (as in Lambda) this does no I/O.
     pub async fn from_env() -> Result<App, Box<dyn std::error::Error + Send + Sync>> {
         let config = Config::from_env()?;
-        let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .http_client(http_client())
+            .load()
+            .await;
         Ok(App::new(config, Client::new(&aws)))
+    }
+
+    /// This app, with its once-per-process work done: one cheap DynamoDB
+    /// read of an item that never exists, made during Lambda's init, which
+    /// runs at full CPU, rather than in the first invocation, which runs on
+    /// the memory size's share of one (128/1769 of a vCPU at 128 MB). It
+    /// resolves the credentials and the endpoint, builds the TLS
+    /// configuration (the CA bundle), and opens the pooled connection, TLS
+    /// handshake included, that the first request then reuses. A failure is
+    /// logged and the app returned as it is: the first request would meet
+    /// the same failure and answer it properly.
+    pub async fn warmed_up(self) -> App {
+        let read = self.db.get_item(WARM_UP_KEY.to_string(), WARM_UP_KEY);
+        match tokio::time::timeout(WARM_UP_LIMIT, read).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "the warm-up read failed"),
+            Err(_) => tracing::warn!("the warm-up read took over {WARM_UP_LIMIT:?}"),
+        }
+        self
     }
 
     /// Creates the tables unless they exist; for local runs and tests.
@@ -109,6 +131,23 @@ impl App {
         db::tables::create_data_table(self.db.client(), &self.config.table_name).await?;
         ratelimit::create_counter_table(self.db.client(), &self.config.rate_limit_table_name).await
     }
+}
+
+/// The key of the warm-up read: no record of ours has it.
+const WARM_UP_KEY: &str = "WARMUP";
+/// Lambda's init phase has 10 s in all; a DynamoDB that does not answer in
+/// this long is left to the first request.
+const WARM_UP_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The HTTP client of every DynamoDB client of ours: hyper and rustls on
+/// ring. The SDK's default (`default-https-client`) is rustls on aws-lc,
+/// whose first use costs hundreds of milliseconds on a throttled 128 MB
+/// function (README, Performance); ring's costs a few.
+pub fn http_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
+    use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .build_https()
 }
 
 /// A client for DynamoDB Local at `endpoint`, with the dummy credentials it accepts.
@@ -120,6 +159,7 @@ pub async fn local_client(endpoint: &str) -> Client {
         .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
         .endpoint_url(endpoint)
         .credentials_provider(credentials)
+        .http_client(http_client())
         .build();
     Client::from_conf(config)
 }

@@ -1,5 +1,6 @@
 //! The `store` Lambda function: wiring only. Configuration and the DynamoDB
-//! client are built once per cold start; every request goes through the
+//! client are built, and its connection opened, once per cold start, during
+//! init (see [`petstore::App::warmed_up`]); every request goes through the
 //! shared wrapper around this function's router, and its metrics line goes to
 //! stdout with the dimension `Function` = `store`.
 
@@ -8,6 +9,8 @@ async fn main() -> Result<(), lambda_http::Error> {
     petstore::telemetry::init();
     let app = petstore::App::from_env()
         .await?
+        .warmed_up()
+        .await
         .with_metrics(petstore::metrics::Emitter::stdout("store"));
     lambda_http::run(petstore::http::service(store::routes(), app)).await
 }

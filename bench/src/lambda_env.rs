@@ -1,0 +1,119 @@
+//! What Lambda hands a function: its environment, and the API Gateway HTTP
+//! API event of a request. The Runtime API of [`crate::cold`] spawns the
+//! bootstraps with these.
+
+use crate::client::Error;
+use crate::cold::ColdSetup;
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::time::{SystemTime, UNIX_EPOCH};
+use tokio::process::Command;
+
+/// The bootstrap with Lambda's environment, nothing of ours but
+/// `BENCH_COLD_ENV`.
+pub fn lambda_command(
+    setup: &ColdSetup<'_>,
+    runtime_api: SocketAddr,
+    log: &std::fs::File,
+) -> Result<Command, Error> {
+    let mut command = Command::new(setup.bootstrap);
+    command
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("TZ", ":UTC")
+        .env("LANG", "en_US.UTF-8")
+        .env("AWS_LAMBDA_RUNTIME_API", runtime_api.to_string())
+        .env("AWS_LAMBDA_FUNCTION_NAME", setup.function)
+        .env(
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
+            setup.memory_mb.to_string(),
+        )
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env(
+            "AWS_LAMBDA_LOG_GROUP_NAME",
+            format!("/aws/lambda/{}", setup.function),
+        )
+        .env("AWS_LAMBDA_LOG_STREAM_NAME", "2025/01/01/[$LATEST]bench")
+        .env("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
+        .env("AWS_EXECUTION_ENV", "AWS_Lambda_provided.al2023")
+        .env("LAMBDA_TASK_ROOT", "/var/task")
+        .env("_HANDLER", "bootstrap")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_DEFAULT_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_SESSION_TOKEN", "local")
+        .env("AWS_ENDPOINT_URL_DYNAMODB", setup.dynamodb_endpoint)
+        .env("RUST_LOG", "info")
+        .envs(extra_env())
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log.try_clone()?)
+        .kill_on_drop(true);
+    Ok(command)
+}
+
+/// `BENCH_COLD_ENV="NAME=value,NAME2=value"`: more variables for the
+/// functions, to try a change without a rebuild (e.g. `SSL_CERT_DIR`).
+fn extra_env() -> Vec<(String, String)> {
+    std::env::var("BENCH_COLD_ENV")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.to_string()))
+        .collect()
+}
+
+/// An API Gateway HTTP API (payload 2.0) event, as `lambda_http` receives it.
+pub fn api_gateway_v2_event(setup: &ColdSetup<'_>) -> Value {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut headers = json!({
+        "accept": "application/json",
+        "host": "abc123.execute-api.us-east-1.amazonaws.com",
+        "user-agent": "petstore-bench",
+        "x-forwarded-for": "203.0.113.7",
+        "x-forwarded-proto": "https",
+    });
+    if let Some(key) = setup.api_key {
+        headers["x-api-key"] = Value::from(key);
+    }
+    let mut event = json!({
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": setup.path,
+        "rawQueryString": setup.query,
+        "headers": headers,
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "abc123",
+            "domainName": "abc123.execute-api.us-east-1.amazonaws.com",
+            "domainPrefix": "abc123",
+            "http": {
+                "method": setup.method,
+                "path": setup.path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "203.0.113.7",
+                "userAgent": "petstore-bench"
+            },
+            "requestId": "bench-apigw-request",
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": "01/Jan/2025:00:00:00 +0000",
+            "timeEpoch": now.as_millis() as u64
+        },
+        "isBase64Encoded": false
+    });
+    if !setup.query.is_empty() {
+        let params: serde_json::Map<String, Value> = setup
+            .query
+            .split('&')
+            .filter_map(|pair| pair.split_once('='))
+            .map(|(k, v)| (k.to_string(), Value::from(v)))
+            .collect();
+        event["queryStringParameters"] = Value::Object(params);
+    }
+    event
+}

@@ -1,0 +1,213 @@
+//! What a run found: `target/bench/coldstart.json`, and its table.
+
+use crate::Bootstrap;
+use petstore_bench::cold::Spawn;
+use petstore_bench::results::Summary;
+use petstore_bench::results::{Machine, StatusCounts};
+use petstore_bench::stats::summarize;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::time::Duration;
+
+/// In `target/bench/`.
+pub const COLDSTART_FILE: &str = "coldstart.json";
+
+/// The label of the floor function, which the ratios divide by.
+pub const FLOOR: &str = "floor";
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ColdStartRun {
+    pub machine: Machine,
+    /// How the invocation was throttled, or why it was not.
+    pub throttle: String,
+    pub spawns_per_bootstrap: usize,
+    pub by_memory: Vec<AtMemory>,
+    /// What could not be measured, and why.
+    pub notes: Vec<String>,
+    pub elapsed_seconds: f64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct AtMemory {
+    pub memory_mb: u32,
+    /// The share of one CPU the invocation ran on; `None` when unthrottled.
+    pub cpu_share: Option<f64>,
+    pub bootstraps: Vec<BootstrapFigures>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct BootstrapFigures {
+    /// `pets`, `store`, `floor`, or an extra build such as `pets@before`.
+    pub label: String,
+    pub request: String,
+    pub spawns: usize,
+    pub failures: usize,
+    /// Spawn to the first `GET .../invocation/next`, unthrottled.
+    pub init: Summary,
+    /// Spawn to the first response: init plus the throttled first invocation.
+    pub first_response: Summary,
+    /// The warm invocations that follow in the same processes.
+    pub warm: Summary,
+    /// An invocation after the process was frozen while its DynamoDB
+    /// connections were closed.
+    pub after_idle_close: Summary,
+    /// Lambda's part of a warm request's cost, in dollars per million:
+    /// arm64 GB-seconds of the warm invocations billed in 1 ms steps, plus the
+    /// request fee. API Gateway and DynamoDB do not depend on the memory size.
+    pub lambda_dollars_per_million: f64,
+    /// First response p50 over the floor's at the same memory size.
+    pub first_response_vs_floor: Option<f64>,
+    /// Of every invocation.
+    pub statuses: StatusCounts,
+    /// The bootstrap, and zipped as Lambda takes it (x86_64: this host's build).
+    pub binary_bytes: Option<u64>,
+    pub zip_bytes: Option<u64>,
+}
+
+impl BootstrapFigures {
+    pub fn of(
+        bootstrap: &Bootstrap,
+        request: String,
+        memory_mb: u32,
+        spawns: usize,
+        measured: &[Spawn],
+    ) -> Self {
+        let warm: Vec<Duration> = measured
+            .iter()
+            .flat_map(|s| s.warm_invocations.clone())
+            .collect();
+        let summary_of = |figure: fn(&Spawn) -> Option<Duration>| {
+            summarize(&measured.iter().filter_map(figure).collect::<Vec<_>>())
+        };
+        let mut statuses = StatusCounts::new();
+        for status in measured.iter().flat_map(|s| &s.statuses) {
+            *statuses.entry(*status).or_insert(0) += 1;
+        }
+        BootstrapFigures {
+            label: bootstrap.label.clone(),
+            request,
+            spawns,
+            failures: spawns - measured.len(),
+            init: summary_of(|s| Some(s.ready)),
+            first_response: summary_of(|s| Some(s.first_response)),
+            warm: summarize(&warm),
+            lambda_dollars_per_million: lambda_dollars_per_million(&warm, memory_mb),
+            after_idle_close: summary_of(|s| s.after_idle_close),
+            first_response_vs_floor: None,
+            statuses,
+            binary_bytes: std::fs::metadata(&bootstrap.path).ok().map(|m| m.len()),
+            zip_bytes: zipped_bytes(&bootstrap.path),
+        }
+    }
+}
+
+/// Lambda arm64 in us-east-1: per GB-second, and per million requests.
+const DOLLARS_PER_GB_SECOND: f64 = 0.000_013_333_4;
+const DOLLARS_PER_MILLION_REQUESTS: f64 = 0.20;
+
+fn lambda_dollars_per_million(warm: &[Duration], memory_mb: u32) -> f64 {
+    if warm.is_empty() {
+        return f64::NAN;
+    }
+    let billed_ms: f64 = warm
+        .iter()
+        .map(|d| (d.as_secs_f64() * 1e3).ceil())
+        .sum::<f64>()
+        / warm.len() as f64;
+    let gb_seconds = billed_ms / 1e3 * f64::from(memory_mb) / 1024.0;
+    gb_seconds * DOLLARS_PER_GB_SECOND * 1e6 + DOLLARS_PER_MILLION_REQUESTS
+}
+
+/// The bootstrap deflated into a zip as `bootstrap`, as `cargo lambda build
+/// --output-format zip` packs it (python3's zipfile; `None` without python3).
+fn zipped_bytes(bootstrap: &Path) -> Option<u64> {
+    let zip = bootstrap.with_extension("coldstart.zip");
+    let script = "import sys, zipfile\n\
+        with zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED, compresslevel=9) as z:\n\
+        \x20   z.write(sys.argv[2], 'bootstrap')";
+    let status = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(&zip)
+        .arg(bootstrap)
+        .status()
+        .ok()?;
+    let bytes = status
+        .success()
+        .then(|| std::fs::metadata(&zip).ok().map(|m| m.len()));
+    let _ = std::fs::remove_file(&zip);
+    bytes.flatten()
+}
+
+impl AtMemory {
+    /// Fills each bootstrap's ratio to the floor's first response.
+    pub fn compare_to_floor(&mut self) {
+        let floor = self
+            .bootstraps
+            .iter()
+            .find(|b| b.label == FLOOR)
+            .map(|b| b.first_response.p50_ms)
+            .filter(|ms| ms.is_finite() && *ms > 0.0);
+        for bootstrap in &mut self.bootstraps {
+            bootstrap.first_response_vs_floor = floor.map(|f| bootstrap.first_response.p50_ms / f);
+        }
+    }
+}
+
+fn pair(summary: &Summary) -> String {
+    let one = |ms: f64| match ms {
+        ms if !ms.is_finite() => "-".to_string(),
+        ms if ms >= 100.0 => format!("{ms:.0}"),
+        ms => format!("{ms:.1}"),
+    };
+    format!("{}/{}", one(summary.p50_ms), one(summary.p95_ms))
+}
+
+pub fn print_table(run: &ColdStartRun) {
+    println!(
+        "\nCold start as Lambda runs it (x86_64 release bootstraps; {}; DynamoDB Local over TLS; \
+         ms, p50/p95 of {} spawns)",
+        run.throttle, run.spawns_per_bootstrap
+    );
+    println!(
+        "  {:>5} {:<14} {:>13} {:>15} {:>8} {:>11} {:>8} {:>16} {:>8} {:>9}  statuses",
+        "MB",
+        "bootstrap",
+        "init",
+        "first response",
+        "x floor",
+        "warm",
+        "warm p99",
+        "after idle close",
+        "zip MB",
+        "Lambda $/M"
+    );
+    for at in &run.by_memory {
+        for b in &at.bootstraps {
+            let ratio = b
+                .first_response_vs_floor
+                .map_or("-".to_string(), |r| format!("{r:.2}"));
+            println!(
+                "  {:>5} {:<14} {:>13} {:>15} {:>8} {:>11} {:>8.1} {:>16} {:>8} {:>9.3}  {}{}",
+                at.memory_mb,
+                b.label,
+                pair(&b.init),
+                pair(&b.first_response),
+                ratio,
+                pair(&b.warm),
+                b.warm.p99_ms,
+                pair(&b.after_idle_close),
+                b.zip_bytes
+                    .map_or("-".to_string(), |z| format!("{:.2}", z as f64 / 1e6)),
+                b.lambda_dollars_per_million,
+                serde_json::to_string(&b.statuses).unwrap_or_default(),
+                match b.failures {
+                    0 => String::new(),
+                    n => format!(" ({n} failed)"),
+                }
+            );
+        }
+    }
+    for note in &run.notes {
+        println!("  note: {note}");
+    }
+}

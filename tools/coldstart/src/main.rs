@@ -1,0 +1,337 @@
+//! `petstore-coldstart`: cold start as Lambda runs it, run by `make bench`
+//! (`bench/run.sh`) after it built the release bootstraps and the floor.
+//!
+//! Each bootstrap is spawned with Lambda's environment against the bench's
+//! minimal Runtime API ([`petstore_bench::cold`]): init runs unthrottled; from
+//! its first `GET .../invocation/next` on, the process is in a cgroup whose
+//! CPU quota is MEM/1769 of one CPU ([`quota`]), as Lambda throttles an
+//! invocation. DynamoDB Local is reached through a TLS proxy ([`tls`]).
+//! Each process serves a cold invocation, a warm one, and one after it was
+//! frozen while the proxy closed its connections. Spawns are interleaved
+//! across bootstraps so drifting load on a shared machine hits them alike.
+//! It reports; it never fails on a figure.
+//!
+//! Knobs: `COLDSTART_SPAWNS` (8), `COLDSTART_WARM` (10 warm invocations per
+//! process), `COLDSTART_MEMORY` (`128,256,512,1024`),
+//! `COLDSTART_CFS_PERIOD_US` (20000), `COLDSTART_EXTRA`
+//! (`pets@before=path,...`: more builds of a function, compared in the run).
+
+mod figures;
+mod quota;
+mod tls;
+
+use figures::{AtMemory, BootstrapFigures, ColdStartRun, COLDSTART_FILE, FLOOR};
+use petstore_bench::client::Error;
+use petstore_bench::cold::{self, ColdSetup, Hooks, Spawn};
+use petstore_bench::processes::DynamoDbLocal;
+use petstore_bench::{api_key, machine};
+use quota::CpuQuota;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+use tls::TlsProxy;
+
+/// A function and the request its cold starts answer.
+struct Function {
+    name: &'static str,
+    method: &'static str,
+    path: &'static str,
+    query: &'static str,
+}
+
+/// The functions measured, each from `target/release/<name>`: a new function
+/// is one line here.
+const FUNCTIONS: [Function; 2] = [
+    Function {
+        name: "pets",
+        method: "GET",
+        path: "/pets",
+        query: "limit=20",
+    },
+    Function {
+        name: "store",
+        method: "GET",
+        path: "/store/inventory",
+        query: "limit=20",
+    },
+];
+
+/// The floor's one GetItem, whatever the request.
+const FLOOR_REQUEST: Function = Function {
+    name: FLOOR,
+    method: "GET",
+    path: "/floor",
+    query: "",
+};
+
+/// One binary to spawn, under a label.
+pub struct Bootstrap {
+    pub label: String,
+    pub path: PathBuf,
+    function: &'static Function,
+}
+
+struct Settings {
+    root: PathBuf,
+    out: PathBuf,
+    spawns: usize,
+    /// Warm invocations per process.
+    warm: usize,
+    memory_mb: Vec<u32>,
+    period_us: u64,
+    bootstraps: Vec<Bootstrap>,
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+impl Settings {
+    fn from_env() -> Result<Settings, Error> {
+        let root = std::env::current_dir()?;
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.join("target"));
+        let mut bootstraps: Vec<Bootstrap> = FUNCTIONS
+            .iter()
+            .map(|function| Bootstrap {
+                label: function.name.to_string(),
+                path: target.join("release").join(function.name),
+                function,
+            })
+            .collect();
+        bootstraps.push(Bootstrap {
+            label: FLOOR.to_string(),
+            path: target.join("release/coldstart-floor"),
+            function: &FLOOR_REQUEST,
+        });
+        for extra in std::env::var("COLDSTART_EXTRA")
+            .unwrap_or_default()
+            .split(',')
+        {
+            let Some((label, path)) = extra.split_once('=') else {
+                continue;
+            };
+            let name = label.split('@').next().unwrap_or(label);
+            let function = FUNCTIONS.iter().find(|f| f.name == name).ok_or_else(|| {
+                format!("COLDSTART_EXTRA: {label} names no function (pets@before=path)")
+            })?;
+            bootstraps.push(Bootstrap {
+                label: label.to_string(),
+                path: path.into(),
+                function,
+            });
+        }
+        let memory_mb = std::env::var("COLDSTART_MEMORY")
+            .unwrap_or_else(|_| "128,256,512,1024".into())
+            .split(',')
+            .filter_map(|mb| mb.trim().parse().ok())
+            .collect();
+        Ok(Settings {
+            out: target.join("bench"),
+            spawns: env_or("COLDSTART_SPAWNS", 8),
+            warm: env_or("COLDSTART_WARM", 10),
+            period_us: env_or("COLDSTART_CFS_PERIOD_US", 20_000),
+            memory_mb,
+            bootstraps,
+            root,
+        })
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    if let Err(e) = run().await {
+        eprintln!("coldstart: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> Result<(), Error> {
+    let settings = Settings::from_env()?;
+    std::fs::create_dir_all(&settings.out)?;
+    let started = Instant::now();
+    let mut notes = Vec::new();
+    let missing: Vec<_> = settings
+        .bootstraps
+        .iter()
+        .filter(|b| !b.path.is_file())
+        .collect();
+    for bootstrap in &missing {
+        notes.push(format!(
+            "{} not measured: {} is missing",
+            bootstrap.label,
+            bootstrap.path.display()
+        ));
+    }
+    let mut dynamodb = DynamoDbLocal::start(&settings.root).await?;
+    let outcome = async {
+        let api_key = api_key::obtain(&settings.root, &dynamodb.url(), &mut notes).await;
+        let bundle = settings.out.join("coldstart-ca-bundle.pem");
+        let proxy = Arc::new(TlsProxy::start(dynamodb.addr, &bundle).await?);
+        let mut run = ColdStartRun {
+            machine: machine::describe(),
+            throttle: String::new(),
+            spawns_per_bootstrap: settings.spawns,
+            by_memory: Vec::new(),
+            notes: Vec::new(),
+            elapsed_seconds: 0.0,
+        };
+        let context = Context {
+            settings: &settings,
+            proxy,
+            bundle,
+            api_key,
+        };
+        for &memory_mb in &settings.memory_mb {
+            eprintln!(
+                "coldstart: {memory_mb} MB, {} spawns of each bootstrap",
+                settings.spawns
+            );
+            run.by_memory
+                .push(at_memory(&context, memory_mb, &mut run.throttle, &mut notes).await?);
+        }
+        run.notes = notes;
+        run.elapsed_seconds = started.elapsed().as_secs_f64();
+        let path = settings.out.join(COLDSTART_FILE);
+        std::fs::write(&path, serde_json::to_vec_pretty(&run)?)?;
+        figures::print_table(&run);
+        println!(
+            "\nFull results: {}",
+            path.strip_prefix(&settings.root).unwrap_or(&path).display()
+        );
+        Ok(())
+    }
+    .await;
+    dynamodb.stop().await;
+    outcome
+}
+
+/// What every spawn of the run shares.
+struct Context<'a> {
+    settings: &'a Settings,
+    proxy: Arc<TlsProxy>,
+    bundle: PathBuf,
+    api_key: Option<String>,
+}
+
+/// A CPU quota for `memory_mb`, or `None` and a note saying why not.
+fn quota_for(
+    memory_mb: u32,
+    period_us: u64,
+    throttle: &mut String,
+    notes: &mut Vec<String>,
+) -> Option<Arc<CpuQuota>> {
+    match CpuQuota::create(memory_mb, period_us) {
+        Ok(quota) => {
+            *throttle = format!(
+                "invocation throttled to MEM/1769 of one CPU by a cgroup CPU quota, period {period_us} us"
+            );
+            Some(Arc::new(quota))
+        }
+        Err(e) => {
+            *throttle = format!("NOT throttled ({e}): full-CPU figures");
+            notes.push(format!(
+                "{memory_mb} MB: no CPU quota ({e}); measured at full CPU"
+            ));
+            None
+        }
+    }
+}
+
+/// Every bootstrap's spawns at one memory size, interleaved.
+async fn at_memory(
+    context: &Context<'_>,
+    memory_mb: u32,
+    throttle: &mut String,
+    notes: &mut Vec<String>,
+) -> Result<AtMemory, Error> {
+    let settings = context.settings;
+    let quota = quota_for(memory_mb, settings.period_us, throttle, notes);
+    let hooks = Hooks {
+        env: vec![(
+            "SSL_CERT_FILE".to_string(),
+            context.bundle.display().to_string(),
+        )],
+        on_ready: quota
+            .clone()
+            .map(|quota| Arc::new(move |pid: u32| quota.enter(pid)) as cold::OnReady),
+        idle_close: Some(context.proxy.clone()),
+        warm_invocations: settings.warm,
+    };
+    let present: Vec<&Bootstrap> = settings
+        .bootstraps
+        .iter()
+        .filter(|b| b.path.is_file())
+        .collect();
+    let mut measured: Vec<Vec<Spawn>> = present.iter().map(|_| Vec::new()).collect();
+    for _ in 0..settings.spawns {
+        for (bootstrap, spawns) in present.iter().zip(&mut measured) {
+            match spawn_one(context, bootstrap, memory_mb, &hooks).await {
+                Ok(spawn) => spawns.push(spawn),
+                Err(e) => eprintln!(
+                    "coldstart: {} at {memory_mb} MB failed: {e}",
+                    bootstrap.label
+                ),
+            }
+        }
+    }
+    let mut at = AtMemory {
+        memory_mb,
+        cpu_share: quota.map(|q| q.share),
+        bootstraps: present
+            .iter()
+            .zip(&measured)
+            .map(|(bootstrap, spawns)| {
+                let request = setup_of(bootstrap, "", None, memory_mb, &settings.out).request();
+                BootstrapFigures::of(bootstrap, request, memory_mb, settings.spawns, spawns)
+            })
+            .collect(),
+    };
+    at.compare_to_floor();
+    Ok(at)
+}
+
+/// One spawn of `bootstrap`, its output appended to its log.
+async fn spawn_one(
+    context: &Context<'_>,
+    bootstrap: &Bootstrap,
+    memory_mb: u32,
+    hooks: &Hooks,
+) -> Result<Spawn, Error> {
+    let settings = context.settings;
+    let log_path = settings
+        .out
+        .join(format!("coldstart-{}.log", bootstrap.label));
+    let endpoint = context.proxy.endpoint();
+    let api_key = context.api_key.as_deref();
+    let setup = setup_of(bootstrap, &endpoint, api_key, memory_mb, &log_path);
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)?;
+    cold::spawn_once(&setup, hooks, &log).await
+}
+
+fn setup_of<'a>(
+    bootstrap: &'a Bootstrap,
+    endpoint: &'a str,
+    api_key: Option<&'a str>,
+    memory_mb: u32,
+    log: &'a std::path::Path,
+) -> ColdSetup<'a> {
+    ColdSetup {
+        function: bootstrap.function.name,
+        bootstrap: &bootstrap.path,
+        dynamodb_endpoint: endpoint,
+        api_key,
+        method: bootstrap.function.method,
+        path: bootstrap.function.path,
+        query: bootstrap.function.query,
+        memory_mb,
+        log,
+    }
+}

@@ -1,0 +1,79 @@
+//! Lambda's CPU share: a function of MEM megabytes runs on MEM/1769 of one
+//! vCPU. Here a cgroup CPU quota of that share, which a process joins at its
+//! first `GET .../invocation/next` (Lambda does not throttle init).
+//!
+//! cgroup v1's `cpu` controller (`cpu.cfs_period_us` / `cpu.cfs_quota_us`)
+//! where it is mounted, else v2's `cpu.max`; both need root.
+
+use std::path::{Path, PathBuf};
+
+/// Lambda gives one full vCPU at this many megabytes.
+pub const MB_PER_VCPU: f64 = 1769.0;
+
+const V1_ROOT: &str = "/sys/fs/cgroup/cpu";
+const V2_ROOT: &str = "/sys/fs/cgroup";
+
+/// One cgroup with a CPU quota; removed when dropped (once empty).
+pub struct CpuQuota {
+    dir: PathBuf,
+    /// The share of one CPU, e.g. 0.072 at 128 MB.
+    pub share: f64,
+}
+
+impl CpuQuota {
+    /// A cgroup for `memory_mb`, with `period_us` scheduling periods.
+    pub fn create(memory_mb: u32, period_us: u64) -> Result<CpuQuota, String> {
+        let share = f64::from(memory_mb) / MB_PER_VCPU;
+        let quota_us = ((period_us as f64) * share).round().max(1000.0) as u64;
+        let name = format!("petstore-coldstart-{}-{memory_mb}", std::process::id());
+        let v1 = Path::new(V1_ROOT);
+        if v1.join("cpu.cfs_quota_us").is_file() {
+            let dir = v1.join(name);
+            make_dir(&dir)?;
+            let quota = CpuQuota { dir, share };
+            quota.write("cpu.cfs_period_us", &period_us.to_string())?;
+            quota.write("cpu.cfs_quota_us", &quota_us.to_string())?;
+            return Ok(quota);
+        }
+        let v2 = Path::new(V2_ROOT);
+        let controllers =
+            std::fs::read_to_string(v2.join("cgroup.controllers")).unwrap_or_default();
+        if controllers.split_whitespace().any(|c| c == "cpu") {
+            // Children get the cpu controller only when the parent hands it down.
+            let _ = std::fs::write(v2.join("cgroup.subtree_control"), "+cpu");
+            let dir = v2.join(name);
+            make_dir(&dir)?;
+            let quota = CpuQuota { dir, share };
+            quota.write("cpu.max", &format!("{quota_us} {period_us}"))?;
+            return Ok(quota);
+        }
+        Err(format!(
+            "no writable cgroup CPU controller ({V1_ROOT}/cpu.cfs_quota_us or {V2_ROOT}/cpu.max)"
+        ))
+    }
+
+    /// Moves process `pid`, every thread of it, into the quota.
+    pub fn enter(&self, pid: u32) -> Result<(), String> {
+        self.write("cgroup.procs", &pid.to_string())
+    }
+
+    fn write(&self, file: &str, value: &str) -> Result<(), String> {
+        let path = self.dir.join(file);
+        std::fs::write(&path, value).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+fn make_dir(dir: &Path) -> Result<(), String> {
+    match std::fs::create_dir(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(format!("{}: {e}", dir.display())),
+    }
+}
+
+impl Drop for CpuQuota {
+    fn drop(&mut self) {
+        // A cgroup is removed with rmdir, and only once no process is in it.
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
