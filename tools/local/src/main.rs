@@ -48,9 +48,11 @@ async fn serve(endpoint: &str) -> Result<(), BoxError> {
     };
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     print_demo_keys(&app).await?;
+    let events_file = follow_events(endpoint, &app.config.table_name);
     // Both functions' routes on one port, as API Gateway presents them.
     let router = petstore::http::service(pets::routes().merge(store::routes()), app);
     println!("Pet store API listening on http://127.0.0.1:{port} (DynamoDB at {endpoint})");
+    println!("Events (as EventBridge delivers them) are appended to {events_file}");
     axum::serve(
         listener,
         router.into_make_service_with_connect_info::<SocketAddr>(),
@@ -60,6 +62,18 @@ async fn serve(endpoint: &str) -> Result<(), BoxError> {
     })
     .await?;
     Ok(())
+}
+
+/// Runs the `events` function's consumer on the data table's stream, in the
+/// background, appending each event to `EVENTS_FILE` (`.local/events.jsonl`);
+/// answers that file's name.
+fn follow_events(endpoint: &str, table: &str) -> String {
+    let file = std::env::var("EVENTS_FILE").unwrap_or_else(|_| ".local/events.jsonl".into());
+    let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".into());
+    let reader =
+        events::local::StreamReader::new(events::local::local_streams_client(endpoint), table);
+    tokio::spawn(reader.follow(events::FilePublisher::new(&file, region)));
+    file
 }
 
 /// A customer key per plan and one staff key, so `make run` can be tried at
