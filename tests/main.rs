@@ -10,6 +10,7 @@ mod deploy;
 mod helpers;
 
 // The areas.
+mod domain_events;
 mod events;
 mod idempotency;
 mod observe;
