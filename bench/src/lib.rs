@@ -23,6 +23,7 @@ pub mod client;
 pub mod cold;
 pub mod cost;
 pub mod dynamo;
+pub mod events;
 pub mod layout;
 pub mod load;
 pub mod machine;

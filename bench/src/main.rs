@@ -358,14 +358,30 @@ async fn count_calls(
     fixture: &Fixture,
 ) -> Result<BTreeMap<String, OperationCalls>, Error> {
     let proxy = Proxy::start(dynamodb).await?;
-    let mut counted = PetstoreLocal::start(
+    // Its events consumer reads the stream around the proxy, and writes here.
+    let events_file = settings.out.join("events.jsonl");
+    let _ = std::fs::remove_file(&events_file);
+    let env = [
+        format!("AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://{dynamodb}"),
+        format!("EVENTS_FILE={}", events_file.display()),
+    ];
+    let mut counted = PetstoreLocal::start_with(
         &settings.release().join("petstore-local"),
         &format!("http://{}", proxy.addr),
         &settings.out.join("petstore-local-counted.log"),
+        &env,
     )
     .await?;
     let repeats = settings.count_repeats;
-    let calls = calls::count(&proxy, counted.addr, api_key, fixture, repeats).await;
+    let calls = calls::count(&proxy, counted.addr, api_key.clone(), fixture, repeats).await;
+    match petstore_bench::events::count(counted.addr, api_key, &events_file).await {
+        Ok(events) => {
+            petstore_bench::events::print(&events);
+            let json = serde_json::to_vec_pretty(&events)?;
+            std::fs::write(settings.out.join("events.json"), json)?;
+        }
+        Err(error) => eprintln!("bench: events per change not measured: {error}"),
+    }
     counted.stop().await;
     calls
 }
