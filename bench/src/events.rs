@@ -41,6 +41,34 @@ pub struct EventsPerChange {
     pub usd_per_million_changes: f64,
 }
 
+/// The events file of the counted `petstore-local`, and its environment: its
+/// events consumer reads the stream from `dynamodb` itself, around the
+/// counting proxy, so the requests' DynamoDB calls stay their own.
+pub fn service_env(dynamodb: SocketAddr, out: &Path) -> (PathBuf, [String; 2]) {
+    let file = out.join("events.jsonl");
+    let env = [
+        format!("AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://{dynamodb}"),
+        format!("EVENTS_FILE={}", file.display()),
+    ];
+    (file, env)
+}
+
+/// Measures, prints and writes `events.json` into `out`; a note on failure.
+pub async fn measure(addr: SocketAddr, api_key: Option<String>, file: &Path, out: &Path) {
+    let written = match count(addr, api_key, file).await {
+        Ok(events) => {
+            print(&events);
+            serde_json::to_vec_pretty(&events)
+                .map_err(Error::from)
+                .and_then(|json| Ok(std::fs::write(out.join("events.json"), json)?))
+        }
+        Err(error) => Err(error),
+    };
+    if let Err(error) = written {
+        eprintln!("bench: events per change not measured: {error}");
+    }
+}
+
 /// Sends the day's changes one at a time; the events each appended to `file`.
 pub async fn count(
     addr: SocketAddr,
@@ -51,86 +79,42 @@ pub async fn count(
         conn: Conn::new(addr, api_key),
         file: file.to_path_buf(),
         changes: Vec::new(),
+        key: None,
     };
     settle(file, 0).await;
-    let category = day
-        .change(
-            "create category",
-            Method::POST,
-            "/categories",
-            Some(json!({"name": format!("Bench events {}", rand::random::<u32>())})),
-            None,
-        )
+    let name = || json!({"name": format!("Bench events {}", rand::random::<u32>())});
+    let category = day.send("create category", Method::POST, "/categories", name());
+    let category = category.await?;
+    let pet = json!({"name": "Rex", "categoryId": category});
+    let pet = day.send("create pet", Method::POST, "/pets", pet).await?;
+    let stock = (format!("/store/inventory/{pet}"), json!({"quantity": 2}));
+    day.send("set stock", Method::PUT, &stock.0, stock.1)
         .await?;
-    let pet = day
-        .change(
-            "create pet",
-            Method::POST,
-            "/pets",
-            Some(json!({"name": "Rex", "categoryId": category})),
-            None,
-        )
-        .await?;
-    let stock = format!("/store/inventory/{pet}");
-    day.change(
-        "set stock",
-        Method::PUT,
-        &stock,
-        Some(json!({"quantity": 2})),
-        None,
-    )
-    .await?;
-    let order = json!({"petId": pet, "quantity": 2});
-    let placed = day
-        .change(
-            "place order (last units)",
-            Method::POST,
-            "/store/orders",
-            Some(order.clone()),
-            Some("bench-events-1"),
-        )
-        .await?;
-    day.change(
-        "replayed order",
+    let (orders, order) = ("/store/orders", json!({"petId": pet, "quantity": 2}));
+    day.key = Some("bench-events-1");
+    let placed = day.send(
+        "place order (last units)",
         Method::POST,
-        "/store/orders",
-        Some(order),
-        Some("bench-events-1"),
-    )
-    .await?;
-    day.change(
-        "cancel order",
-        Method::DELETE,
-        &format!("/store/orders/{placed}"),
-        None,
-        None,
-    )
-    .await?;
-    let placed = day
-        .change(
-            "place order",
-            Method::POST,
-            "/store/orders",
-            Some(json!({"petId": pet})),
-            None,
-        )
+        orders,
+        order.clone(),
+    );
+    let placed = placed.await?;
+    day.send("replayed order", Method::POST, orders, order)
         .await?;
-    day.change(
-        "complete order",
-        Method::PATCH,
-        &format!("/store/orders/{placed}"),
-        Some(json!({"complete": true})),
-        None,
-    )
-    .await?;
-    day.change(
-        "rename category",
-        Method::PUT,
-        &format!("/categories/{category}"),
-        Some(json!({"name": format!("Bench renamed {}", rand::random::<u32>())})),
-        None,
-    )
-    .await?;
+    day.key = None;
+    let cancel = format!("/store/orders/{placed}");
+    day.send("cancel order", Method::DELETE, &cancel, Value::Null)
+        .await?;
+    let placed = day.send("place order", Method::POST, orders, json!({"petId": pet}));
+    let complete = (
+        format!("/store/orders/{}", placed.await?),
+        json!({"complete": true}),
+    );
+    day.send("complete order", Method::PATCH, &complete.0, complete.1)
+        .await?;
+    let rename = format!("/categories/{category}");
+    day.send("rename category", Method::PUT, &rename, name())
+        .await?;
     Ok(day.summary())
 }
 
@@ -138,22 +122,24 @@ struct Day {
     conn: Conn,
     file: PathBuf,
     changes: Vec<ChangeEvents>,
+    /// The `Idempotency-Key` the next changes are sent with.
+    key: Option<&'static str>,
 }
 
 impl Day {
     /// Sends one change and waits for its events; answers the id it created.
-    async fn change(
+    async fn send(
         &mut self,
         name: &str,
         method: Method,
         path: &str,
-        body: Option<Value>,
-        key: Option<&str>,
+        body: Value,
     ) -> Result<u64, Error> {
         let before = lines(&self.file).len();
+        let body = (!body.is_null()).then_some(body);
         let reply = self
             .conn
-            .send_with(method, path, body.as_ref(), key)
+            .send_with(method, path, body.as_ref(), self.key)
             .await?;
         if !reply.status.is_success() {
             return Err(format!(

@@ -358,13 +358,7 @@ async fn count_calls(
     fixture: &Fixture,
 ) -> Result<BTreeMap<String, OperationCalls>, Error> {
     let proxy = Proxy::start(dynamodb).await?;
-    // Its events consumer reads the stream around the proxy, and writes here.
-    let events_file = settings.out.join("events.jsonl");
-    let _ = std::fs::remove_file(&events_file);
-    let env = [
-        format!("AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://{dynamodb}"),
-        format!("EVENTS_FILE={}", events_file.display()),
-    ];
+    let (events_file, env) = petstore_bench::events::service_env(dynamodb, &settings.out);
     let mut counted = PetstoreLocal::start_with(
         &settings.release().join("petstore-local"),
         &format!("http://{}", proxy.addr),
@@ -374,14 +368,7 @@ async fn count_calls(
     .await?;
     let repeats = settings.count_repeats;
     let calls = calls::count(&proxy, counted.addr, api_key.clone(), fixture, repeats).await;
-    match petstore_bench::events::count(counted.addr, api_key, &events_file).await {
-        Ok(events) => {
-            petstore_bench::events::print(&events);
-            let json = serde_json::to_vec_pretty(&events)?;
-            std::fs::write(settings.out.join("events.json"), json)?;
-        }
-        Err(error) => eprintln!("bench: events per change not measured: {error}"),
-    }
+    petstore_bench::events::measure(counted.addr, api_key, &events_file, &settings.out).await;
     counted.stop().await;
     calls
 }
