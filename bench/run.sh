@@ -71,7 +71,7 @@ if [[ "${BENCH_ZIP:-1}" != 0 ]]; then
   fi
   if [[ -x .venv/bin/cargo-lambda ]]; then
     log "building arm64 zips (cargo lambda build --release --arm64 --output-format zip)"
-    PATH="$ROOT/.venv/bin:$PATH" cargo lambda build --release --arm64 --output-format zip -p pets -p store \
+    PATH="$ROOT/.venv/bin:$PATH" cargo lambda build --release --arm64 --output-format zip -p pets -p store -p events \
       || log "cargo lambda build failed; sizes are skipped"
   fi
 fi

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// The methods a route or an operation can have, as API Gateway writes them.
 pub const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 
+/// A YAML file of the repository (template.yaml, openapi.yaml, asyncapi.yaml).
 pub fn read_yaml(name: &str) -> Value {
     let path = repo_root().join(name);
     let text = std::fs::read_to_string(&path)

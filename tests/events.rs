@@ -7,12 +7,12 @@
 //! `events/expected.json` says, per file, which function the event is for and
 //! the status (and error code) it must get. Each replay gets a fresh store
 //! holding the events' key, and the records its event names (`{{petId}}`,
-//! ...), made as `make invoke` makes them (`petstore_local::events`).
+//! ...), made as `make invoke` makes them (`petstore_local::sample_events`).
 
 use crate::deploy::{template_routes, TemplateRoute};
 use crate::helpers::{repo_root, TestApp, TestResponse};
 use futures::StreamExt;
-use petstore_local::events::{create_events_key, prepare, EVENTS_API_KEY};
+use petstore_local::sample_events::{create_events_key, prepare, EVENTS_API_KEY};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -2,11 +2,12 @@
 //! the outcome recorded with the change and answered again, on DynamoDB
 //! Local. `faults` runs shoppers through a fault-injecting `proxy`.
 
-mod faults;
+// faults, proxy and shoppers are also domain_events.rs's: the same fault run, read from the stream.
+pub(crate) mod faults;
 pub mod proxy;
 pub mod races;
 mod records;
-mod shoppers;
+pub(crate) mod shoppers;
 
 use crate::helpers::{TestApp, TestResponse};
 use axum::body::Body;

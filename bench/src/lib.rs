@@ -22,6 +22,7 @@ pub mod calls;
 pub mod client;
 pub mod cold;
 pub mod cost;
+pub mod events;
 pub mod lambda_env;
 pub mod load;
 pub mod machine;

@@ -326,14 +326,17 @@ async fn count_calls(
     fixture: &Fixture,
 ) -> Result<BTreeMap<String, OperationCalls>, Error> {
     let proxy = Proxy::start(dynamodb).await?;
-    let mut counted = PetstoreLocal::start(
+    let (events_file, env) = petstore_bench::events::service_env(dynamodb, &settings.out);
+    let mut counted = PetstoreLocal::start_with(
         &settings.release().join("petstore-local"),
         &format!("http://{}", proxy.addr),
         &settings.out.join("petstore-local-counted.log"),
+        &env,
     )
     .await?;
     let repeats = settings.count_repeats;
-    let calls = calls::count(&proxy, counted.addr, api_key, fixture, repeats).await;
+    let calls = calls::count(&proxy, counted.addr, api_key.clone(), fixture, repeats).await;
+    petstore_bench::events::measure(counted.addr, api_key, &events_file, &settings.out).await;
     counted.stop().await;
     calls
 }

@@ -39,7 +39,7 @@ const PETS: usize = 3;
 const STOCK: u64 = 10;
 
 /// The store, its pets, and shoppers who reach it through the fault proxy.
-async fn run_shoppers(keys: Keys) -> (TestApp, Vec<u64>, Vec<Log>, String) {
+pub(crate) async fn run_shoppers(keys: Keys) -> (TestApp, Vec<u64>, Vec<Log>, String) {
     let seed = std::env::var("IDEMPOTENCY_FAULT_SEED")
         .ok()
         .and_then(|s| s.parse().ok())

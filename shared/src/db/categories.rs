@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-const SK: &str = "CATEGORY";
+pub(crate) const SK: &str = "CATEGORY";
 /// GSI1's list of every category; sharded.
 const ALL: &str = "CATEGORY";
 const NAME_SK: &str = "CATEGORYNAME";

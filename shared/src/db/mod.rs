@@ -48,6 +48,7 @@ pub mod orders;
 pub mod pets;
 pub mod query;
 pub mod shards;
+pub mod stored;
 pub mod tables;
 mod write;
 

@@ -24,7 +24,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-const SK: &str = "ORDER";
+pub(crate) const SK: &str = "ORDER";
 
 fn pk(id: Id) -> String {
     format!("ORDER#{id}")
@@ -75,14 +75,14 @@ struct OrderItem<'a> {
 }
 
 /// An order as stored: the record and who placed it.
-#[derive(Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct StoredOrder {
+pub struct StoredOrder {
     #[serde(flatten)]
-    order: Order,
+    pub order: Order,
     /// Orders placed before owners were recorded have none: only staff see them.
     #[serde(default)]
-    owner_id: Option<Id>,
+    pub owner_id: Option<Id>,
 }
 
 /// What an order list returns.

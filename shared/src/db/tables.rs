@@ -5,7 +5,8 @@ use super::{classify, DbError};
 use aws_sdk_dynamodb::operation::create_table::builders::CreateTableFluentBuilder;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
+    ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
+    TimeToLiveSpecification,
 };
 use aws_sdk_dynamodb::Client;
 
@@ -89,15 +90,22 @@ pub(crate) fn key(name: &str, kind: KeyType) -> Result<KeySchemaElement, DbError
         .map_err(DbError::internal)
 }
 
-/// Creates the data table unless it exists already.
+/// Creates the data table unless it exists already, with its stream of new
+/// and old images, as in `template.yaml` (the `events` function reads it).
 pub async fn create_data_table(client: &Client, table: &str) -> Result<(), DbError> {
     if table_exists(client, table).await? {
         return Ok(());
     }
+    let stream = StreamSpecification::builder()
+        .stream_enabled(true)
+        .stream_view_type(StreamViewType::NewAndOldImages)
+        .build()
+        .map_err(DbError::internal)?;
     let mut request = client
         .create_table()
         .table_name(table)
         .billing_mode(BillingMode::PayPerRequest)
+        .stream_specification(stream)
         .key_schema(key("PK", KeyType::Hash)?)
         .key_schema(key("SK", KeyType::Range)?)
         .attribute_definitions(attribute("PK", ScalarAttributeType::S)?)

@@ -1,10 +1,10 @@
 //! What every local stack sets up, shared by `petstore-local`'s commands
 //! (`make run`, `make run-lambda`, `make invoke`) and the tests:
 //! the demo keys ([`demo`]), and the sample events' key and records
-//! ([`events`]).
+//! ([`sample_events`]).
 
 pub mod demo;
-pub mod events;
+pub mod sample_events;
 
 /// Whether `endpoint` is a DynamoDB on this machine: the only kind local
 /// stacks write their published keys to.

@@ -13,7 +13,7 @@
 //! run-lambda` is the faithful way: the function binaries themselves.
 
 use petstore::db::DbError;
-use petstore_local::{demo, events};
+use petstore_local::{demo, sample_events};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
@@ -66,13 +66,13 @@ async fn setup(endpoint: &str) -> Result<petstore::App, BoxError> {
     let app = app(endpoint).await?;
     app.create_tables().await?;
     demo::print_demo_keys(&app).await?;
-    match events::create_events_key(&app, endpoint).await {
+    match sample_events::create_events_key(&app, endpoint).await {
         Ok(()) => println!(
             "The sample events in events/ carry {} (local stacks only).",
-            events::EVENTS_API_KEY
+            sample_events::EVENTS_API_KEY
         ),
         // A DynamoDB elsewhere still serves; it just never gets the published key.
-        Err(events::EventError::NotLocal(_)) => {
+        Err(sample_events::EventError::NotLocal(_)) => {
             println!("The sample events' key is not stored: {endpoint} is not on this machine.")
         }
         Err(other) => return Err(other.into()),
@@ -88,11 +88,13 @@ async fn serve(endpoint: &str) -> Result<(), BoxError> {
     // Before the keys are printed: a port in use prints nothing else.
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let app = setup(endpoint).await?;
+    let events_file = follow_events(endpoint, &app.config.table_name);
     // Every function's routes on one port, as API Gateway presents them: the
     // docs function's static files outside the wrapper, as in Lambda.
     let router =
         petstore::http::service(pets::routes().merge(store::routes()), app).merge(docs::routes());
     println!("Pet store API listening on http://127.0.0.1:{port} (DynamoDB at {endpoint})");
+    println!("Events (as EventBridge delivers them) are appended to {events_file}");
     axum::serve(
         listener,
         router.into_make_service_with_connect_info::<SocketAddr>(),
@@ -108,9 +110,21 @@ async fn serve(endpoint: &str) -> Result<(), BoxError> {
 async fn print_event(endpoint: &str, file: &str) -> Result<(), BoxError> {
     let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read {file}: {e}"))?;
     let app = app(endpoint).await?;
-    let ready = events::prepare(&app, &text)
+    let ready = sample_events::prepare(&app, &text)
         .await
         .map_err(|e| format!("{file}: {e}"))?;
     println!("{ready}");
     Ok(())
+}
+
+/// Runs the `events` function's consumer on the data table's stream, in the
+/// background, appending each event to `EVENTS_FILE` (`.local/events.jsonl`);
+/// answers that file's name.
+fn follow_events(endpoint: &str, table: &str) -> String {
+    let file = std::env::var("EVENTS_FILE").unwrap_or_else(|_| ".local/events.jsonl".into());
+    let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".into());
+    let reader =
+        events::local::StreamReader::new(events::local::local_streams_client(endpoint), table);
+    tokio::spawn(reader.follow(events::FilePublisher::new(&file, region)));
+    file
 }

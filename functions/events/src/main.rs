@@ -1,0 +1,23 @@
+//! The `events` Lambda function: wiring only. The EventBridge client is built
+//! once per cold start; every batch of the data table's stream goes through
+//! [`events::handler::handle`] to the bus named by `EVENT_BUS_NAME`.
+
+use events::EventBridgePublisher;
+use lambda_runtime::{service_fn, LambdaEvent};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    petstore::telemetry::init();
+    let bus = std::env::var("EVENT_BUS_NAME").map_err(|_| "EVENT_BUS_NAME is not set")?;
+    // The same TLS stack as the data functions (rustls on ring: README, Performance).
+    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(petstore::http_client())
+        .load()
+        .await;
+    let publisher = EventBridgePublisher::new(aws_sdk_eventbridge::Client::new(&aws), bus);
+    let publisher = &publisher;
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<_>| async move {
+        events::handler::handle(event, publisher).await
+    }))
+    .await
+}
