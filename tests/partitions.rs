@@ -27,7 +27,7 @@ fn small_shards(name: &str) -> Option<String> {
 }
 
 /// Follows the next links from `path`: every record's `field`, in the order
-/// served. Every page but the last is full.
+/// served.
 async fn page_through(app: &TestApp, path: &str, field: &str) -> Vec<u64> {
     let (mut seen, mut next, mut pages) = (Vec::new(), Some(path.to_string()), 0);
     while let Some(url) = next {
@@ -41,8 +41,10 @@ async fn page_through(app: &TestApp, path: &str, field: &str) -> Vec<u64> {
             .filter_map(|record| record[field].as_u64())
             .collect();
         next = page.next_page();
-        let full = if next.is_some() { LIMIT } else { ids.len() };
-        assert!(ids.len() <= LIMIT && ids.len() == full, "{url}: {ids:?}");
+        // A page may hold fewer than the limit, even none, with a next link:
+        // a sparse filter's page ends when its round trips are spent
+        // (API.md section 2; `tests/pages.rs` counts them).
+        assert!(ids.len() <= LIMIT, "{url}: {ids:?}");
         seen.extend(ids);
         pages += 1;
         assert!(pages <= 500, "paging {path} must end");
