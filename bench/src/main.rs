@@ -6,14 +6,13 @@
 //! on a figure, only when it cannot measure at all.
 
 use petstore_bench::client::Error;
-use petstore_bench::cold::{self, ColdSetup};
 use petstore_bench::load::{self, Fixture, Shape};
 use petstore_bench::oha::{self, OhaSetup};
 use petstore_bench::processes::{DynamoDbLocal, PetstoreLocal};
 use petstore_bench::proxy::Proxy;
 use petstore_bench::results::{
     BenchResults, ColdStart, LoadRun, Machine, Mix, OhaCheck, OperationCalls, RunSettings,
-    OVERHEAD_FILE, PARTITIONS_FILE, PARTITIONS_TABLE_FILE, RESULTS_FILE,
+    COLD_START_FILE, OVERHEAD_FILE, PARTITIONS_FILE, PARTITIONS_TABLE_FILE, RESULTS_FILE,
 };
 use petstore_bench::{abuse, api_key, calls, cost, machine, report, sizes, targets};
 use serde::de::DeserializeOwned;
@@ -30,12 +29,9 @@ struct Settings {
     root: PathBuf,
     target: PathBuf,
     out: PathBuf,
-    concurrency: usize,
-    seconds: u64,
-    warmup_seconds: u64,
-    cold_spawns: usize,
-    count_repeats: usize,
-    memory_mb: u32,
+    /// The run's knobs as `results.json` records them; `api_key` is filled
+    /// in once the key is made.
+    run: RunSettings,
     oha: Option<PathBuf>,
     oha_seconds: u64,
 }
@@ -56,14 +52,20 @@ impl Settings {
         let oha = std::env::var_os("BENCH_OHA")
             .map(PathBuf::from)
             .unwrap_or_else(|| root.join(".local/bin/oha"));
-        Ok(Settings {
-            out: target.join("bench"),
+        let run = RunSettings {
             concurrency: env_or("BENCH_CONCURRENCY", 16),
             seconds: env_or("BENCH_SECONDS", 10),
             warmup_seconds: env_or("BENCH_WARMUP_SECONDS", 2),
+            // Used by tools/coldstart, which made the full-CPU figures.
             cold_spawns: env_or("BENCH_COLD_SPAWNS", 30),
             count_repeats: env_or("BENCH_COUNT_REPEATS", 20),
-            memory_mb: env_or("BENCH_MEMORY_MB", 128),
+            lambda_memory_mb: env_or("BENCH_MEMORY_MB", 128),
+            cold_env: std::env::var("BENCH_COLD_ENV").ok(),
+            api_key: false,
+        };
+        Ok(Settings {
+            out: target.join("bench"),
+            run,
             oha: oha.is_file().then_some(oha),
             oha_seconds: env_or("BENCH_OHA_SECONDS", 5),
             root,
@@ -79,19 +81,6 @@ impl Settings {
     /// `petstore-admin`, which issues the key (a debug build: run.sh's).
     fn admin(&self) -> PathBuf {
         self.target.join("debug/petstore-admin")
-    }
-
-    fn recorded(&self, api_key: bool) -> RunSettings {
-        RunSettings {
-            concurrency: self.concurrency,
-            seconds: self.seconds,
-            warmup_seconds: self.warmup_seconds,
-            cold_spawns: self.cold_spawns,
-            count_repeats: self.count_repeats,
-            lambda_memory_mb: self.memory_mb,
-            cold_env: std::env::var("BENCH_COLD_ENV").ok(),
-            api_key,
-        }
     }
 }
 
@@ -109,8 +98,7 @@ async fn run() -> Result<(), Error> {
     let started = Instant::now();
     let machine = machine::describe();
     eprintln!("bench: {}", machine.cpu);
-    let release = ["pets", "store", "petstore-local"].map(|binary| settings.release().join(binary));
-    for path in release.into_iter().chain([settings.admin()]) {
+    for path in [settings.release().join("petstore-local"), settings.admin()] {
         if !path.is_file() {
             let missing = format!(
                 "{} is missing: run `make bench` (it builds it)",
@@ -162,7 +150,7 @@ async fn measure_all(
     )
     .await?;
     let api_key = api_key::obtain(&settings.admin(), &dynamodb.url(), &mut notes).await;
-    let timed = measure_timings(settings, &local, dynamodb, api_key.as_deref(), &mut notes).await;
+    let timed = measure_timings(settings, &local, api_key.as_deref(), &mut notes).await;
     local.stop().await;
     let timings = timed?;
 
@@ -183,12 +171,24 @@ async fn measure_all(
         "BENCH_ONLY=partitions make bench",
         &mut notes,
     );
+    let cold_start: Vec<ColdStart> = read_left(
+        &settings.out,
+        COLD_START_FILE,
+        "full-CPU cold start",
+        "BENCH_ONLY=coldstart make bench",
+        &mut notes,
+    )
+    .unwrap_or_default();
+    let memory_mb = settings.run.lambda_memory_mb;
     Ok(BenchResults {
         machine,
-        settings: settings.recorded(api_key.is_some()),
-        cost: cost::costs(&calls, &timings.cold_start, settings.memory_mb),
-        targets: targets::check(&timings.cold_start, in_process_overhead.as_ref(), &size),
-        cold_start: timings.cold_start,
+        settings: RunSettings {
+            api_key: api_key.is_some(),
+            ..settings.run.clone()
+        },
+        cost: cost::costs(&calls, &cold_start, memory_mb),
+        targets: targets::check(&cold_start, in_process_overhead.as_ref(), &size),
+        cold_start,
         warm: timings.warm,
         oha: timings.oha,
         dynamodb_calls: calls,
@@ -205,7 +205,6 @@ async fn measure_all(
 /// was seeded with.
 struct Timings {
     fixture: Fixture,
-    cold_start: Vec<ColdStart>,
     warm: Vec<LoadRun>,
     oha: Option<OhaCheck>,
 }
@@ -213,7 +212,6 @@ struct Timings {
 async fn measure_timings(
     settings: &Settings,
     local: &PetstoreLocal,
-    dynamodb: &DynamoDbLocal,
     api_key: Option<&str>,
     notes: &mut Vec<String>,
 ) -> Result<Timings, Error> {
@@ -233,8 +231,6 @@ async fn measure_timings(
         "bench: seeded 1 category and {} pets",
         fixture.pet_ids.len()
     );
-    // Cold start first, while the machine is otherwise idle.
-    let cold_start = measure_cold_starts(settings, &dynamodb.url(), api_key).await?;
     let warm = measure_load(settings, local.addr, api_key, &fixture).await?;
     let oha = match &settings.oha {
         Some(oha) => {
@@ -242,7 +238,7 @@ async fn measure_timings(
                 oha,
                 addr: local.addr,
                 api_key,
-                concurrency: settings.concurrency,
+                concurrency: settings.run.concurrency,
                 seconds: settings.oha_seconds,
             };
             Some(oha::check(&setup, &fixture).await)
@@ -254,42 +250,7 @@ async fn measure_timings(
             None
         }
     };
-    Ok(Timings {
-        fixture,
-        cold_start,
-        warm,
-        oha,
-    })
-}
-
-async fn measure_cold_starts(
-    settings: &Settings,
-    dynamodb_url: &str,
-    api_key: Option<&str>,
-) -> Result<Vec<ColdStart>, Error> {
-    let mut cold_starts = Vec::new();
-    for (function, method, path, query) in [
-        ("pets", "GET", "/pets", "limit=20"),
-        ("store", "GET", "/store/inventory", "limit=20"),
-    ] {
-        eprintln!(
-            "bench: cold start of {function}, {} spawns",
-            settings.cold_spawns
-        );
-        let setup = ColdSetup {
-            function,
-            bootstrap: &settings.release().join(function),
-            dynamodb_endpoint: dynamodb_url,
-            api_key,
-            method,
-            path,
-            query,
-            memory_mb: settings.memory_mb,
-            log: &settings.out.join(format!("cold-{function}.log")),
-        };
-        cold_starts.push(cold::measure(&setup, settings.cold_spawns).await?);
-    }
-    Ok(cold_starts)
+    Ok(Timings { fixture, warm, oha })
 }
 
 async fn measure_load(
@@ -302,16 +263,16 @@ async fn measure_load(
     for mix in [Mix::Read, Mix::Write] {
         eprintln!(
             "bench: {mix:?} mix, c={} for {} s",
-            settings.concurrency, settings.seconds
+            settings.run.concurrency, settings.run.seconds
         );
         let run = load::run(
             addr,
             api_key.map(str::to_string),
             fixture,
             mix,
-            settings.concurrency,
-            Duration::from_secs(settings.warmup_seconds),
-            Duration::from_secs(settings.seconds),
+            settings.run.concurrency,
+            Duration::from_secs(settings.run.warmup_seconds),
+            Duration::from_secs(settings.run.seconds),
         );
         runs.push(run.await?);
     }
@@ -334,7 +295,7 @@ async fn count_calls(
         &env,
     )
     .await?;
-    let repeats = settings.count_repeats;
+    let repeats = settings.run.count_repeats;
     let calls = calls::count(&proxy, counted.addr, api_key.clone(), fixture, repeats).await;
     petstore_bench::events::measure(counted.addr, api_key, &events_file, &settings.out).await;
     counted.stop().await;
@@ -342,7 +303,8 @@ async fn count_calls(
 }
 
 /// What another step of `make bench` (`bench/run.sh`) left in `out`: the
-/// in-process overhead or the partition model; a note if it is missing.
+/// in-process overhead, the partition model or the full-CPU cold starts; a
+/// note if it is missing.
 fn read_left<T: DeserializeOwned>(
     out: &Path,
     file: &str,

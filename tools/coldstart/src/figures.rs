@@ -1,7 +1,7 @@
 //! What a run found: `target/bench/coldstart.json`, and its table.
 
+use crate::runtime_api::Spawn;
 use crate::Bootstrap;
-use petstore_bench::cold::Spawn;
 use petstore_bench::results::Summary;
 use petstore_bench::results::{Machine, StatusCounts};
 use petstore_bench::stats::summarize;
