@@ -28,6 +28,10 @@ const SEEDED_PETS: usize = 100;
 struct Settings {
     root: PathBuf,
     target: PathBuf,
+    /// The host's release binaries.
+    release: PathBuf,
+    /// `petstore-admin`, which issues the key (a debug build: run.sh's).
+    admin: PathBuf,
     out: PathBuf,
     /// The run's knobs as `results.json` records them; `api_key` is filled
     /// in once the key is made.
@@ -64,6 +68,8 @@ impl Settings {
             api_key: false,
         };
         Ok(Settings {
+            release: target.join("release"),
+            admin: target.join("debug/petstore-admin"),
             out: target.join("bench"),
             run,
             oha: oha.is_file().then_some(oha),
@@ -71,16 +77,6 @@ impl Settings {
             root,
             target,
         })
-    }
-
-    /// Where the host's release binaries are.
-    fn release(&self) -> PathBuf {
-        self.target.join("release")
-    }
-
-    /// `petstore-admin`, which issues the key (a debug build: run.sh's).
-    fn admin(&self) -> PathBuf {
-        self.target.join("debug/petstore-admin")
     }
 }
 
@@ -98,7 +94,7 @@ async fn run() -> Result<(), Error> {
     let started = Instant::now();
     let machine = machine::describe();
     eprintln!("bench: {}", machine.cpu);
-    for path in [settings.release().join("petstore-local"), settings.admin()] {
+    for path in [&settings.release.join("petstore-local"), &settings.admin] {
         if !path.is_file() {
             let missing = format!(
                 "{} is missing: run `make bench` (it builds it)",
@@ -111,7 +107,7 @@ async fn run() -> Result<(), Error> {
     let mut dynamodb = DynamoDbLocal::start(&settings.root).await?;
     let outcome = async {
         let mut results = measure_all(&settings, &dynamodb, machine, started).await?;
-        abuse::measure_into(&settings.release(), dynamodb.addr, &mut results).await;
+        abuse::measure_into(&settings.release, dynamodb.addr, &mut results).await;
         results.elapsed_seconds = started.elapsed().as_secs_f64();
         publish(&settings, &results)
     }
@@ -144,12 +140,13 @@ async fn measure_all(
 ) -> Result<BenchResults, Error> {
     let mut notes = Vec::new();
     let mut local = PetstoreLocal::start(
-        &settings.release().join("petstore-local"),
+        &settings.release.join("petstore-local"),
         &dynamodb.url(),
         &settings.out.join("petstore-local.log"),
+        &[],
     )
     .await?;
-    let api_key = api_key::obtain(&settings.admin(), &dynamodb.url(), &mut notes).await;
+    let api_key = api_key::obtain(&settings.admin, &dynamodb.url(), &mut notes).await;
     let timed = measure_timings(settings, &local, api_key.as_deref(), &mut notes).await;
     local.stop().await;
     let timings = timed?;
@@ -286,10 +283,10 @@ async fn count_calls(
     api_key: Option<String>,
     fixture: &Fixture,
 ) -> Result<BTreeMap<String, OperationCalls>, Error> {
-    let proxy = Proxy::start(dynamodb).await?;
+    let proxy: Proxy = Proxy::start(dynamodb).await?;
     let (events_file, env) = petstore_bench::events::service_env(dynamodb, &settings.out);
-    let mut counted = PetstoreLocal::start_with(
-        &settings.release().join("petstore-local"),
+    let mut counted = PetstoreLocal::start(
+        &settings.release.join("petstore-local"),
         &format!("http://{}", proxy.addr),
         &settings.out.join("petstore-local-counted.log"),
         &env,
