@@ -18,7 +18,7 @@ use petstore_bench::{abuse, api_key, calls, cost, machine, report, sizes, target
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Pets the store is seeded with, for the reads to page through.
@@ -78,6 +78,33 @@ impl Settings {
             target,
         })
     }
+
+    /// What another step of `make bench` (`bench/run.sh`) left in `out`: the
+    /// in-process overhead, the partition model or the full-CPU cold starts; a
+    /// note if it is missing.
+    fn read_left<T: DeserializeOwned>(
+        &self,
+        file: &str,
+        what: &str,
+        step: &str,
+        notes: &mut Vec<String>,
+    ) -> Option<T> {
+        let path = self.out.join(file);
+        let Ok(bytes) = std::fs::read(&path) else {
+            notes.push(format!("no {what}: run `{step}` (make bench does)"));
+            return None;
+        };
+        match serde_json::from_slice(&bytes) {
+            Ok(figures) => Some(figures),
+            Err(e) => {
+                let shown = path.display();
+                notes.push(format!(
+                    "no {what}: {shown} does not read ({e}); rerun `{step}`"
+                ));
+                None
+            }
+        }
+    }
 }
 
 #[tokio::main]
@@ -94,14 +121,10 @@ async fn run() -> Result<(), Error> {
     let started = Instant::now();
     let machine = machine::describe();
     eprintln!("bench: {}", machine.cpu);
-    for path in [&settings.release.join("petstore-local"), &settings.admin] {
-        if !path.is_file() {
-            let missing = format!(
-                "{} is missing: run `make bench` (it builds it)",
-                path.display()
-            );
-            return Err(missing.into());
-        }
+    let required = [&settings.release.join("petstore-local"), &settings.admin];
+    if let Some(missing) = required.iter().find(|path| !path.is_file()) {
+        let missing = missing.display();
+        return Err(format!("{missing} is missing: run `make bench` (it builds it)").into());
     }
 
     let mut dynamodb = DynamoDbLocal::start(&settings.root).await?;
@@ -154,28 +177,26 @@ async fn measure_all(
     eprintln!("bench: counting DynamoDB calls per operation");
     let calls = count_calls(settings, dynamodb.addr, api_key.clone(), &timings.fixture).await?;
     let size = sizes::of_functions(&settings.target);
-    let in_process_overhead = read_left(
-        &settings.out,
+    let in_process_overhead = settings.read_left(
         OVERHEAD_FILE,
         "in-process overhead figures",
         "cargo bench -p petstore-bench",
         &mut notes,
     );
-    let partitions = read_left(
-        &settings.out,
+    let partitions = settings.read_left(
         PARTITIONS_FILE,
         "partition model",
         "BENCH_ONLY=partitions make bench",
         &mut notes,
     );
-    let cold_start: Vec<ColdStart> = read_left(
-        &settings.out,
-        COLD_START_FILE,
-        "full-CPU cold start",
-        "BENCH_ONLY=coldstart make bench",
-        &mut notes,
-    )
-    .unwrap_or_default();
+    let cold_start: Vec<ColdStart> = settings
+        .read_left(
+            COLD_START_FILE,
+            "full-CPU cold start",
+            "BENCH_ONLY=coldstart make bench",
+            &mut notes,
+        )
+        .unwrap_or_default();
     let memory_mb = settings.run.lambda_memory_mb;
     Ok(BenchResults {
         machine,
@@ -297,31 +318,4 @@ async fn count_calls(
     petstore_bench::events::measure(counted.addr, api_key, &events_file, &settings.out).await;
     counted.stop().await;
     calls
-}
-
-/// What another step of `make bench` (`bench/run.sh`) left in `out`: the
-/// in-process overhead, the partition model or the full-CPU cold starts; a
-/// note if it is missing.
-fn read_left<T: DeserializeOwned>(
-    out: &Path,
-    file: &str,
-    what: &str,
-    step: &str,
-    notes: &mut Vec<String>,
-) -> Option<T> {
-    let path = out.join(file);
-    let Ok(bytes) = std::fs::read(&path) else {
-        notes.push(format!("no {what}: run `{step}` (make bench does)"));
-        return None;
-    };
-    match serde_json::from_slice(&bytes) {
-        Ok(figures) => Some(figures),
-        Err(e) => {
-            let shown = path.display();
-            notes.push(format!(
-                "no {what}: {shown} does not read ({e}); rerun `{step}`"
-            ));
-            None
-        }
-    }
 }
