@@ -371,3 +371,15 @@ async fn next_invocation(api: &RuntimeApi, now: Instant) -> Response<Full<Bytes>
         // Header values are ASCII we made (the ARN from a function name of ours).
         .expect("a response of valid headers builds")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_is_api_gateways_or_200_for_another_answer() {
+        let status = |body: &str| serde_json::from_str::<FunctionResponse>(body).unwrap();
+        assert_eq!(status(r#"{"statusCode":401,"body":""}"#).status_code, 401);
+        assert_eq!(status(r#"{"batchItemFailures":[]}"#).status_code, 200);
+    }
+}
