@@ -7,9 +7,10 @@
 #   BENCH_OVERHEAD=0   skip the criterion in-process bench
 #   BENCH_OHA=0        skip installing/running oha
 #   BENCH_ONLY=partitions   the partition model (tools/partitions) alone
-#   BENCH_COLDSTART=0  skip the Lambda-like cold start (tools/coldstart; its
-#                      knobs COLDSTART_SPAWNS=8 COLDSTART_MEMORY=128,256,512,1024)
-#   BENCH_ONLY=coldstart  the Lambda-like cold start alone
+#   BENCH_COLDSTART=0  skip the cold starts (tools/coldstart: Lambda-like, knobs
+#                      COLDSTART_SPAWNS=8 COLDSTART_MEMORY=128,256,512,1024; then
+#                      at full CPU, BENCH_COLD_SPAWNS=30, a file the runner reads)
+#   BENCH_ONLY=coldstart  the cold starts alone
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,10 +40,10 @@ fi
 [[ "${BENCH_OHA:-1}" == 0 ]] && export BENCH_OHA=/nonexistent
 
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-# The functions alone, as `cargo lambda build -p pets -p store` builds them:
-# built with the bench's crates, they would get those crates' features too.
+# The functions alone, as `cargo lambda build -p pets -p store -p events` builds
+# them: built with the bench's crates, they would get those crates' features too.
 log "building the functions' release bootstraps for this host"
-cargo build --release -p pets -p store
+cargo build --release -p pets -p store -p events
 log "building the bench's own release binaries"
 cargo build --release -p petstore-local -p petstore-bench -p petstore-coldstart
 
@@ -59,8 +60,9 @@ EOF
   )
   CARGO_TARGET_DIR="$TARGET" cargo build --release --locked \
     --manifest-path tools/coldstart/floor/Cargo.toml "${FLOOR_PROFILE[@]}"
-  log "cold start as Lambda runs it (tools/coldstart)"
-  "$TARGET/release/petstore-coldstart" || log "the Lambda-like cold start failed; its figures are missing"
+  log "cold start as Lambda runs it, then at full CPU (tools/coldstart)"
+  rm -f "$OUT/cold-start-full-cpu.json"
+  "$TARGET/release/petstore-coldstart" || log "the cold start failed; its figures are missing"
 fi
 [[ "${BENCH_ONLY:-}" == coldstart ]] && exit 0
 

@@ -53,10 +53,11 @@ async fn measure(
     .concat();
     let staff = new_key(&url, &staff).await?;
     let free = new_key(&url, &["--plan", "free"]).await?;
-    let proxy = Proxy::start(dynamodb).await?;
+    let proxy: Proxy = Proxy::start(dynamodb).await?;
     let service = release.join("petstore-local");
     let log = release.join("../bench/petstore-local-abuse.log");
-    let mut local = PetstoreLocal::start(&service, &format!("http://{}", proxy.addr), &log).await?;
+    let mut local =
+        PetstoreLocal::start(&service, &format!("http://{}", proxy.addr), &log, &[]).await?;
     let measured = async {
         let (mut kinds, pet_ids) = worst_pages(&proxy, local.addr, staff).await?;
         let ids: Vec<String> = pet_ids.iter().take(100).map(u64::to_string).collect();

@@ -5,6 +5,7 @@
 //! follow the `PutEvents` entries, and so the cost, per million changes.
 
 use crate::client::{Conn, Error};
+use crate::cost::{LAMBDA_ARM_PER_GB_SECOND, LAMBDA_PER_MILLION_REQUESTS};
 use http::Method;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -15,10 +16,6 @@ use std::time::{Duration, Instant};
 /// EventBridge's price of a million custom events (`PutEvents` entries of
 /// up to 64 KiB each; every event here is under 1 KiB), USD, us-east-1.
 const PUT_EVENTS_PER_MILLION: f64 = 1.00;
-/// Lambda's price of a million requests, USD.
-const LAMBDA_REQUESTS_PER_MILLION: f64 = 0.20;
-/// Lambda's price of a GB-second on arm64, USD.
-const LAMBDA_GB_SECOND: f64 = 0.000_013_333_4;
 /// Records per invocation under load (the template's `BatchSize`).
 const BATCH_SIZE: f64 = 100.0;
 /// An invocation's assumed duration and memory: one `PutEvents` call per ten
@@ -169,8 +166,9 @@ impl Day {
         let put_events = million * per_change / 1e6 * PUT_EVENTS_PER_MILLION;
         let invocations = million / BATCH_SIZE;
         let calls_per_invocation = (BATCH_SIZE * per_change / 10.0).ceil();
-        let lambda = invocations / 1e6 * LAMBDA_REQUESTS_PER_MILLION
-            + invocations * calls_per_invocation * CALL_SECONDS * MEMORY_GB * LAMBDA_GB_SECOND;
+        let gb_seconds = invocations * calls_per_invocation * CALL_SECONDS * MEMORY_GB;
+        let lambda =
+            invocations / 1e6 * LAMBDA_PER_MILLION_REQUESTS + gb_seconds * LAMBDA_ARM_PER_GB_SECOND;
         EventsPerChange {
             changes: self.changes,
             events_per_change: per_change,

@@ -1,7 +1,5 @@
 //! `make bench`: measures the pet store on this machine and reports, never fails.
 //!
-//! - [`cold`]: each function's release `bootstrap` against a minimal Lambda Runtime API
-//!   (with [`lambda_env`]), at full CPU; `tools/coldstart` runs it as Lambda would;
 //! - [`load`]: warm latency and throughput of `petstore-local` on DynamoDB Local
 //!   (seeded by [`load::seed`]), with [`oha`] as a cross-check;
 //! - [`calls`]: DynamoDB calls and capacity units per operation, counted by the
@@ -10,7 +8,8 @@
 //! - [`abuse`]: the calls and dollars of refused, random-key and worst-page requests;
 //! - [`sizes`]: the arm64 zips; [`targets`]: each figure against its target;
 //! - the in-process router + wrapper overhead is `benches/overhead/` (criterion),
-//!   the partition-load model `tools/partitions`; each leaves a file the runner reads.
+//!   the partition-load model `tools/partitions`, the cold starts (Lambda-like,
+//!   and at full CPU) `tools/coldstart`; each leaves a file the runner reads.
 //!
 //! Every figure lands in a record of [`results`] (a leaf), which
 //! `results.json` is made of and [`report`] prints; the runner (`main.rs`)
@@ -20,10 +19,8 @@ pub mod abuse;
 pub mod api_key;
 pub mod calls;
 pub mod client;
-pub mod cold;
 pub mod cost;
 pub mod events;
-pub mod lambda_env;
 pub mod load;
 pub mod machine;
 pub mod oha;

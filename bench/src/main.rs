@@ -6,20 +6,19 @@
 //! on a figure, only when it cannot measure at all.
 
 use petstore_bench::client::Error;
-use petstore_bench::cold::{self, ColdSetup};
 use petstore_bench::load::{self, Fixture, Shape};
 use petstore_bench::oha::{self, OhaSetup};
 use petstore_bench::processes::{DynamoDbLocal, PetstoreLocal};
 use petstore_bench::proxy::Proxy;
 use petstore_bench::results::{
     BenchResults, ColdStart, LoadRun, Machine, Mix, OhaCheck, OperationCalls, RunSettings,
-    OVERHEAD_FILE, PARTITIONS_FILE, PARTITIONS_TABLE_FILE, RESULTS_FILE,
+    COLD_START_FILE, OVERHEAD_FILE, PARTITIONS_FILE, PARTITIONS_TABLE_FILE, RESULTS_FILE,
 };
 use petstore_bench::{abuse, api_key, calls, cost, machine, report, sizes, targets};
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Pets the store is seeded with, for the reads to page through.
@@ -29,13 +28,14 @@ const SEEDED_PETS: usize = 100;
 struct Settings {
     root: PathBuf,
     target: PathBuf,
+    /// The host's release binaries.
+    release: PathBuf,
+    /// `petstore-admin`, which issues the key (a debug build: run.sh's).
+    admin: PathBuf,
     out: PathBuf,
-    concurrency: usize,
-    seconds: u64,
-    warmup_seconds: u64,
-    cold_spawns: usize,
-    count_repeats: usize,
-    memory_mb: u32,
+    /// The run's knobs as `results.json` records them; `api_key` is filled
+    /// in once the key is made.
+    run: RunSettings,
     oha: Option<PathBuf>,
     oha_seconds: u64,
 }
@@ -56,14 +56,22 @@ impl Settings {
         let oha = std::env::var_os("BENCH_OHA")
             .map(PathBuf::from)
             .unwrap_or_else(|| root.join(".local/bin/oha"));
-        Ok(Settings {
-            out: target.join("bench"),
+        let run = RunSettings {
             concurrency: env_or("BENCH_CONCURRENCY", 16),
             seconds: env_or("BENCH_SECONDS", 10),
             warmup_seconds: env_or("BENCH_WARMUP_SECONDS", 2),
+            // Used by tools/coldstart, which made the full-CPU figures.
             cold_spawns: env_or("BENCH_COLD_SPAWNS", 30),
             count_repeats: env_or("BENCH_COUNT_REPEATS", 20),
-            memory_mb: env_or("BENCH_MEMORY_MB", 128),
+            lambda_memory_mb: env_or("BENCH_MEMORY_MB", 128),
+            cold_env: std::env::var("BENCH_COLD_ENV").ok(),
+            api_key: false,
+        };
+        Ok(Settings {
+            release: target.join("release"),
+            admin: target.join("debug/petstore-admin"),
+            out: target.join("bench"),
+            run,
             oha: oha.is_file().then_some(oha),
             oha_seconds: env_or("BENCH_OHA_SECONDS", 5),
             root,
@@ -71,26 +79,30 @@ impl Settings {
         })
     }
 
-    /// Where the host's release binaries are.
-    fn release(&self) -> PathBuf {
-        self.target.join("release")
-    }
-
-    /// `petstore-admin`, which issues the key (a debug build: run.sh's).
-    fn admin(&self) -> PathBuf {
-        self.target.join("debug/petstore-admin")
-    }
-
-    fn recorded(&self, api_key: bool) -> RunSettings {
-        RunSettings {
-            concurrency: self.concurrency,
-            seconds: self.seconds,
-            warmup_seconds: self.warmup_seconds,
-            cold_spawns: self.cold_spawns,
-            count_repeats: self.count_repeats,
-            lambda_memory_mb: self.memory_mb,
-            cold_env: std::env::var("BENCH_COLD_ENV").ok(),
-            api_key,
+    /// What another step of `make bench` (`bench/run.sh`) left in `out`: the
+    /// in-process overhead, the partition model or the full-CPU cold starts; a
+    /// note if it is missing.
+    fn read_left<T: DeserializeOwned>(
+        &self,
+        file: &str,
+        what: &str,
+        step: &str,
+        notes: &mut Vec<String>,
+    ) -> Option<T> {
+        let path = self.out.join(file);
+        let Ok(bytes) = std::fs::read(&path) else {
+            notes.push(format!("no {what}: run `{step}` (make bench does)"));
+            return None;
+        };
+        match serde_json::from_slice(&bytes) {
+            Ok(figures) => Some(figures),
+            Err(e) => {
+                let shown = path.display();
+                notes.push(format!(
+                    "no {what}: {shown} does not read ({e}); rerun `{step}`"
+                ));
+                None
+            }
         }
     }
 }
@@ -109,21 +121,16 @@ async fn run() -> Result<(), Error> {
     let started = Instant::now();
     let machine = machine::describe();
     eprintln!("bench: {}", machine.cpu);
-    let release = ["pets", "store", "petstore-local"].map(|binary| settings.release().join(binary));
-    for path in release.into_iter().chain([settings.admin()]) {
-        if !path.is_file() {
-            let missing = format!(
-                "{} is missing: run `make bench` (it builds it)",
-                path.display()
-            );
-            return Err(missing.into());
-        }
+    let required = [&settings.release.join("petstore-local"), &settings.admin];
+    if let Some(missing) = required.iter().find(|path| !path.is_file()) {
+        let missing = missing.display();
+        return Err(format!("{missing} is missing: run `make bench` (it builds it)").into());
     }
 
     let mut dynamodb = DynamoDbLocal::start(&settings.root).await?;
     let outcome = async {
         let mut results = measure_all(&settings, &dynamodb, machine, started).await?;
-        abuse::measure_into(&settings.release(), dynamodb.addr, &mut results).await;
+        abuse::measure_into(&settings.release, dynamodb.addr, &mut results).await;
         results.elapsed_seconds = started.elapsed().as_secs_f64();
         publish(&settings, &results)
     }
@@ -156,39 +163,50 @@ async fn measure_all(
 ) -> Result<BenchResults, Error> {
     let mut notes = Vec::new();
     let mut local = PetstoreLocal::start(
-        &settings.release().join("petstore-local"),
+        &settings.release.join("petstore-local"),
         &dynamodb.url(),
         &settings.out.join("petstore-local.log"),
+        &[],
     )
     .await?;
-    let api_key = api_key::obtain(&settings.admin(), &dynamodb.url(), &mut notes).await;
-    let timed = measure_timings(settings, &local, dynamodb, api_key.as_deref(), &mut notes).await;
+    let api_key = api_key::obtain(&settings.admin, &dynamodb.url(), &mut notes).await;
+    let timed = measure_timings(settings, &local, api_key.as_deref(), &mut notes).await;
     local.stop().await;
     let timings = timed?;
 
     eprintln!("bench: counting DynamoDB calls per operation");
     let calls = count_calls(settings, dynamodb.addr, api_key.clone(), &timings.fixture).await?;
     let size = sizes::of_functions(&settings.target);
-    let in_process_overhead = read_left(
-        &settings.out,
+    let in_process_overhead = settings.read_left(
         OVERHEAD_FILE,
         "in-process overhead figures",
         "cargo bench -p petstore-bench",
         &mut notes,
     );
-    let partitions = read_left(
-        &settings.out,
+    let partitions = settings.read_left(
         PARTITIONS_FILE,
         "partition model",
         "BENCH_ONLY=partitions make bench",
         &mut notes,
     );
+    let cold_start: Vec<ColdStart> = settings
+        .read_left(
+            COLD_START_FILE,
+            "full-CPU cold start",
+            "BENCH_ONLY=coldstart make bench",
+            &mut notes,
+        )
+        .unwrap_or_default();
+    let memory_mb = settings.run.lambda_memory_mb;
     Ok(BenchResults {
         machine,
-        settings: settings.recorded(api_key.is_some()),
-        cost: cost::costs(&calls, &timings.cold_start, settings.memory_mb),
-        targets: targets::check(&timings.cold_start, in_process_overhead.as_ref(), &size),
-        cold_start: timings.cold_start,
+        settings: RunSettings {
+            api_key: api_key.is_some(),
+            ..settings.run.clone()
+        },
+        cost: cost::costs(&calls, &cold_start, memory_mb),
+        targets: targets::check(&cold_start, in_process_overhead.as_ref(), &size),
+        cold_start,
         warm: timings.warm,
         oha: timings.oha,
         dynamodb_calls: calls,
@@ -205,7 +223,6 @@ async fn measure_all(
 /// was seeded with.
 struct Timings {
     fixture: Fixture,
-    cold_start: Vec<ColdStart>,
     warm: Vec<LoadRun>,
     oha: Option<OhaCheck>,
 }
@@ -213,7 +230,6 @@ struct Timings {
 async fn measure_timings(
     settings: &Settings,
     local: &PetstoreLocal,
-    dynamodb: &DynamoDbLocal,
     api_key: Option<&str>,
     notes: &mut Vec<String>,
 ) -> Result<Timings, Error> {
@@ -233,8 +249,6 @@ async fn measure_timings(
         "bench: seeded 1 category and {} pets",
         fixture.pet_ids.len()
     );
-    // Cold start first, while the machine is otherwise idle.
-    let cold_start = measure_cold_starts(settings, &dynamodb.url(), api_key).await?;
     let warm = measure_load(settings, local.addr, api_key, &fixture).await?;
     let oha = match &settings.oha {
         Some(oha) => {
@@ -242,7 +256,7 @@ async fn measure_timings(
                 oha,
                 addr: local.addr,
                 api_key,
-                concurrency: settings.concurrency,
+                concurrency: settings.run.concurrency,
                 seconds: settings.oha_seconds,
             };
             Some(oha::check(&setup, &fixture).await)
@@ -254,42 +268,7 @@ async fn measure_timings(
             None
         }
     };
-    Ok(Timings {
-        fixture,
-        cold_start,
-        warm,
-        oha,
-    })
-}
-
-async fn measure_cold_starts(
-    settings: &Settings,
-    dynamodb_url: &str,
-    api_key: Option<&str>,
-) -> Result<Vec<ColdStart>, Error> {
-    let mut cold_starts = Vec::new();
-    for (function, method, path, query) in [
-        ("pets", "GET", "/pets", "limit=20"),
-        ("store", "GET", "/store/inventory", "limit=20"),
-    ] {
-        eprintln!(
-            "bench: cold start of {function}, {} spawns",
-            settings.cold_spawns
-        );
-        let setup = ColdSetup {
-            function,
-            bootstrap: &settings.release().join(function),
-            dynamodb_endpoint: dynamodb_url,
-            api_key,
-            method,
-            path,
-            query,
-            memory_mb: settings.memory_mb,
-            log: &settings.out.join(format!("cold-{function}.log")),
-        };
-        cold_starts.push(cold::measure(&setup, settings.cold_spawns).await?);
-    }
-    Ok(cold_starts)
+    Ok(Timings { fixture, warm, oha })
 }
 
 async fn measure_load(
@@ -302,16 +281,16 @@ async fn measure_load(
     for mix in [Mix::Read, Mix::Write] {
         eprintln!(
             "bench: {mix:?} mix, c={} for {} s",
-            settings.concurrency, settings.seconds
+            settings.run.concurrency, settings.run.seconds
         );
         let run = load::run(
             addr,
             api_key.map(str::to_string),
             fixture,
             mix,
-            settings.concurrency,
-            Duration::from_secs(settings.warmup_seconds),
-            Duration::from_secs(settings.seconds),
+            settings.run.concurrency,
+            Duration::from_secs(settings.run.warmup_seconds),
+            Duration::from_secs(settings.run.seconds),
         );
         runs.push(run.await?);
     }
@@ -325,44 +304,18 @@ async fn count_calls(
     api_key: Option<String>,
     fixture: &Fixture,
 ) -> Result<BTreeMap<String, OperationCalls>, Error> {
-    let proxy = Proxy::start(dynamodb).await?;
+    let proxy: Proxy = Proxy::start(dynamodb).await?;
     let (events_file, env) = petstore_bench::events::service_env(dynamodb, &settings.out);
-    let mut counted = PetstoreLocal::start_with(
-        &settings.release().join("petstore-local"),
+    let mut counted = PetstoreLocal::start(
+        &settings.release.join("petstore-local"),
         &format!("http://{}", proxy.addr),
         &settings.out.join("petstore-local-counted.log"),
         &env,
     )
     .await?;
-    let repeats = settings.count_repeats;
+    let repeats = settings.run.count_repeats;
     let calls = calls::count(&proxy, counted.addr, api_key.clone(), fixture, repeats).await;
     petstore_bench::events::measure(counted.addr, api_key, &events_file, &settings.out).await;
     counted.stop().await;
     calls
-}
-
-/// What another step of `make bench` (`bench/run.sh`) left in `out`: the
-/// in-process overhead or the partition model; a note if it is missing.
-fn read_left<T: DeserializeOwned>(
-    out: &Path,
-    file: &str,
-    what: &str,
-    step: &str,
-    notes: &mut Vec<String>,
-) -> Option<T> {
-    let path = out.join(file);
-    let Ok(bytes) = std::fs::read(&path) else {
-        notes.push(format!("no {what}: run `{step}` (make bench does)"));
-        return None;
-    };
-    match serde_json::from_slice(&bytes) {
-        Ok(figures) => Some(figures),
-        Err(e) => {
-            let shown = path.display();
-            notes.push(format!(
-                "no {what}: {shown} does not read ({e}); rerun `{step}`"
-            ));
-            None
-        }
-    }
 }

@@ -73,12 +73,8 @@ pub struct PetstoreLocal {
 }
 
 impl PetstoreLocal {
-    pub async fn start(binary: &Path, dynamodb_url: &str, log: &Path) -> Result<Self, Error> {
-        PetstoreLocal::start_with(binary, dynamodb_url, log, &[]).await
-    }
-
-    /// As [`PetstoreLocal::start`], with `env` (`NAME=value`) added.
-    pub async fn start_with(
+    /// `binary` on a free port, with `env` (`NAME=value`) added.
+    pub async fn start(
         binary: &Path,
         dynamodb_url: &str,
         log: &Path,

@@ -101,16 +101,10 @@ pub struct Proxy<T: Tap = NoTap> {
     tap: Attached<T>,
 }
 
-impl Proxy {
-    /// Listens on a free port and forwards to `upstream`.
-    pub async fn start(upstream: SocketAddr) -> std::io::Result<Proxy> {
-        Proxy::tapped(upstream).await
-    }
-}
-
 impl<T: Tap> Proxy<T> {
-    /// As [`Proxy::start`], ready for a tap to be attached.
-    pub async fn tapped(upstream: SocketAddr) -> std::io::Result<Proxy<T>> {
+    /// Listens on a free port and forwards to `upstream`, ready for a tap to
+    /// be attached (the counting proxy is a `Proxy<NoTap>`, the default).
+    pub async fn start(upstream: SocketAddr) -> std::io::Result<Proxy<T>> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let proxy = Proxy {
             addr: listener.local_addr()?,

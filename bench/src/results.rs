@@ -1,6 +1,6 @@
 //! What a bench run found: the records of `target/bench/results.json`, and of
-//! `target/bench/overhead.json`, which the criterion bench writes and the
-//! runner reads back. The field names are the files' keys, so renaming a field
+//! the files other steps write for the runner to read back (the criterion
+//! bench's `overhead.json`, `tools/coldstart`'s full-CPU cold starts). The field names are the files' keys, so renaming a field
 //! changes the files; tools that compare runs read them.
 //!
 //! serde_json writes a NaN (a summary of no sample) as `null`; the fields that
@@ -16,6 +16,9 @@ use std::collections::BTreeMap;
 pub const RESULTS_FILE: &str = "results.json";
 /// In `target/bench/`, as the criterion bench writes it for the runner.
 pub const OVERHEAD_FILE: &str = "overhead.json";
+/// In `target/bench/`, as `tools/coldstart` writes it for the runner: the
+/// full-CPU cold starts, a [`ColdStart`] per function.
+pub const COLD_START_FILE: &str = "cold-start-full-cpu.json";
 /// In `target/bench/`, as `tools/partitions` writes them for the runner: its
 /// model, and its section of the table.
 pub const PARTITIONS_FILE: &str = "partitions.json";
@@ -66,7 +69,7 @@ pub struct Machine {
 }
 
 /// The knobs (`BENCH_*`) the run was made with.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunSettings {
     pub concurrency: usize,
     pub seconds: u64,
@@ -99,7 +102,7 @@ pub struct Summary {
     pub mean_ms: f64,
 }
 
-/// One function's cold starts (`cold.rs`).
+/// One function's cold starts at full CPU (`tools/coldstart`).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct ColdStart {
     pub function: String,

@@ -1,7 +1,8 @@
 //! What a run found: `target/bench/coldstart.json`, and its table.
 
+use crate::runtime_api::Spawn;
 use crate::Bootstrap;
-use petstore_bench::cold::Spawn;
+use petstore_bench::cost;
 use petstore_bench::results::Summary;
 use petstore_bench::results::{Machine, StatusCounts};
 use petstore_bench::stats::summarize;
@@ -101,21 +102,16 @@ impl BootstrapFigures {
     }
 }
 
-/// Lambda arm64 in us-east-1: per GB-second, and per million requests.
-const DOLLARS_PER_GB_SECOND: f64 = 0.000_013_333_4;
-const DOLLARS_PER_MILLION_REQUESTS: f64 = 0.20;
-
+/// The mean over the warm invocations of what each would cost per million,
+/// at the bench's prices (`petstore_bench::cost`).
 fn lambda_dollars_per_million(warm: &[Duration], memory_mb: u32) -> f64 {
     if warm.is_empty() {
         return f64::NAN;
     }
-    let billed_ms: f64 = warm
+    let per_million = warm
         .iter()
-        .map(|d| (d.as_secs_f64() * 1e3).ceil())
-        .sum::<f64>()
-        / warm.len() as f64;
-    let gb_seconds = billed_ms / 1e3 * f64::from(memory_mb) / 1024.0;
-    gb_seconds * DOLLARS_PER_GB_SECOND * 1e6 + DOLLARS_PER_MILLION_REQUESTS
+        .map(|d| cost::lambda_per_million(d.as_secs_f64() * 1e3, memory_mb));
+    per_million.sum::<f64>() / warm.len() as f64
 }
 
 /// The bootstrap deflated into a zip as `bootstrap`, as `cargo lambda build

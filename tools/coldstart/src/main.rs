@@ -1,14 +1,16 @@
 //! `petstore-coldstart`: cold start as Lambda runs it, run by `make bench`
 //! (`bench/run.sh`) after it built the release bootstraps and the floor.
 //!
-//! Each bootstrap is spawned with Lambda's environment against the bench's
-//! minimal Runtime API ([`petstore_bench::cold`]): init runs unthrottled; from
+//! Each bootstrap is spawned with Lambda's environment ([`lambda_env`])
+//! against a minimal Runtime API ([`runtime_api`]): init runs unthrottled; from
 //! its first `GET .../invocation/next` on, the process is in a cgroup whose
 //! CPU quota is MEM/1769 of one CPU ([`quota`]), as Lambda throttles an
 //! invocation. DynamoDB Local is reached through a TLS proxy ([`tls`]).
 //! Each process serves a cold invocation, a warm one, and one after it was
 //! frozen while the proxy closed its connections. Spawns are interleaved
 //! across bootstraps so drifting load on a shared machine hits them alike.
+//! Then the functions' cold start at full CPU, without TLS ([`full_cpu`]): a
+//! local figure, which the runner reads into `results.json`.
 //! It reports; it never fails on a figure.
 //!
 //! Knobs: `COLDSTART_SPAWNS` (8), `COLDSTART_WARM` (10 warm invocations per
@@ -17,51 +19,60 @@
 //! (`pets@before=path,...`: more builds of a function, compared in the run).
 
 mod figures;
+mod full_cpu;
+mod lambda_env;
 mod quota;
+mod runtime_api;
 mod tls;
 
 use figures::{AtMemory, BootstrapFigures, ColdStartRun, COLDSTART_FILE, FLOOR};
 use petstore_bench::client::Error;
-use petstore_bench::cold::{self, ColdSetup, Hooks, Spawn};
 use petstore_bench::processes::DynamoDbLocal;
 use petstore_bench::{api_key, machine};
 use quota::CpuQuota;
+use runtime_api::{ColdSetup, Event, Function, Hooks, Spawn};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 use tls::TlsProxy;
 
-/// A function and the request its cold starts answer.
-struct Function {
-    name: &'static str,
-    method: &'static str,
-    path: &'static str,
-    query: &'static str,
-}
-
 /// The functions measured, each from `target/release/<name>`: a new function
-/// is one line here.
-const FUNCTIONS: [Function; 2] = [
+/// is an entry here.
+const FUNCTIONS: [Function; 3] = [
     Function {
         name: "pets",
-        method: "GET",
-        path: "/pets",
-        query: "limit=20",
+        event: Event::Http {
+            method: "GET",
+            path: "/pets",
+            query: "limit=20",
+        },
+        env: &[],
     },
     Function {
         name: "store",
-        method: "GET",
-        path: "/store/inventory",
-        query: "limit=20",
+        event: Event::Http {
+            method: "GET",
+            path: "/store/inventory",
+            query: "limit=20",
+        },
+        env: &[],
+    },
+    Function {
+        name: "events",
+        event: Event::EmptyStreamBatch,
+        env: &[("EVENT_BUS_NAME", "petstore-bench")],
     },
 ];
 
 /// The floor's one GetItem, whatever the request.
 const FLOOR_REQUEST: Function = Function {
     name: FLOOR,
-    method: "GET",
-    path: "/floor",
-    query: "",
+    event: Event::Http {
+        method: "GET",
+        path: "/floor",
+        query: "",
+    },
+    env: &[],
 };
 
 /// One binary to spawn, under a label.
@@ -73,6 +84,8 @@ pub struct Bootstrap {
 
 struct Settings {
     root: PathBuf,
+    /// The host's release binaries.
+    release: PathBuf,
     out: PathBuf,
     spawns: usize,
     /// Warm invocations per process.
@@ -82,7 +95,7 @@ struct Settings {
     bootstraps: Vec<Bootstrap>,
 }
 
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
@@ -131,6 +144,7 @@ impl Settings {
             .filter_map(|mb| mb.trim().parse().ok())
             .collect();
         Ok(Settings {
+            release: target.join("release"),
             out: target.join("bench"),
             spawns: env_or("COLDSTART_SPAWNS", 8),
             warm: env_or("COLDSTART_WARM", 10),
@@ -169,7 +183,8 @@ async fn run() -> Result<(), Error> {
     }
     let mut dynamodb = DynamoDbLocal::start(&settings.root).await?;
     let outcome = async {
-        let api_key = api_key::obtain(&settings.root, &dynamodb.url(), &mut notes).await;
+        let admin = settings.release.join("../debug/petstore-admin");
+        let api_key = api_key::obtain(&admin, &dynamodb.url(), &mut notes).await;
         let bundle = settings.out.join("coldstart-ca-bundle.pem");
         let proxy = Arc::new(TlsProxy::start(dynamodb.addr, &bundle).await?);
         let mut run = ColdStartRun {
@@ -203,7 +218,9 @@ async fn run() -> Result<(), Error> {
             "\nFull results: {}",
             path.strip_prefix(&settings.root).unwrap_or(&path).display()
         );
-        Ok(())
+        let (release, out) = (&settings.release, &settings.out);
+        let key = context.api_key.as_deref();
+        full_cpu::measure_all(&FUNCTIONS, release, out, &dynamodb.url(), key).await
     }
     .await;
     dynamodb.stop().await;
@@ -258,7 +275,7 @@ async fn at_memory(
         )],
         on_ready: quota
             .clone()
-            .map(|quota| Arc::new(move |pid: u32| quota.enter(pid)) as cold::OnReady),
+            .map(|quota| Arc::new(move |pid: u32| quota.enter(pid)) as runtime_api::OnReady),
         idle_close: Some(context.proxy.clone()),
         warm_invocations: settings.warm,
     };
@@ -286,7 +303,7 @@ async fn at_memory(
             .iter()
             .zip(&measured)
             .map(|(bootstrap, spawns)| {
-                let request = setup_of(bootstrap, "", None, memory_mb, &settings.out).request();
+                let request = bootstrap.function.request();
                 BootstrapFigures::of(bootstrap, request, memory_mb, settings.spawns, spawns)
             })
             .collect(),
@@ -307,31 +324,17 @@ async fn spawn_one(
         .out
         .join(format!("coldstart-{}.log", bootstrap.label));
     let endpoint = context.proxy.endpoint();
-    let api_key = context.api_key.as_deref();
-    let setup = setup_of(bootstrap, &endpoint, api_key, memory_mb, &log_path);
+    let setup = ColdSetup {
+        function: bootstrap.function,
+        bootstrap: &bootstrap.path,
+        dynamodb_endpoint: &endpoint,
+        api_key: context.api_key.as_deref(),
+        memory_mb,
+        log: &log_path,
+    };
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(&log_path)?;
-    cold::spawn_once(&setup, hooks, &log).await
-}
-
-fn setup_of<'a>(
-    bootstrap: &'a Bootstrap,
-    endpoint: &'a str,
-    api_key: Option<&'a str>,
-    memory_mb: u32,
-    log: &'a std::path::Path,
-) -> ColdSetup<'a> {
-    ColdSetup {
-        function: bootstrap.function.name,
-        bootstrap: &bootstrap.path,
-        dynamodb_endpoint: endpoint,
-        api_key,
-        method: bootstrap.function.method,
-        path: bootstrap.function.path,
-        query: bootstrap.function.query,
-        memory_mb,
-        log,
-    }
+    runtime_api::spawn_once(&setup, hooks, &log).await
 }

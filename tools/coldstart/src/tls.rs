@@ -7,8 +7,8 @@
 //! FIN), as DynamoDB closes connections left idle; the harness calls it while
 //! the function is frozen between invocations.
 
+use crate::runtime_api::CloseIdle;
 use petstore_bench::client::Error;
-use petstore_bench::cold::CloseIdle;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;

@@ -83,14 +83,14 @@ impl Tally {
 /// Runs the replay against `setup.service` through a counting proxy, and
 /// models what it put on each partition.
 pub async fn measure(setup: &Setup<'_>) -> Result<PartitionModel, Error> {
-    let proxy = Proxy::tapped(setup.dynamodb).await?;
+    let proxy = Proxy::start(setup.dynamodb).await?;
     let mut env = vec![
         format!("TABLE_NAME={TABLE}"),
         format!("RATE_LIMIT_TABLE_NAME={TABLE}-limits"),
     ];
     env.extend(setup.env.iter().cloned());
     let proxied = format!("http://{}", proxy.addr);
-    let mut service = PetstoreLocal::start_with(setup.service, &proxied, setup.log, &env).await?;
+    let mut service = PetstoreLocal::start(setup.service, &proxied, setup.log, &env).await?;
     let outcome = replay_and_model(setup, &proxy, service.addr, &env).await;
     service.stop().await;
     outcome

@@ -1,9 +1,9 @@
-//! What Lambda hands a function: its environment, and the API Gateway HTTP
-//! API event of a request. The Runtime API of [`crate::cold`] spawns the
-//! bootstraps with these.
+//! What Lambda hands a function: its environment, and the event of a
+//! request. The Runtime API of [`crate::runtime_api`] spawns the bootstraps
+//! with these.
 
-use crate::client::Error;
-use crate::cold::ColdSetup;
+use crate::runtime_api::{ColdSetup, Event};
+use petstore_bench::client::Error;
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::process::Stdio;
@@ -17,6 +17,7 @@ pub fn lambda_command(
     runtime_api: SocketAddr,
     log: &std::fs::File,
 ) -> Result<Command, Error> {
+    let function = setup.function;
     let mut command = Command::new(setup.bootstrap);
     command
         .env_clear()
@@ -24,7 +25,7 @@ pub fn lambda_command(
         .env("TZ", ":UTC")
         .env("LANG", "en_US.UTF-8")
         .env("AWS_LAMBDA_RUNTIME_API", runtime_api.to_string())
-        .env("AWS_LAMBDA_FUNCTION_NAME", setup.function)
+        .env("AWS_LAMBDA_FUNCTION_NAME", function.name)
         .env(
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
             setup.memory_mb.to_string(),
@@ -32,7 +33,7 @@ pub fn lambda_command(
         .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
         .env(
             "AWS_LAMBDA_LOG_GROUP_NAME",
-            format!("/aws/lambda/{}", setup.function),
+            format!("/aws/lambda/{}", function.name),
         )
         .env("AWS_LAMBDA_LOG_STREAM_NAME", "2025/01/01/[$LATEST]bench")
         .env("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
@@ -46,6 +47,7 @@ pub fn lambda_command(
         .env("AWS_SESSION_TOKEN", "local")
         .env("AWS_ENDPOINT_URL_DYNAMODB", setup.dynamodb_endpoint)
         .env("RUST_LOG", "info")
+        .envs(function.env.iter().copied())
         .envs(extra_env())
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
@@ -65,8 +67,20 @@ fn extra_env() -> Vec<(String, String)> {
         .collect()
 }
 
+/// The event of `setup`'s function.
+pub fn event(setup: &ColdSetup<'_>) -> Value {
+    match setup.function.event {
+        Event::Http {
+            method,
+            path,
+            query,
+        } => api_gateway_v2_event(method, path, query, setup.api_key),
+        Event::EmptyStreamBatch => json!({ "Records": [] }),
+    }
+}
+
 /// An API Gateway HTTP API (payload 2.0) event, as `lambda_http` receives it.
-pub fn api_gateway_v2_event(setup: &ColdSetup<'_>) -> Value {
+fn api_gateway_v2_event(method: &str, path: &str, query: &str, api_key: Option<&str>) -> Value {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
@@ -77,14 +91,14 @@ pub fn api_gateway_v2_event(setup: &ColdSetup<'_>) -> Value {
         "x-forwarded-for": "203.0.113.7",
         "x-forwarded-proto": "https",
     });
-    if let Some(key) = setup.api_key {
+    if let Some(key) = api_key {
         headers["x-api-key"] = Value::from(key);
     }
     let mut event = json!({
         "version": "2.0",
         "routeKey": "$default",
-        "rawPath": setup.path,
-        "rawQueryString": setup.query,
+        "rawPath": path,
+        "rawQueryString": query,
         "headers": headers,
         "requestContext": {
             "accountId": "123456789012",
@@ -92,8 +106,8 @@ pub fn api_gateway_v2_event(setup: &ColdSetup<'_>) -> Value {
             "domainName": "abc123.execute-api.us-east-1.amazonaws.com",
             "domainPrefix": "abc123",
             "http": {
-                "method": setup.method,
-                "path": setup.path,
+                "method": method,
+                "path": path,
                 "protocol": "HTTP/1.1",
                 "sourceIp": "203.0.113.7",
                 "userAgent": "petstore-bench"
@@ -106,9 +120,8 @@ pub fn api_gateway_v2_event(setup: &ColdSetup<'_>) -> Value {
         },
         "isBase64Encoded": false
     });
-    if !setup.query.is_empty() {
-        let params: serde_json::Map<String, Value> = setup
-            .query
+    if !query.is_empty() {
+        let params: serde_json::Map<String, Value> = query
             .split('&')
             .filter_map(|pair| pair.split_once('='))
             .map(|(k, v)| (k.to_string(), Value::from(v)))

@@ -1,26 +1,22 @@
 //! Cold start: spawns a function's `bootstrap` against a minimal Lambda
 //! Runtime API and times it, from spawn to its first `GET .../invocation/next`
 //! (ready) and to its first response (first invocation done). Each process
-//! then answers one more invocation, which is a warm invocation's duration as
+//! then answers more invocations, whose durations are a warm invocation's as
 //! Lambda would bill it (minus Lambda's own rounding).
 //!
-//! `make bench`'s own run ([`measure`]) is at full CPU, without TLS: a local
-//! figure. `tools/coldstart` runs the same Runtime API the way Lambda runs a
-//! function ([`spawn_once`] with [`Hooks`]): the invocation throttled from
-//! the first `next` on, and a third invocation after the process was frozen
-//! while its DynamoDB connections were closed.
+//! The full-CPU run ([`crate::full_cpu`]) spawns with no [`Hooks`]; the
+//! Lambda-like one throttles the invocation from the first `next` on, and
+//! adds an invocation after the process was frozen while its DynamoDB
+//! connections were closed.
 
-use crate::client::Error;
 use crate::lambda_env;
-use crate::results::ColdStart;
-use crate::stats::summarize;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use petstore_bench::client::Error;
 use serde::Deserialize;
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
@@ -30,16 +26,50 @@ use tokio::net::TcpListener;
 use tokio::process::{Child, Command};
 use tokio::sync::{watch, Notify};
 
+/// A function, as the template deploys it, and what its cold starts answer.
+pub struct Function {
+    pub name: &'static str,
+    pub event: Event,
+    /// Its own environment beyond Lambda's, as the template sets it.
+    pub env: &'static [(&'static str, &'static str)],
+}
+
+/// What a function is invoked with.
+pub enum Event {
+    /// An API Gateway HTTP API request.
+    Http {
+        method: &'static str,
+        path: &'static str,
+        query: &'static str,
+    },
+    /// A DynamoDB stream batch of no records: the consumer answers it
+    /// without calling EventBridge.
+    EmptyStreamBatch,
+}
+
+impl Function {
+    /// `GET /pets?limit=20`, or what the stream batch is.
+    pub fn request(&self) -> String {
+        match self.event {
+            Event::Http {
+                method,
+                path,
+                query,
+            } => {
+                let separator = if query.is_empty() { "" } else { "?" };
+                format!("{method} {path}{separator}{query}")
+            }
+            Event::EmptyStreamBatch => "DynamoDB stream, empty batch".to_string(),
+        }
+    }
+}
+
 /// How the function is set up, as Lambda would set it up.
 pub struct ColdSetup<'a> {
-    pub function: &'a str,
+    pub function: &'a Function,
     pub bootstrap: &'a Path,
     pub dynamodb_endpoint: &'a str,
     pub api_key: Option<&'a str>,
-    /// Method, path and query of the invocations.
-    pub method: &'a str,
-    pub path: &'a str,
-    pub query: &'a str,
     pub memory_mb: u32,
     pub log: &'a Path,
 }
@@ -127,46 +157,6 @@ struct RuntimeApi {
     on_ready: Option<OnReady>,
 }
 
-pub async fn measure(setup: &ColdSetup<'_>, spawns: usize) -> Result<ColdStart, Error> {
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(setup.log)?;
-    let mut measured = Vec::with_capacity(spawns);
-    for _ in 0..spawns {
-        match spawn_once(setup, &Hooks::default(), &log).await {
-            Ok(spawn) => measured.push(spawn),
-            Err(e) => eprintln!("bench: cold start of {} failed: {e}", setup.function),
-        }
-    }
-    let summary_of = |figure: fn(&Spawn) -> Option<Duration>| {
-        summarize(&measured.iter().filter_map(figure).collect::<Vec<_>>())
-    };
-    let mut statuses = BTreeMap::new();
-    for spawn in &measured {
-        *statuses.entry(spawn.first_status).or_insert(0) += 1;
-    }
-    Ok(ColdStart {
-        function: setup.function.to_string(),
-        request: setup.request(),
-        spawns,
-        failures: spawns - measured.len(),
-        ready: summary_of(|s| Some(s.ready)),
-        first_response: summary_of(|s| Some(s.first_response)),
-        first_invocation: summary_of(|s| Some(s.first_invocation)),
-        warm_invocation: summary_of(|s| s.warm_invocation),
-        statuses,
-    })
-}
-
-impl ColdSetup<'_> {
-    /// `GET /pets?limit=20`.
-    pub fn request(&self) -> String {
-        let separator = if self.query.is_empty() { "" } else { "?" };
-        format!("{} {}{separator}{}", self.method, self.path, self.query)
-    }
-}
-
 /// Spawns the bootstrap against a Runtime API of its own and times it through
 /// its invocations: the cold one, a warm one, and with
 /// [`Hooks::idle_close`] one after its connections were closed while frozen.
@@ -182,12 +172,10 @@ pub async fn spawn_once(
     let api = Arc::new(RuntimeApi {
         timeline: Mutex::default(),
         changed: Notify::new(),
-        event: Bytes::from(serde_json::to_vec(&lambda_env::api_gateway_v2_event(
-            setup,
-        ))?),
+        event: Bytes::from(serde_json::to_vec(&lambda_env::event(setup))?),
         function_arn: format!(
             "arn:aws:lambda:us-east-1:123456789012:function:{}",
-            setup.function
+            setup.function.name
         ),
         released: watch::Sender::new(1 + warm),
         invocations,
@@ -317,11 +305,16 @@ async fn route(api: &RuntimeApi, req: Request<Incoming>) -> Response<Full<Bytes>
         .expect("a static status and body build")
 }
 
-/// The part of the function's API Gateway response we record.
+/// The part of the function's response we record: API Gateway's status; an
+/// answer without one (the stream consumer's batch report) counts as 200.
 #[derive(Deserialize)]
 struct FunctionResponse {
-    #[serde(rename = "statusCode")]
+    #[serde(rename = "statusCode", default = "answered")]
     status_code: u16,
+}
+
+fn answered() -> u16 {
+    200
 }
 
 /// The event, with the headers the runtime client reads, while there are
@@ -377,4 +370,16 @@ async fn next_invocation(api: &RuntimeApi, now: Instant) -> Response<Full<Bytes>
         .body(Full::new(api.event.clone()))
         // Header values are ASCII we made (the ARN from a function name of ours).
         .expect("a response of valid headers builds")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_is_api_gateways_or_200_for_another_answer() {
+        let status = |body: &str| serde_json::from_str::<FunctionResponse>(body).unwrap();
+        assert_eq!(status(r#"{"statusCode":401,"body":""}"#).status_code, 401);
+        assert_eq!(status(r#"{"batchItemFailures":[]}"#).status_code, 200);
+    }
 }
