@@ -11,6 +11,7 @@ use petstore::db::orders::{OrderCheck, OrderFilter};
 use petstore::db::Written;
 use petstore::records::{Id, OrderPatch, OrderScope};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 
 /// A category and one pet in it with the given status; returns the pet id.
 async fn pet(app: &TestApp, status: &str) -> u64 {
@@ -386,6 +387,49 @@ async fn an_unreachable_database_answers_503_with_retry_after_never_500() {
         assert_eq!(record["code"], "SERVICE_UNAVAILABLE");
         assert_eq!(record["status"], 503);
     }
+}
+
+#[tokio::test]
+async fn the_warm_up_of_a_cold_start_writes_nothing_and_counts_nothing() {
+    // Given a store with a key, its tables as they are
+    let app = TestApp::spawn().await;
+    let before = (
+        items(&app, app.app.db.table()).await,
+        items(&app, &app.rate_limit_table_name).await,
+    );
+
+    // When a Lambda function's init warms it up
+    let warmed = app.app.clone().warmed_up().await;
+
+    // Then neither table changed: the warm-up's update found no item to
+    // update, and no key or address was counted
+    let after = (
+        items(&app, warmed.db.table()).await,
+        items(&app, &app.rate_limit_table_name).await,
+    );
+    assert_eq!(before, after);
+    assert!(!before.0.is_empty(), "the key's item is there");
+}
+
+/// Every item of `table`, as text, sorted.
+async fn items(app: &TestApp, table: &str) -> Vec<String> {
+    let scan = app
+        .app
+        .db
+        .client()
+        .scan()
+        .table_name(table)
+        .send()
+        .await
+        .expect("the test table scans");
+    let mut items: Vec<String> = scan
+        .items()
+        .iter()
+        // In key order: a HashMap's own order differs from scan to scan.
+        .map(|item| format!("{:?}", item.iter().collect::<BTreeMap<_, _>>()))
+        .collect();
+    items.sort();
+    items
 }
 
 /// Every id of a list and how many pages it took, following its next links.

@@ -28,6 +28,7 @@ pub mod ratelimit;
 pub mod records;
 pub mod rules;
 pub mod telemetry;
+pub mod warm_up;
 
 use aws_sdk_dynamodb::Client;
 use config::Config;
@@ -107,22 +108,18 @@ impl App {
         Ok(App::new(config, Client::new(&aws)))
     }
 
-    /// This app, with its once-per-process work done: one cheap DynamoDB
-    /// read of an item that never exists, made during Lambda's init, which
-    /// runs at full CPU, rather than in the first invocation, which runs on
-    /// the memory size's share of one (128/1769 of a vCPU at 128 MB). It
-    /// resolves the credentials and the endpoint, builds the TLS
-    /// configuration (the CA bundle), and opens the pooled connection, TLS
-    /// handshake included, that the first request then reuses. A failure is
+    /// This app, with its once-per-process work done during Lambda's init,
+    /// which runs at full CPU, rather than in the first invocation, which
+    /// runs on the memory size's share of one (128/1769 of a vCPU at 128 MB):
+    /// one call of each DynamoDB operation a request makes, on keys no record
+    /// has, all at once (see [`warm_up`]). They resolve the credentials and
+    /// the endpoint, build the TLS configuration (the CA bundle), run each
+    /// operation's code once, and open the pooled connections, TLS
+    /// handshakes included, that the first request then reuses. A failure is
     /// logged and the app returned as it is: the first request would meet
     /// the same failure and answer it properly.
     pub async fn warmed_up(self) -> App {
-        let read = self.db.get_item(WARM_UP_KEY.to_string(), WARM_UP_KEY);
-        match tokio::time::timeout(WARM_UP_LIMIT, read).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => tracing::warn!(error = %e, "the warm-up read failed"),
-            Err(_) => tracing::warn!("the warm-up read took over {WARM_UP_LIMIT:?}"),
-        }
+        warm_up::warm_up(&self).await;
         self
     }
 
@@ -132,12 +129,6 @@ impl App {
         ratelimit::create_counter_table(self.db.client(), &self.config.rate_limit_table_name).await
     }
 }
-
-/// The key of the warm-up read: no record of ours has it.
-const WARM_UP_KEY: &str = "WARMUP";
-/// Lambda's init phase has 10 s in all; a DynamoDB that does not answer in
-/// this long is left to the first request.
-const WARM_UP_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The HTTP client of every DynamoDB client of ours: hyper and rustls on
 /// ring. The SDK's default (`default-https-client`) is rustls on aws-lc,
