@@ -31,3 +31,10 @@ pub mod results;
 pub mod sizes;
 pub mod stats;
 pub mod targets;
+
+pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}

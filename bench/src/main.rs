@@ -14,7 +14,7 @@ use petstore_bench::results::{
     BenchResults, ColdStart, LoadRun, Machine, Mix, OhaCheck, OperationCalls, RunSettings,
     COLD_START_FILE, OVERHEAD_FILE, PARTITIONS_FILE, PARTITIONS_TABLE_FILE, RESULTS_FILE,
 };
-use petstore_bench::{abuse, api_key, calls, cost, machine, report, sizes, targets};
+use petstore_bench::{abuse, api_key, calls, cost, env_or, machine, report, sizes, targets};
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -38,13 +38,6 @@ struct Settings {
     run: RunSettings,
     oha: Option<PathBuf>,
     oha_seconds: u64,
-}
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 impl Settings {

@@ -22,8 +22,8 @@ pub async fn measure_all(
     dynamodb_url: &str,
     api_key: Option<&str>,
 ) -> Result<(), Error> {
-    let spawns = crate::env_or("BENCH_COLD_SPAWNS", 30);
-    let memory_mb = crate::env_or("BENCH_MEMORY_MB", 128);
+    let spawns = petstore_bench::env_or("BENCH_COLD_SPAWNS", 30);
+    let memory_mb = petstore_bench::env_or("BENCH_MEMORY_MB", 128);
     let mut cold_starts = Vec::new();
     for function in functions {
         let bootstrap = release.join(function.name);

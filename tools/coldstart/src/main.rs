@@ -28,7 +28,7 @@ mod tls;
 use figures::{AtMemory, BootstrapFigures, ColdStartRun, COLDSTART_FILE, FLOOR};
 use petstore_bench::client::Error;
 use petstore_bench::processes::DynamoDbLocal;
-use petstore_bench::{api_key, machine};
+use petstore_bench::{api_key, env_or, machine};
 use quota::CpuQuota;
 use runtime_api::{ColdSetup, Event, Function, Hooks, Spawn};
 use std::path::PathBuf;
@@ -93,13 +93,6 @@ struct Settings {
     memory_mb: Vec<u32>,
     period_us: u64,
     bootstraps: Vec<Bootstrap>,
-}
-
-pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 impl Settings {
