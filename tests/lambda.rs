@@ -144,8 +144,18 @@ async fn unknown_paths_and_methods_answer_as_deployed() {
         refused.assert_error(405, "METHOD_NOT_ALLOWED");
         assert_eq!(refused.header("allow"), Some(allow), "{path}");
     }
-    // The OpenAPI document, from the pets function, needs no key.
-    let document = app.without_key().get("/openapi.json").await;
+    // The OpenAPI document, from the pets function, needs no key. cargo
+    // lambda watch itself now and then answers this large response with its
+    // own 500 (problem+json, not our Error record) while the function's log
+    // says 200: that flake of the local dev server is retried; a 500 of ours
+    // is not.
+    let mut document = app.without_key().get("/openapi.json").await;
+    for _ in 0..3 {
+        if !(document.status == 500 && document.json().get("code").is_none()) {
+            break;
+        }
+        document = app.without_key().get("/openapi.json").await;
+    }
     document.assert_status(200);
     assert_eq!(
         document.json()["openapi"].as_str().map(|v| &v[..2]),
