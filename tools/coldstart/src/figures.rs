@@ -49,6 +49,11 @@ pub struct BootstrapFigures {
     pub first_response: Summary,
     /// The warm invocations that follow in the same processes.
     pub warm: Summary,
+    /// CPU time of the first invocation (all threads), which the quota
+    /// stretches; steadier than wall time on a shared machine.
+    pub first_invocation_cpu: Summary,
+    /// CPU time of a warm invocation.
+    pub warm_cpu: Summary,
     /// An invocation after the process was frozen while its DynamoDB
     /// connections were closed.
     pub after_idle_close: Summary,
@@ -92,6 +97,13 @@ impl BootstrapFigures {
             init: summary_of(|s| Some(s.ready)),
             first_response: summary_of(|s| Some(s.first_response)),
             warm: summarize(&warm),
+            first_invocation_cpu: summary_of(|s| s.first_invocation_cpu),
+            warm_cpu: summarize(
+                &measured
+                    .iter()
+                    .flat_map(|s| s.warm_invocations_cpu.clone())
+                    .collect::<Vec<_>>(),
+            ),
             lambda_dollars_per_million: lambda_dollars_per_million(&warm, memory_mb),
             after_idle_close: summary_of(|s| s.after_idle_close),
             first_response_vs_floor: None,
@@ -158,6 +170,15 @@ fn pair(summary: &Summary) -> String {
     format!("{}/{}", one(summary.p50_ms), one(summary.p95_ms))
 }
 
+/// CPU milliseconds, p50/p95, to the hundredth.
+fn cpu_pair(summary: &Summary) -> String {
+    let one = |ms: f64| match ms {
+        ms if !ms.is_finite() => "-".to_string(),
+        ms => format!("{ms:.2}"),
+    };
+    format!("{}/{}", one(summary.p50_ms), one(summary.p95_ms))
+}
+
 pub fn print_table(run: &ColdStartRun) {
     println!(
         "\nCold start as Lambda runs it (x86_64 release bootstraps; {}; DynamoDB Local over TLS; \
@@ -165,13 +186,15 @@ pub fn print_table(run: &ColdStartRun) {
         run.throttle, run.spawns_per_bootstrap
     );
     println!(
-        "  {:>5} {:<14} {:>13} {:>15} {:>8} {:>11} {:>8} {:>16} {:>8} {:>9}  statuses",
+        "  {:>5} {:<14} {:>13} {:>15} {:>8} {:>11} {:>11} {:>11} {:>8} {:>16} {:>8} {:>9}  statuses",
         "MB",
         "bootstrap",
         "init",
         "first response",
         "x floor",
+        "1st inv CPU",
         "warm",
+        "warm CPU",
         "warm p99",
         "after idle close",
         "zip MB",
@@ -183,13 +206,15 @@ pub fn print_table(run: &ColdStartRun) {
                 .first_response_vs_floor
                 .map_or("-".to_string(), |r| format!("{r:.2}"));
             println!(
-                "  {:>5} {:<14} {:>13} {:>15} {:>8} {:>11} {:>8.1} {:>16} {:>8} {:>9.3}  {}{}",
+                "  {:>5} {:<14} {:>13} {:>15} {:>8} {:>11} {:>11} {:>11} {:>8.1} {:>16} {:>8} {:>9.3}  {}{}",
                 at.memory_mb,
                 b.label,
                 pair(&b.init),
                 pair(&b.first_response),
                 ratio,
+                cpu_pair(&b.first_invocation_cpu),
                 pair(&b.warm),
+                cpu_pair(&b.warm_cpu),
                 b.warm.p99_ms,
                 pair(&b.after_idle_close),
                 b.zip_bytes
