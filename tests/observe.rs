@@ -74,6 +74,7 @@ impl Write for Lines {
 
 /// A function's service as its `main` builds it, with metrics and logs captured.
 struct Observed {
+    app: petstore::App,
     service: axum::Router,
     metrics: Lines,
     logs: Lines,
@@ -94,7 +95,8 @@ impl Observed {
             _ => store::routes(),
         };
         Observed {
-            service: petstore::http::service(routes, app),
+            service: petstore::http::service(routes, app.clone()),
+            app,
             metrics,
             logs: Lines::default(),
         }
@@ -280,6 +282,38 @@ async fn a_lambda_request_writes_one_emf_line_and_one_log_line() {
         .collect();
     for operation in ["GetItem", "UpdateItem", "Query"] {
         assert!(calls.contains(&operation), "no {operation} line: {logs:?}");
+    }
+}
+
+#[tokio::test]
+async fn init_s_warm_up_request_has_a_log_line_of_its_own_and_no_metrics_line() {
+    // Given each function's service as its main builds it
+    let test = TestApp::spawn().await;
+    for (function, read, route) in [
+        ("pets", "/pets?limit=20", "GET /pets"),
+        ("store", "/store/inventory?limit=20", "GET /store/inventory"),
+    ] {
+        let observed = Observed::new(&test, function);
+
+        // When its init warms it up
+        let warm_up = petstore::warm_up::warm_up(&observed.app, &observed.service, read);
+        let status = observed.logged(warm_up).await;
+
+        // Then the warm-up request was served, logged as what it is, and
+        // counted in no metric (Requests, Latency, ColdStarts alike)
+        assert_eq!(status, Some(http::StatusCode::OK), "{function}");
+        assert_eq!(observed.metrics.text(), "", "{function}: a metrics line");
+        let logs = observed.logs.json();
+        let lines: Vec<&Value> = logs
+            .iter()
+            .filter(|l| {
+                ["request", "warm-up request"].contains(&l["message"].as_str().unwrap_or(""))
+            })
+            .collect();
+        assert_eq!(lines.len(), 1, "{function}: {logs:?}");
+        assert_eq!(lines[0]["message"], "warm-up request");
+        assert_eq!(lines[0]["route"], route);
+        assert_eq!(lines[0]["status"], 200);
     }
 }
 

@@ -347,12 +347,12 @@ async fn an_unreachable_database_answers_503_with_retry_after_never_500() {
         (name == "RATE_LIMIT_FAILURE_MODE").then(|| "open".to_string())
     })
     .expect("test configuration is valid");
-    // (warmed up as a Lambda function's init does: its failed read is not fatal)
+    // (warmed up as a Lambda function's init does: its failed reads are not fatal)
     let dead = petstore::local_client("http://127.0.0.1:9").await;
-    let router = petstore::http::service(
-        pets::routes().merge(store::routes()),
-        petstore::App::new(config, dead).warmed_up().await,
-    );
+    let app = petstore::App::new(config, dead);
+    let router = petstore::http::service(pets::routes().merge(store::routes()), app.clone());
+    let warm_up = petstore::warm_up::warm_up(&app, &router, "/store/inventory").await;
+    assert_ne!(warm_up, Some(http::StatusCode::OK));
 
     for (method, path, body) in [
         ("GET", "/store/orders", None),
@@ -398,13 +398,20 @@ async fn the_warm_up_of_a_cold_start_writes_nothing_and_counts_nothing() {
         items(&app, &app.rate_limit_table_name).await,
     );
 
-    // When a Lambda function's init warms it up
-    let warmed = app.app.clone().warmed_up().await;
+    // When each Lambda function's init warms it up, its warm-up request included
+    for (routes, read) in [
+        (pets::routes(), "/pets?limit=20"),
+        (store::routes(), "/store/inventory?limit=20"),
+    ] {
+        let service = petstore::http::service(routes, app.app.clone());
+        let status = petstore::warm_up::warm_up(&app.app, &service, read).await;
+        assert_eq!(status, Some(http::StatusCode::OK), "{read}");
+    }
 
     // Then neither table changed: the warm-up's update found no item to
     // update, and no key or address was counted
     let after = (
-        items(&app, warmed.db.table()).await,
+        items(&app, app.app.db.table()).await,
         items(&app, &app.rate_limit_table_name).await,
     );
     assert_eq!(before, after);

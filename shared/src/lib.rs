@@ -108,21 +108,6 @@ impl App {
         Ok(App::new(config, Client::new(&aws)))
     }
 
-    /// This app, with its once-per-process work done during Lambda's init,
-    /// which runs at full CPU, rather than in the first invocation, which
-    /// runs on the memory size's share of one (128/1769 of a vCPU at 128 MB):
-    /// one call of each DynamoDB operation a request makes, on keys no record
-    /// has, all at once (see [`warm_up`]). They resolve the credentials and
-    /// the endpoint, build the TLS configuration (the CA bundle), run each
-    /// operation's code once, and open the pooled connections, TLS
-    /// handshakes included, that the first request then reuses. A failure is
-    /// logged and the app returned as it is: the first request would meet
-    /// the same failure and answer it properly.
-    pub async fn warmed_up(self) -> App {
-        warm_up::warm_up(&self).await;
-        self
-    }
-
     /// Creates the tables unless they exist; for local runs and tests.
     pub async fn create_tables(&self) -> Result<(), DbError> {
         db::tables::create_data_table(self.db.client(), &self.config.table_name).await?;

@@ -1,36 +1,46 @@
-//! The once-per-process work of the DynamoDB client, done during Lambda's
-//! init, which runs at full CPU, rather than in the first invocation, which
-//! runs on the memory size's share of one CPU (128/1769 of a vCPU at 128 MB,
-//! so every millisecond of CPU there is 14 of waiting).
+//! A Lambda function's once-per-process work, done during init, which runs
+//! at full CPU, rather than in the first invocation, which runs on the memory
+//! size's share of one CPU (128/1769 of a vCPU at 128 MB, so every
+//! millisecond of CPU there is 14 of waiting).
 //!
 //! The first request of a process otherwise pays, inside the throttled
 //! invocation: the first use of each DynamoDB operation it makes (the
 //! operation's serializer and deserializer, its runtime plugins, signing,
-//! each page of that code faulted in), and a TLS connection for each call it
-//! makes at once (a list reads its shards in parallel: 4 for pets). So the
-//! warm-up makes, all at once, one call of each operation a request makes,
-//! on keys no record has, and a few more reads, so that the pool holds as
-//! many open connections as a request uses at once:
+//! each page of that code faulted in), a TLS connection for each call it
+//! makes at once (a list reads its shards in parallel: 4), and the first run
+//! of our own code (event parsing, routing, every layer, the handler, serde,
+//! the log line's formatting). So [`warm_up`] does, all at once:
 //!
-//! - `GetItem` of the warm-up key (the API key look-up, single reads);
-//! - `Query` of a partition no record is in (the lists' shard queries);
-//! - `BatchGetItem` of the warm-up key (the inventory's stock, the lists' items);
+//! - one read through the function's whole service ([`serve_once`]): its most
+//!   frequent list, from an API Gateway event as Lambda hands it over to the
+//!   response as `lambda_http` takes it back. It is marked [`WarmUpRequest`]:
+//!   the rate-limit layer counts it against no one, and it has a log line
+//!   (`warm-up request`) but no metrics line, and leaves the `ColdStarts`
+//!   metric to the process's first real request. Its shard queries are the
+//!   lists' `Query` calls;
+//! - `GetItem` of the warm-up key, which no record has (the API key look-up,
+//!   single reads);
+//! - `BatchGetItem` of the same key (the inventory's stock, the lists' items);
 //! - `UpdateItem` on the rate-limit table, conditional on an attribute the
 //!   warm-up key's item cannot have since no such item exists: the condition
 //!   fails, nothing is written, and nothing is counted against any key or
 //!   address. DynamoDB still charges one write unit for a failed conditional
 //!   write: one write unit per cold start.
 //!
-//! None of these writes a record, emits a metrics line (they do not pass
-//! through the HTTP service), or logs anything but one warning should
-//! DynamoDB fail or not answer in [`WARM_UP_LIMIT`]: the first request would
-//! meet the same failure and answer it properly.
+//! Seven calls at once leave as many pooled connections open, more than one
+//! request makes at once (a list's 4 shard queries while the rate limiter
+//! counts). None of it writes a record; a failure, a warm-up request not
+//! answered 200, or no answer in [`WARM_UP_LIMIT`] is logged as a warning
+//! and init goes on: the first request would meet the same failure and
+//! answer it properly.
 
+use crate::records::{Caller, Id, Role, MAX_ID};
 use crate::App;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use aws_sdk_dynamodb::Client;
 use futures::future::BoxFuture;
 use futures::FutureExt;
+use http::StatusCode;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -41,41 +51,116 @@ pub const WARM_UP_KEY: &str = "WARMUP";
 /// this long is left to the first request.
 pub const WARM_UP_LIMIT: Duration = Duration::from_secs(2);
 
-/// How many calls are made at once, so that as many pooled connections are
-/// open afterwards: the most one request makes at once (a pets list's 4
-/// shard queries, while the rate limiter counts), and one to spare.
-const CONNECTIONS: usize = 6;
+/// Warms up a function whose service is `service` (built on `app`), its
+/// warm-up request being `GET path_and_query` (see the module's
+/// documentation). Returns the warm-up request's status, if it answered.
+pub async fn warm_up(
+    app: &App,
+    service: &axum::Router,
+    path_and_query: &str,
+) -> Option<StatusCode> {
+    let calls = futures::future::join_all(calls(app));
+    let warmed = futures::future::join(calls, serve_once(service, path_and_query));
+    let Ok((results, status)) = tokio::time::timeout(WARM_UP_LIMIT, warmed).await else {
+        tracing::warn!("the warm-up took over {WARM_UP_LIMIT:?}");
+        return None;
+    };
+    if let Some(Err(error)) = results.into_iter().find(Result::is_err) {
+        tracing::warn!(error = %error, "the warm-up failed");
+    }
+    if status != StatusCode::OK {
+        tracing::warn!(
+            status = status.as_u16(),
+            "the warm-up request was not answered 200"
+        );
+    }
+    Some(status)
+}
+
+/// The mark of the one request [`serve_once`] sends through a function's
+/// service during init. Only this module can make one (its field is private)
+/// and a request's extensions never come from the wire, so no caller can send
+/// a request so marked.
+#[derive(Debug, Clone, Copy)]
+pub struct WarmUpRequest(());
+
+impl WarmUpRequest {
+    /// Whether `req` is the warm-up's own request.
+    pub fn marks<B>(req: &http::Request<B>) -> bool {
+        req.extensions().get::<WarmUpRequest>().is_some()
+    }
+}
+
+/// The warm-up request's caller: a customer whose key id no key has (ids,
+/// time-ordered, reach [`MAX_ID`] in 2093: `db::ids`). It only ever reads.
+fn warm_up_caller() -> Option<Caller> {
+    Id::new(MAX_ID).map(|key_id| Caller {
+        key_id,
+        role: Role::Customer,
+    })
+}
+
+/// Sends `GET path_and_query`, as API Gateway would hand it to Lambda,
+/// through `service` once, marked [`WarmUpRequest`] and with
+/// [`warm_up_caller`] as its caller, and reads its answer to the end as
+/// `lambda_http` would. Only a read: it changes nothing.
+async fn serve_once(service: &axum::Router, path_and_query: &str) -> StatusCode {
+    use lambda_http::IntoResponse as _;
+    use tower::ServiceExt as _;
+    let (path, query) = path_and_query
+        .split_once('?')
+        .unwrap_or((path_and_query, ""));
+    let event = serde_json::json!({
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": query,
+        "headers": { "accept": "application/json", "user-agent": "petstore-warm-up" },
+        "requestContext": {
+            "accountId": "000000000000",
+            "apiId": "warm-up",
+            "domainName": "warm-up.invalid",
+            "domainPrefix": "warm-up",
+            "http": {
+                "method": "GET",
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "192.0.2.1",
+                "userAgent": "petstore-warm-up"
+            },
+            "requestId": "warm-up",
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": "01/Jan/2026:00:00:00 +0000",
+            "timeEpoch": 0
+        },
+        "isBase64Encoded": false
+    });
+    let Ok(mut request) = lambda_http::request::from_str(&event.to_string()) else {
+        // Not a path: a query string with a quote would still be JSON.
+        return StatusCode::BAD_REQUEST;
+    };
+    request.extensions_mut().insert(WarmUpRequest(()));
+    if let Some(caller) = warm_up_caller() {
+        request.extensions_mut().insert(caller);
+    }
+    // A router never fails: its error type has no values.
+    let Ok(response) = service.clone().oneshot(request).await;
+    response.into_response().await.status()
+}
 
 /// One failed warm-up call, for the warning.
 type Failure = Box<dyn std::error::Error + Send + Sync>;
-
-/// Makes the warm-up calls (see the module's documentation).
-pub async fn warm_up(app: &App) {
-    let calls = futures::future::join_all(calls(app));
-    match tokio::time::timeout(WARM_UP_LIMIT, calls).await {
-        Ok(results) => {
-            if let Some(Err(error)) = results.into_iter().find(Result::is_err) {
-                tracing::warn!(error = %error, "the warm-up failed");
-            }
-        }
-        Err(_) => tracing::warn!("the warm-up took over {WARM_UP_LIMIT:?}"),
-    }
-}
 
 fn calls(app: &App) -> Vec<BoxFuture<'static, Result<(), Failure>>> {
     let client = app.db.client().clone();
     let table = app.db.table().to_string();
     let counters = app.config.rate_limit_table_name.clone();
-    let mut calls = vec![
+    vec![
         get_item(client.clone(), table.clone()).boxed(),
-        query(client.clone(), table.clone()).boxed(),
-        batch_get_item(client.clone(), table.clone()).boxed(),
-        failed_update(client.clone(), counters).boxed(),
-    ];
-    while calls.len() < CONNECTIONS {
-        calls.push(get_item(client.clone(), table.clone()).boxed());
-    }
-    calls
+        batch_get_item(client.clone(), table).boxed(),
+        failed_update(client, counters).boxed(),
+    ]
 }
 
 fn s(value: &str) -> AttributeValue {
@@ -92,18 +177,6 @@ async fn get_item(client: Client, table: String) -> Result<(), Failure> {
         .table_name(table)
         .set_key(Some(key()))
         .consistent_read(true)
-        .send()
-        .await?;
-    Ok(())
-}
-
-async fn query(client: Client, table: String) -> Result<(), Failure> {
-    client
-        .query()
-        .table_name(table)
-        .key_condition_expression("PK = :pk")
-        .expression_attribute_values(":pk", s(WARM_UP_KEY))
-        .limit(1)
         .send()
         .await?;
     Ok(())

@@ -5,7 +5,8 @@
 use events::EventBridgePublisher;
 use lambda_runtime::{service_fn, LambdaEvent};
 
-#[tokio::main]
+// One thread: Lambda gives less than one vCPU below 1,769 MB (README, Performance).
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     petstore::telemetry::init();
     let bus = std::env::var("EVENT_BUS_NAME").map_err(|_| "EVENT_BUS_NAME is not set")?;

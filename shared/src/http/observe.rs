@@ -11,6 +11,8 @@
 //! - One `INFO` line, message `request`: route, status, latency, and who
 //!   called: the key's id, role and plan (never the key), as the rate-limit
 //!   layer puts them on the response.
+//! - Init's own request ([`crate::warm_up`]) has its log line,
+//!   message `warm-up request`, and no metrics line.
 //!
 //! The route is the contract's operation (`GET /pets/{petId}`), as
 //! [`super::route::resolve`] found it for every request, including those the
@@ -22,6 +24,7 @@ use super::route::Route;
 use crate::metrics::{self, Metric, RequestMetrics};
 use crate::ratelimit::Plan;
 use crate::records::Caller;
+use crate::warm_up::WarmUpRequest;
 use crate::App;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
@@ -33,6 +36,9 @@ use tracing::Instrument;
 
 /// The middleware (see the module's documentation).
 pub async fn observe(State(app): State<App>, req: Request, next: Next) -> Response {
+    // Init's own request (crate::warm_up): logged as such, but no metrics
+    // line, and the process's first real request is still its cold start.
+    let warm_up = WarmUpRequest::marks(&req);
     let started = Instant::now();
     let route = Route::of(&req).name();
     let request_id = req
@@ -53,7 +59,7 @@ pub async fn observe(State(app): State<App>, req: Request, next: Next) -> Respon
         span.record("xray_trace_id", trace_id.as_str());
     }
     let served = async {
-        if metrics::first_request() {
+        if !warm_up && metrics::first_request() {
             metrics::count(Metric::ColdStarts, 1);
         }
         next.run(req).await
@@ -64,14 +70,21 @@ pub async fn observe(State(app): State<App>, req: Request, next: Next) -> Respon
     if status == StatusCode::TOO_MANY_REQUESTS {
         counts.add(Metric::RateLimited, 1);
     }
-    app.metrics().emit(&RequestMetrics {
-        route: &route,
-        status: status.as_u16(),
-        latency,
-        counts,
-        request_id: &request_id,
-        trace_id: trace_id.as_deref(),
-    });
+    if !warm_up {
+        app.metrics().emit(&RequestMetrics {
+            route: &route,
+            status: status.as_u16(),
+            latency,
+            counts,
+            request_id: &request_id,
+            trace_id: trace_id.as_deref(),
+        });
+    }
+    let message = if warm_up {
+        "warm-up request"
+    } else {
+        "request"
+    };
     let caller = response.extensions().get::<Caller>();
     let plan = response.extensions().get::<Plan>().map(|p| p.as_str());
     span.in_scope(|| {
@@ -82,7 +95,7 @@ pub async fn observe(State(app): State<App>, req: Request, next: Next) -> Respon
             key_id = caller.map(|c| c.key_id.get()),
             role = caller.map(|c| c.role.as_str()),
             plan,
-            "request"
+            "{message}"
         );
     });
     response

@@ -16,6 +16,7 @@
 use super::error::ApiError;
 use super::route::{Route, Sender};
 use crate::ratelimit::{Admission, Known, RateStatus, Verdict};
+use crate::warm_up::WarmUpRequest;
 use crate::App;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
@@ -25,6 +26,10 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method};
 /// The middleware: picks the path, then puts the rate-limit headers (and, for
 /// the request's log line, the caller and plan) on the answer.
 pub async fn enforce(State(app): State<App>, req: Request, next: Next) -> Response {
+    // Init's own read (crate::warm_up), which carries its caller: no one's to count.
+    if WarmUpRequest::marks(&req) && req.method() == Method::GET {
+        return next.run(req).await;
+    }
     let route = Route::of(&req);
     let sender = Sender::of(&req);
     let key = sender.api_key.as_deref();
