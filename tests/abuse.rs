@@ -40,6 +40,30 @@ fn hundred_ids() -> String {
 }
 
 #[tokio::test]
+async fn a_new_instance_counts_a_key_counted_this_minute_in_one_update() {
+    // Given a key another instance counted this minute
+    let (app, _clock) = pinned(|_| None).await;
+    let key = app
+        .with_new_key(Plan::Enterprise, Some((1_000, 10_000)))
+        .await;
+    key.get("/pets").await.assert_status(200);
+
+    // When a new instance (a cold start under load) serves its first request
+    let (fresh, proxy) = counted(&app).await;
+    let key = fresh.with_key(key.api_key.clone().unwrap_or_default());
+    key.get("/pets").await.assert_status(200);
+
+    // Then it counted it with one update: its first try assumed the minute
+    // already counted, as it was (a fresh address's first try would not)
+    let updates: Vec<Call> = proxy
+        .calls()
+        .into_iter()
+        .filter(|c| c.operation == "UpdateItem" && c.reaches(&app.rate_limit_table_name))
+        .collect();
+    assert_eq!(updates.len(), 1, "{updates:?}");
+}
+
+#[tokio::test]
 async fn a_refused_caller_costs_only_the_limiters_bookkeeping() {
     // Given a key over its minute's limit (1), on a process that knows it
     let (app, _clock) = pinned(|_| None).await;

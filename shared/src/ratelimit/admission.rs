@@ -129,7 +129,9 @@ impl RateLimiter {
         now: UnixSeconds,
     ) -> Result<Counted, CounterError> {
         let config = &self.config;
-        let variant = match self.remember(subject, |memory| memory.decide(now, config)) {
+        let variant = match self.remember(subject, |memory| {
+            memory.decide(now, config, subject.first_variant())
+        }) {
             Decision::Banned(until) => return Ok(Counted::Banned(until)),
             Decision::Refuse(usage, flush) => {
                 return self.after_refusal(subject, usage, flush, now).await

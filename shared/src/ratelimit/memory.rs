@@ -76,8 +76,9 @@ pub(super) enum Decision {
 }
 
 impl Memory {
-    /// Decides about one more request at `now`, from memory alone.
-    pub fn decide(&mut self, now: UnixSeconds, config: &LimitsConfig) -> Decision {
+    /// Decides about one more request at `now`, from memory alone; `unseen`
+    /// is the update to try when the stored windows were never seen.
+    pub fn decide(&mut self, now: UnixSeconds, config: &LimitsConfig, unseen: Variant) -> Decision {
         let (m, d) = (RateWindow::Minute.start(now), RateWindow::Day.start(now));
         self.last_used = now;
         self.in_minute(m);
@@ -86,7 +87,10 @@ impl Memory {
         } else if self.limited_until > now {
             Decision::Refuse(self.usage, self.refuse(config))
         } else {
-            Decision::Ask(Variant::for_windows(self.seen, m, d))
+            Decision::Ask(match self.seen {
+                None => unseen,
+                seen => Variant::for_windows(seen, m, d),
+            })
         }
     }
 

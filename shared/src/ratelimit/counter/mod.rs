@@ -68,6 +68,18 @@ pub enum Subject {
 }
 
 impl Subject {
+    /// The update to try first for a subject this process has not counted
+    /// yet. A key was looked up before it is counted, so it exists, and a
+    /// new instance (Lambda scales out under load) most likely meets it
+    /// already counted this minute by another; an address is as likely new.
+    /// A wrong guess costs one more update (the failed one returns the item).
+    pub fn first_variant(&self) -> Variant {
+        match self {
+            Subject::Key(_) => Variant::SameMinute,
+            Subject::Ip(_) => Variant::NewDay,
+        }
+    }
+
     fn partition(&self) -> String {
         format!("LIMIT#{self}")
     }
