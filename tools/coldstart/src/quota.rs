@@ -26,6 +26,7 @@ impl CpuQuota {
         let share = f64::from(memory_mb) / MB_PER_VCPU;
         let quota_us = ((period_us as f64) * share).round().max(1000.0) as u64;
         let name = format!("petstore-coldstart-{}-{memory_mb}", std::process::id());
+        remove_stale_groups();
         let v1 = Path::new(V1_ROOT);
         if v1.join("cpu.cfs_quota_us").is_file() {
             let dir = v1.join(name);
@@ -73,7 +74,36 @@ fn make_dir(dir: &Path) -> Result<(), String> {
 
 impl Drop for CpuQuota {
     fn drop(&mut self) {
-        // A cgroup is removed with rmdir, and only once no process is in it.
-        let _ = std::fs::remove_dir(&self.dir);
+        // A cgroup is removed with rmdir, and only once no process is in it:
+        // a killed process leaves it a moment after it was reaped.
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// Removes the empty cgroups of earlier runs that did not end cleanly
+/// (`petstore-coldstart-PID-MB` whose PID is no longer running).
+fn remove_stale_groups() {
+    for root in [V1_ROOT, V2_ROOT] {
+        let Ok(entries) = std::fs::read_dir(root) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name
+                .strip_prefix("petstore-coldstart-")
+                .and_then(|rest| rest.split('-').next())
+            else {
+                continue;
+            };
+            if !Path::new("/proc").join(pid).exists() {
+                // Fails, harmlessly, while a process is still in it.
+                let _ = std::fs::remove_dir(entry.path());
+            }
+        }
     }
 }
