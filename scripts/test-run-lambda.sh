@@ -49,9 +49,13 @@ trap 'exit 143' TERM
 
 # The stack, as `make run-lambda` starts it; no rebuilds on file changes. In
 # a process group of its own (job control on), as in a terminal: a
-# background job of a script would ignore SIGINT.
+# background job of a script would ignore SIGINT. With SIGINT's default
+# handling restored (env --default-signal): when `make test` itself runs in
+# the background or under nohup, it inherits SIGINT ignored, and a shell
+# cannot trap a signal ignored when it started, so the Ctrl-C below would
+# never reach the stack.
 set -m
-CONCURRENCY=$CONCURRENCY "$ROOT/scripts/run-lambda.sh" --ignore-changes >"$LOG" 2>&1 &
+CONCURRENCY=$CONCURRENCY env --default-signal=INT "$ROOT/scripts/run-lambda.sh" --ignore-changes >"$LOG" 2>&1 &
 STACK_PID=$!
 set +m
 until curl -fsS -o /dev/null "$BASE_URL/openapi.json" 2>/dev/null; do
