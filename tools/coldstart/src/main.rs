@@ -289,6 +289,9 @@ async fn at_memory(
             }
         }
     }
+    if let Some(quota) = &quota {
+        quota.remove();
+    }
     let mut at = AtMemory {
         memory_mb,
         cpu_share: quota.map(|q| q.share),

@@ -74,6 +74,15 @@ fn make_dir(dir: &Path) -> Result<(), String> {
 
 impl Drop for CpuQuota {
     fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+impl CpuQuota {
+    /// Removes the cgroup once its processes are gone. Called when the spawns
+    /// are done, since tasks of the Runtime API may hold this quota until the
+    /// run ends, and a process that exits drops nothing.
+    pub fn remove(&self) {
         // A cgroup is removed with rmdir, and only once no process is in it:
         // a killed process leaves it a moment after it was reaped.
         for _ in 0..50 {
