@@ -18,11 +18,13 @@
 //! `COLDSTART_CFS_PERIOD_US` (20000), `COLDSTART_EXTRA`
 //! (`pets@before=path,...`: more builds of a function, compared in the run).
 
+mod cpu_time;
 mod figures;
 mod full_cpu;
 mod lambda_env;
 mod quota;
 mod runtime_api;
+mod timeline;
 mod tls;
 
 use figures::{AtMemory, BootstrapFigures, ColdStartRun, COLDSTART_FILE, FLOOR};

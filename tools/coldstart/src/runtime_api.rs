@@ -9,7 +9,10 @@
 //! adds an invocation after the process was frozen while its DynamoDB
 //! connections were closed.
 
+use crate::cpu_time::cpu_time;
 use crate::lambda_env;
+pub use crate::timeline::Spawn;
+use crate::timeline::Timeline;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -96,67 +99,6 @@ pub type OnReady = Arc<dyn Fn(u32) -> Result<(), String> + Send + Sync>;
 /// Closes the function's idle connections on command (the TLS proxy).
 pub trait CloseIdle: Send + Sync {
     fn close_idle(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
-}
-
-/// What the Runtime API saw of one process, as it happened.
-#[derive(Default)]
-struct Timeline {
-    served: usize,
-    ready: Option<Instant>,
-    /// When each event was handed out (after the harness released it).
-    next_at: Vec<Instant>,
-    done_at: Vec<Instant>,
-    /// The process's CPU time at each `next_at` and each `done_at`.
-    cpu_at_next: Vec<Option<Duration>>,
-    cpu_at_done: Vec<Option<Duration>>,
-    statuses: Vec<u16>,
-    error: Option<String>,
-}
-
-/// One process's figures, from its spawn.
-pub struct Spawn {
-    pub ready: Duration,
-    pub first_response: Duration,
-    pub first_invocation: Duration,
-    /// `None` when the process died after its first invocation.
-    pub warm_invocation: Option<Duration>,
-    /// Every warm invocation, the first included.
-    pub warm_invocations: Vec<Duration>,
-    /// The invocation after a freeze that closed its connections, if asked.
-    pub after_idle_close: Option<Duration>,
-    /// CPU time the first invocation took, every thread's: what the quota
-    /// stretches (at 128 MB each millisecond of it is ~14 of waiting).
-    pub first_invocation_cpu: Option<Duration>,
-    /// CPU time of each warm invocation.
-    pub warm_invocations_cpu: Vec<Duration>,
-    pub first_status: u16,
-    /// Of every invocation, in order.
-    pub statuses: Vec<u16>,
-}
-
-impl Spawn {
-    fn from_timeline(spawned: Instant, timeline: &Timeline, warm: usize) -> Option<Spawn> {
-        let invocation = |i: usize| Some(*timeline.done_at.get(i)? - *timeline.next_at.get(i)?);
-        let cpu = |i: usize| {
-            let (done, next) = (
-                (*timeline.cpu_at_done.get(i)?)?,
-                (*timeline.cpu_at_next.get(i)?)?,
-            );
-            done.checked_sub(next)
-        };
-        Some(Spawn {
-            ready: timeline.ready? - spawned,
-            first_response: *timeline.done_at.first()? - spawned,
-            first_invocation: invocation(0)?,
-            warm_invocation: invocation(1),
-            warm_invocations: (1..=warm).filter_map(invocation).collect(),
-            after_idle_close: invocation(warm + 1),
-            first_invocation_cpu: cpu(0),
-            warm_invocations_cpu: (1..=warm).filter_map(cpu).collect(),
-            first_status: *timeline.statuses.first()?,
-            statuses: timeline.statuses.clone(),
-        })
-    }
 }
 
 struct RuntimeApi {
@@ -328,19 +270,6 @@ async fn route(api: &RuntimeApi, req: Request<Incoming>) -> Response<Full<Bytes>
         .status(StatusCode::ACCEPTED)
         .body(Full::new(Bytes::from_static(b"{\"status\":\"OK\"}")))
         .expect("a static status and body build")
-}
-
-/// The CPU time process `pid` has run so far, summed over its threads from
-/// the scheduler's nanosecond accounting (`/proc/PID/task/*/schedstat`, whose
-/// first field is time on a CPU). A thread that exited is no longer counted:
-/// the functions' runtime keeps its threads for the process's life.
-fn cpu_time(pid: u32) -> Option<Duration> {
-    let mut nanos = 0u64;
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
-        let schedstat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
-        nanos += schedstat.split_whitespace().next()?.parse::<u64>().ok()?;
-    }
-    Some(Duration::from_nanos(nanos))
 }
 
 /// The part of the function's response we record: API Gateway's status; an
