@@ -11,7 +11,7 @@
 //! of our own code (event parsing, routing, every layer, the handler, serde,
 //! the log line's formatting). So [`warm_up`] does, all at once:
 //!
-//! - one read through the function's whole service ([`serve_once`]): its most
+//! - one read through the function's whole service (`serve_once`): its most
 //!   frequent list, from an API Gateway event as Lambda hands it over to the
 //!   response as `lambda_http` takes it back. It is marked [`WarmUpRequest`]:
 //!   the rate-limit layer counts it against no one, and it has a log line
@@ -77,7 +77,7 @@ pub async fn warm_up(
     Some(status)
 }
 
-/// The mark of the one request [`serve_once`] sends through a function's
+/// The mark of the one request `serve_once` sends through a function's
 /// service during init. Only this module can make one (its field is private)
 /// and a request's extensions never come from the wire, so no caller can send
 /// a request so marked.
