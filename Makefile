@@ -30,7 +30,7 @@ VENV_STAMP := $(VENV)/.requirements-dev.installed
 LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
-.PHONY: help run run-lambda invoke test-run-lambda test key build bench dynamodb-install dynamodb-start dynamodb-stop dynamodb-status venv lint-template lint-openapi conformance clients docs-browser lint-asyncapi
+.PHONY: help run run-lambda invoke test-run-lambda test key build bench bench-report check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status venv lint-template lint-openapi conformance clients docs-browser lint-asyncapi
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
@@ -63,7 +63,7 @@ test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on Dyna
 	cargo test --workspace 2>&1 | tee .local/cargo-test.log
 	scripts/test-local-stacks.sh
 	$(MAKE) test-run-lambda
-	$(MAKE) lint-template lint-openapi lint-asyncapi conformance clients docs-browser
+	$(MAKE) lint-template lint-openapi lint-asyncapi check-docs conformance clients docs-browser
 	@scripts/test-summary.sh .local/cargo-test.log
 
 key: ## Create an API key on the running local stack (make key ARGS="--plan pro --role staff")
@@ -99,8 +99,14 @@ docs-browser: venv dynamodb-install node_modules/.package-lock.json ## Open /doc
 
 venv: $(VENV_STAMP) ## Install the pinned Python tools into .venv (requirements-dev.txt)
 
-bench: dynamodb-install ## Measure cold start, warm latency, DynamoDB calls and cost, overhead, zip size (target/bench/results.json)
+bench: dynamodb-install ## Measure cold start, warm latency, DynamoDB calls and cost, overhead, zip size (target/bench/*.json), then write docs/performance.md
 	bash bench/run.sh
+
+bench-report: ## Write docs/performance.md again from the last make bench run's files (target/bench/*.json)
+	python3 scripts/bench-report.py target/bench
+
+check-docs: node_modules/.package-lock.json ## Check the docs offline: every relative link and #anchor resolves, every make command shown is a target
+	scripts/check-docs.sh
 
 dynamodb-install: ## Download DynamoDB Local into .local/dynamodb (once)
 	@$(DYNAMODB) install

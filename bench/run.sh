@@ -31,6 +31,18 @@ if [[ "${BENCH_ONLY:-}" == partitions ]]; then
   exec "$TARGET/debug/petstore-partitions"
 fi
 
+# What the run measures, for the generated page (scripts/bench-report.py).
+# The files of an older run are removed, so the page never mixes two runs.
+rm -f "$OUT"/{run,results,coldstart,cold-start-full-cpu,overhead,partitions}.json
+STARTED_AT=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+DIRTY=false
+[[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]] && DIRTY=true
+run_info() {
+  printf '{"commit": "%s", "dirty": %s, "started_at": "%s", "finished_at": "%s"}\n' \
+    "$COMMIT" "$DIRTY" "$STARTED_AT" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$OUT/run.json"
+}
+
 # oha, project-local: the warm runs' cross-check.
 OHA="$ROOT/.local/bin/oha"
 if [[ "${BENCH_OHA:-1}" != 0 && ! -x "$OHA" ]]; then
@@ -64,7 +76,7 @@ EOF
   rm -f "$OUT/cold-start-full-cpu.json"
   "$TARGET/release/petstore-coldstart" || log "the cold start failed; its figures are missing"
 fi
-[[ "${BENCH_ONLY:-}" == coldstart ]] && exit 0
+[[ "${BENCH_ONLY:-}" == coldstart ]] && { run_info; exit 0; }
 
 # The arm64 zips, as deployed. cargo-lambda is the SAM build's (.venv), shared.
 if [[ "${BENCH_ZIP:-1}" != 0 ]]; then
@@ -91,4 +103,6 @@ fi
 rm -f "$OUT/partitions.json" "$OUT/partitions.txt"
 "$TARGET/debug/petstore-partitions" >/dev/null || log "the partition model failed; its figures are missing"
 
-exec "$TARGET/release/petstore-bench"
+"$TARGET/release/petstore-bench"
+run_info
+python3 scripts/bench-report.py "$OUT"

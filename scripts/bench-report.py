@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""Writes docs/performance.md from one `make bench` run.
+
+    python3 scripts/bench-report.py [BENCH_DIR] [--check]
+
+BENCH_DIR (default target/bench) holds what the run wrote: run.json (commit,
+dates), coldstart.json (tools/coldstart), results.json (the runner). The page
+is bench/pages/performance.md, whose `{{name}}` markers are replaced by the
+tables below; every figure on the page comes from those files, none is typed
+by hand. A marker whose figures the run did not produce says so in the page
+("not measured in this run") rather than failing, so a partial run still
+makes an honest page; `--check` fails instead (make bench-report uses it on
+a full run's files).
+
+Standard library only: it runs on a fresh machine before any install.
+"""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE = ROOT / "bench" / "pages" / "performance.md"
+PAGE = ROOT / "docs" / "performance.md"
+
+
+def load(directory, name):
+    path = directory / name
+    if not path.exists():
+        return None
+    with path.open() as f:
+        return json.load(f)
+
+
+def num(x, digits=1):
+    """A figure as the page shows it: '-' for no sample (NaN or null)."""
+    if x is None or (isinstance(x, float) and x != x):
+        return "-"
+    if isinstance(x, int) or (abs(x) >= 1000 and digits <= 1):
+        return f"{x:,.0f}"
+    return f"{x:,.{digits}f}"
+
+
+def usd(x, digits=3):
+    return "-" if x is None else f"${x:,.{digits}f}"
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+class Missing(Exception):
+    """The run did not produce what a marker needs."""
+
+
+def need(value, what):
+    if not value:
+        raise Missing(what)
+    return value
+
+
+# --- the tables, one per marker ---------------------------------------------
+
+def run_header(f):
+    run, results, cold = f["run"], f["results"], f["coldstart"]
+    machine = (results or cold or {}).get("machine")
+    need(run, "run.json (bench/run.sh writes it)")
+    need(machine, "the machine (results.json or coldstart.json)")
+    dirty = " (with uncommitted changes)" if run.get("dirty") else ""
+    lines = [
+        f"- **Commit**: `{run['commit']}`{dirty}",
+        f"- **Run**: {run['started_at']} to {run.get('finished_at', '?')} (UTC)",
+        f"- **Machine**: {machine['cpu']}, {machine['logical_cpus']} logical CPUs, "
+        f"{machine['memory_gib']:.1f} GiB, kernel {machine.get('kernel') or '?'}; "
+        f"{machine.get('rustc') or 'rustc ?'}; DynamoDB Local on {machine.get('java') or 'Java ?'}",
+    ]
+    if results:
+        s = results["settings"]
+        lines.append(
+            f"- **Settings**: load {s['concurrency']} connections for {s['seconds']} s "
+            f"after {s['warmup_seconds']} s; {s['cold_spawns']} full-CPU spawns; "
+            f"each operation counted {s['count_repeats']} times"
+        )
+    if cold:
+        lines.append(
+            f"- **Lambda-like cold start**: {cold['spawns_per_bootstrap']} spawns per "
+            f"bootstrap and size; {cold['throttle']}"
+        )
+    return "\n".join(lines)
+
+
+def coldstart(f):
+    cold = need(f["coldstart"], "coldstart.json (tools/coldstart)")
+    rows = []
+    for at in cold["by_memory"]:
+        for b in at["bootstraps"]:
+            ratio = b.get("first_response_vs_floor")
+            rows.append([
+                f"{at['memory_mb']} MB", b["label"],
+                f"{num(b['init']['p50_ms'])} / {num(b['init']['p95_ms'])}",
+                f"**{num(b['first_response']['p50_ms'])}** / {num(b['first_response']['p95_ms'])}",
+                "-" if ratio is None else f"{ratio:.2f}",
+                num(b["first_invocation_cpu"]["p50_ms"], 2),
+                f"{num(b['warm']['p50_ms'])} / {num(b['warm']['p95_ms'])}",
+                num(b["warm_cpu"]["p50_ms"], 2),
+                f"{num(b['after_idle_close']['p50_ms'])} / {num(b['after_idle_close']['p95_ms'])}",
+                f"{sum(v for k, v in b['statuses'].items() if k != '200')} of "
+                f"{sum(b['statuses'].values())}",
+            ])
+    return table(
+        ["Memory", "bootstrap", "init p50 / p95 (full CPU)", "first response p50 / p95",
+         "÷ floor's", "first invocation CPU", "warm p50 / p95", "warm CPU",
+         "after idle close p50 / p95", "not 200"],
+        rows,
+    )
+
+
+def memory_size(f):
+    cold = need(f["coldstart"], "coldstart.json (tools/coldstart)")
+    rows = []
+    for at in cold["by_memory"]:
+        for b in at["bootstraps"]:
+            if b["label"] == "floor":
+                continue
+            share = at.get("cpu_share")
+            rows.append([
+                f"{at['memory_mb']} MB", b["label"],
+                "-" if share is None else f"{100 * share:.0f}%",
+                num(b["first_response"]["p50_ms"]),
+                f"{num(b['warm']['p50_ms'])} / {num(b['warm']['p95_ms'])}",
+                usd(b["lambda_dollars_per_million"]),
+            ])
+    return table(
+        ["Memory", "function", "CPU share", "first response p50 (ms)",
+         "warm p50 / p95 (ms)", "Lambda $ per million warm requests"],
+        rows,
+    )
+
+
+def full_cpu(f):
+    results = need(f["results"], "results.json")
+    cold = need(results.get("cold_start"), "the full-CPU cold starts")
+    rows = [[
+        c["function"], c["request"], c["spawns"],
+        f"{num(c['ready']['p50_ms'], 2)} / {num(c['ready']['p95_ms'], 2)}",
+        f"{num(c['first_response']['p50_ms'])} / {num(c['first_response']['p95_ms'])}",
+        num(c["warm_invocation"]["p50_ms"], 2),
+    ] for c in cold]
+    return table(
+        ["function", "request", "spawns", "ready p50 / p95 (ms)",
+         "first response p50 / p95 (ms)", "warm invocation p50 (ms)"],
+        rows,
+    )
+
+
+def load_runs(f):
+    results = need(f["results"], "results.json")
+    warm = need(results.get("warm"), "the warm load runs")
+    rows = [[
+        r["mix"], r["concurrency"], num(r["seconds"]), num(r["requests_per_second"], 0),
+        num(r["latency"]["p50_ms"]), num(r["latency"]["p99_ms"]), r["errors"],
+    ] for r in warm]
+    out = table(["mix", "connections", "seconds", "requests/s", "p50 (ms)", "p99 (ms)", "errors"], rows)
+    oha = results.get("oha")
+    if oha:
+        orows = []
+        for url, run in sorted(oha["runs"].items()):
+            if "error" in run:
+                orows.append([f"`{url}`", "failed", "-", "-"])
+            else:
+                orows.append([f"`{url}`", num(run.get("requests_per_second"), 0),
+                              num(run.get("p50_ms")), num(run.get("p99_ms"))])
+        out += "\n\noha, one URL at a time (a cross-check):\n\n" + table(
+            ["URL", "requests/s", "p50 (ms)", "p99 (ms)"], orows)
+    return out
+
+
+def calls(f):
+    results = need(f["results"], "results.json")
+    ops = need(results.get("dynamodb_calls"), "the DynamoDB call counts")
+    rows = []
+    for name, c in sorted(ops.items()):
+        by = ", ".join(f"{v:g} {k}" for k, v in sorted(c["by_call"].items()))
+        rows.append([f"`{name}`", num(c["calls_per_request"], 2), by, num(c["request_ms"])])
+    return table(["Operation", "calls per request", "by call (rate limiter's included)",
+                  "request (ms, DynamoDB Local)"], rows)
+
+
+def abuse(f):
+    results = need(f["results"], "results.json")
+    kinds = need(results.get("abuse"), "the abuse run")
+    rows = []
+    for name, c in sorted(kinds.items()):
+        by = ", ".join(f"{v:.3g} {k}" for k, v in sorted(c["by_call"].items())) or "none"
+        statuses = ", ".join(f"{n}× {s}" for s, n in sorted(c["statuses"].items()))
+        rows.append([name, num(c["calls_per_request"], 3), by, statuses])
+    return table(["Requests", "calls per request", "by call", "answers"], rows)
+
+
+def overhead(f):
+    results = need(f["results"], "results.json")
+    o = need(results.get("in_process_overhead"), "the criterion bench (overhead.json)")
+    rows = [[f"`{name}`", c["status"], num(c["p50_us"]), num(c["p99_us"]),
+             num(c.get("criterion_median_us"))]
+            for name, c in sorted(o["benches"].items())]
+    return (f"{o['runtime']}; DynamoDB: {o['dynamodb']}.\n\n"
+            + table(["case", "status", "p50 (µs)", "p99 (µs)", "criterion median (µs)"], rows))
+
+
+def sizes(f):
+    results = need(f["results"], "results.json")
+    size = need(results.get("size"), "the zip sizes")
+    rows = [[name,
+             "-" if s.get("arm64_zip_bytes") is None else f"{s['arm64_zip_bytes'] / 1e6:.2f} MB",
+             "-" if s.get("arm64_binary_bytes") is None else f"{s['arm64_binary_bytes'] / 1e6:.2f} MB",
+             "-" if s.get("x86_64_binary_bytes") is None else f"{s['x86_64_binary_bytes'] / 1e6:.2f} MB"]
+            for name, s in sorted(size.items())]
+    return table(["function", "arm64 zip", "arm64 binary", "x86_64 binary"], rows)
+
+
+def targets(f):
+    results = need(f["results"], "results.json")
+    t = need(results.get("targets"), "the targets")
+    rows = [[x["target"], num(x["measured"], 2), num(x["limit"], 2), "met" if x["met"] else "**missed**"]
+            for x in t]
+    return table(["target", "measured", "limit", ""], rows)
+
+
+def partitions(f):
+    results = need(f["results"], "results.json")
+    model = need(results.get("partitions"), "the partition model (tools/partitions)")
+    mix = model["mix"]
+
+    def hot(h):
+        return "-" if not h else f"`{h['partition']}` ({100 * h['share']:.1f}%)"
+
+    rows = [[s["scope"], hot(s.get("hottest_write")), num(s["write_units"]),
+             num(s.get("write_ceiling_orders_per_second"), 0), hot(s.get("hottest_read")),
+             num(s.get("read_ceiling_orders_per_second"), 0)] for s in model["scopes"]]
+    head = (f"{mix['orders']:,} orders and {mix['reads']:,} reads by {mix['workers']} workers "
+            f"({mix['pets']} pets in {mix['categories']} categories, {mix['customers']} customers), "
+            f"{num(mix['seconds'])} s. {mix['description']}\n\n")
+    tail = (f"\n\n**Ceiling**: {num(model.get('ceiling_orders_per_second'), 0)} orders/s with "
+            f"{num(model.get('ceiling_reads_per_second'), 0)} reads/s; the first limit reached: "
+            f"{model.get('first_limit') or '-'}.")
+    return head + table(["scope", "busiest write partition (share)", "write units",
+                         "orders/s at 1,000 WCU", "busiest read partition (share)",
+                         "orders/s at 3,000 RCU"], rows) + tail
+
+
+def cost(f):
+    """The all-in cost per million requests of each mix, by service."""
+    results = need(f["results"], "results.json")
+    model = need(results.get("cost_model"), "the cost model (results.json cost_model)")
+    return cost_tables(model)
+
+
+def cost_tables(model):
+    # Filled in from the cost model's records once they exist (bench/src/cost).
+    raise Missing("the cost model's tables")
+
+
+def notes(f):
+    out = []
+    for source in ("coldstart", "results"):
+        data = f[source]
+        if data:
+            out += [f"- {source}: {n}" for n in data.get("notes", [])]
+    return "\n".join(out) or "None."
+
+
+MARKERS = {
+    "run": run_header, "coldstart": coldstart, "memory_size": memory_size,
+    "full_cpu": full_cpu, "load": load_runs, "calls": calls, "abuse": abuse,
+    "overhead": overhead, "sizes": sizes, "targets": targets,
+    "partitions": partitions, "cost": cost, "notes": notes,
+}
+
+
+def render(template, figures, strict):
+    missing = []
+
+    def fill(match):
+        name = match.group(1)
+        if name not in MARKERS:
+            raise SystemExit(f"bench-report: unknown marker {{{{{name}}}}} in {TEMPLATE}")
+        try:
+            return MARKERS[name](figures)
+        except Missing as m:
+            missing.append(f"{name}: {m}")
+            return f"*Not measured in this run: {m}.*"
+
+    page = re.sub(r"\{\{([a-z_]+)\}\}", fill, template)
+    if strict and missing:
+        raise SystemExit("bench-report: the run lacks " + "; ".join(missing))
+    return page, missing
+
+
+def main(argv):
+    strict = "--check" in argv
+    args = [a for a in argv if not a.startswith("--")]
+    directory = Path(args[0]) if args else ROOT / "target" / "bench"
+    figures = {
+        "run": load(directory, "run.json"),
+        "coldstart": load(directory, "coldstart.json"),
+        "results": load(directory, "results.json"),
+    }
+    if not any(figures.values()):
+        raise SystemExit(f"bench-report: no bench files in {directory}: run `make bench` first")
+    page, missing = render(TEMPLATE.read_text(), figures, strict)
+    banner = ("<!-- Generated by scripts/bench-report.py from one `make bench` run; "
+              "edit bench/pages/performance.md, not this file. -->\n")
+    PAGE.write_text(banner + page)
+    print(f"bench-report: wrote {PAGE.relative_to(ROOT)}"
+          + (f" ({len(missing)} sections not measured)" if missing else ""))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# make check-docs: the documentation holds together, offline.
+#
+# 1. Every relative link and #anchor in README.md, docs/ and bench/README.md
+#    resolves: remark-validate-links (pinned in package.json) checks links to
+#    files and to headings, GitHub's way of making anchors, without a network.
+# 2. Every `make TARGET` the pages show is a target of the Makefile.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+pages=(README.md docs/*.md bench/README.md)
+
+# --frail: a warning (a dead link) fails the run. The repository is not
+# looked up on a forge: links are checked against the working tree only.
+npx --no-install remark --quiet --frail --no-config --no-stdout \
+  --use 'remark-validate-links=repository:false' "${pages[@]}"
+
+targets=$(make -qp 2>/dev/null | awk -F: '/^[a-z][a-z0-9-]*:/ {print $1}' | sort -u)
+missing=0
+while read -r target; do
+  if ! grep -qx -- "$target" <<<"$targets"; then
+    echo "check-docs: the docs show \`make $target\`, which the Makefile does not have" >&2
+    missing=1
+  fi
+done < <(grep -ohE '(^|`)make [a-z][a-z0-9-]*' "${pages[@]}" | awk '{print $NF}' | sort -u)
+[[ $missing == 0 ]] || exit 1
+echo "check-docs: links, anchors and make targets of ${#pages[@]} pages resolve"
