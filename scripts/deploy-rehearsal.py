@@ -36,6 +36,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import traceback
 import warnings
 import zipfile
 from pathlib import Path
@@ -61,7 +62,9 @@ for variable in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
     os.environ.pop(variable, None)
 
 import boto3  # noqa: E402
+import botocore.exceptions  # noqa: E402
 from moto.cloudformation.parsing import get_model_map  # noqa: E402
+from moto.iam.aws_managed_policies import aws_managed_policies_data  # noqa: E402
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer  # noqa: E402
 from samtranslator.translator.transform import transform  # noqa: E402
 from samtranslator.yaml_helper import yaml_parse  # noqa: E402
@@ -105,26 +108,26 @@ class Checks:
 # --- Translation ------------------------------------------------------------
 
 
-class NoManagedPolicies:
-    """The translator's managed-policy lookup, offline. The template names
-    no managed policy by name (SAM adds its own by ARN), so a call means it
-    now does, and the rehearsal says so rather than guess an ARN."""
+class AwsManagedPolicies:
+    """The translator's managed-policy lookup (a policy named in `Policies`
+    by name becomes its ARN), offline: from the copy of AWS's managed
+    policies moto ships, instead of IAM's ListPolicies."""
 
     def load(self) -> dict[str, str]:
-        raise SystemExit(
-            "deploy-rehearsal: the template names a managed policy by name; "
-            "the offline translation cannot look its ARN up"
-        )
+        policies = json.loads(aws_managed_policies_data)
+        return {name: f"arn:aws:iam::aws:policy{spec['Path']}{name}" for name, spec in policies.items()}
 
 
-def translate(template: Path) -> tuple[dict, dict]:
+def translate(template: Path, overrides: dict[str, str]) -> tuple[dict, dict]:
     """The SAM template and its translation, each function's code pointed at
-    the artifact bucket as `sam package` would."""
+    the artifact bucket as `sam package` would. CloudFormation runs the
+    transform with the stack's parameter values, and SAM resolves some
+    `Ref`s of parameters itself, so it gets them too."""
     sam = yaml_parse(template.read_text())
     for name, resource in sam["Resources"].items():
         if resource["Type"] == "AWS::Serverless::Function":
             resource["Properties"]["CodeUri"] = f"s3://{ARTIFACTS}/{name}.zip"
-    translated = transform(copy.deepcopy(sam), {}, NoManagedPolicies())
+    translated = transform(copy.deepcopy(sam), dict(overrides), AwsManagedPolicies())
     return sam, translated
 
 
@@ -184,6 +187,9 @@ class Resolver:
         if name in self.pseudo:
             return self.pseudo[name]
         if name in self.parameters:
+            kind = self.template.get("Parameters", {}).get(name, {}).get("Type", "")
+            if kind == "CommaDelimitedList" or kind.startswith("List<"):
+                return [item for item in self.parameters[name].split(",") if item] or [""]
             return self.parameters[name]
         if name in self.physical:
             return self.physical[name]
@@ -476,7 +482,10 @@ def create_deferred(emulator: Emulator, resolver: Resolver, deferred: dict[str, 
                 continue
             if "Condition" in resource and not resolver.condition(resource["Condition"]):
                 continue
-            maker(name, resolver.resolve(resource.get("Properties", {})))
+            try:
+                maker(name, resolver.resolve(resource.get("Properties", {})))
+            except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, KeyError, ValueError) as error:
+                checks.check(False, f"{name} ({resource['Type']}) through the service's API: {error}")
     return created
 
 
@@ -760,6 +769,8 @@ def check_alarms_and_dashboard(emulator: Emulator, resolver: Resolver, created: 
     for name, resource in translated["Resources"].items():
         if resource["Type"] != "AWS::CloudWatch::Dashboard":
             continue
+        if not checks.check(name in resolver.physical, f"dashboard {name} created"):
+            continue
         body = cloudwatch.get_dashboard(DashboardName=resolver.physical[name])["DashboardBody"]
         try:
             parsed = json.loads(body)
@@ -776,7 +787,11 @@ def check_outputs(cf: Any, resolver: Resolver, translated: dict, stack: dict, ch
     got = {o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])}
     outputs = {}
     for name, output in translated.get("Outputs", {}).items():
-        want = resolver.resolve(output["Value"])
+        try:
+            want = resolver.resolve(output["Value"])
+        except KeyError as error:
+            checks.check(False, f"output {name}: {error}")
+            continue
         if name in stack.get("Outputs", {}):
             checks.equal(got.get(name), want, f"output {name}")
         else:
@@ -850,7 +865,7 @@ def parameters_of(translated: dict, overrides: dict[str, str]) -> dict[str, str]
 
 
 def rehearse(emulator: Emulator, template: Path, overrides: dict[str, str], checks: Checks) -> None:
-    sam, translated = translate(template)
+    sam, translated = translate(template, overrides)
     body = json.dumps(translated)
     checks.check(len(body.encode()) <= MAX_TEMPLATE_URL_BYTES, f"translated template {len(body)} bytes, at most {MAX_TEMPLATE_URL_BYTES} through S3")
     checks.check(len(translated["Resources"]) <= MAX_RESOURCES, f"{len(translated['Resources'])} resources, at most {MAX_RESOURCES}")
@@ -921,6 +936,9 @@ def main() -> int:
         print(f"deploy-rehearsal: {args.template.name} through moto's CloudFormation on {emulator.endpoint}"
               + (f", with {' '.join(args.parameter_overrides)}" if overrides else ", every parameter at its default"))
         rehearse(emulator, args.template, overrides, checks)
+    except Exception as error:  # noqa: BLE001 - one failure, with what was checked so far
+        traceback.print_exc()
+        checks.check(False, f"the rehearsal stopped: {type(error).__name__}: {error}")
     finally:
         emulator.stop()
     print("deploy-rehearsal: where moto falls short:")
