@@ -30,7 +30,7 @@ VENV_STAMP := $(VENV)/.requirements-dev.installed
 LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
-.PHONY: help run run-lambda invoke test-run-lambda test key build bench bench-report check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status venv lint-template lint-openapi conformance clients docs-browser lint-asyncapi
+.PHONY: help run run-lambda invoke test-run-lambda test key build bench bench-report check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status venv lint-template lint-openapi conformance clients docs-browser lint-asyncapi deploy-rehearsal
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
@@ -55,7 +55,7 @@ invoke: venv ## Send a sample event to its function on the running run-lambda st
 test-run-lambda: venv dynamodb-install ## Check run-lambda: the sample events and tests/lambda.rs through several instances of each function, then Ctrl-C
 	scripts/test-run-lambda.sh
 
-test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on DynamoDB Local, the template and OpenAPI lints, the conformance run, the generated clients, the real function binaries behind cargo lambda watch, /docs in a headless browser
+test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on DynamoDB Local, the template and OpenAPI lints, the deploy rehearsal in moto, the conformance run, the generated clients, the real function binaries behind cargo lambda watch, /docs in a headless browser
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(DYNAMODB) install
@@ -63,7 +63,7 @@ test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on Dyna
 	cargo test --workspace 2>&1 | tee .local/cargo-test.log
 	scripts/test-local-stacks.sh
 	$(MAKE) test-run-lambda
-	$(MAKE) lint-template lint-openapi lint-asyncapi check-docs conformance clients docs-browser
+	$(MAKE) lint-template deploy-rehearsal lint-openapi lint-asyncapi check-docs conformance clients docs-browser
 	@scripts/test-summary.sh .local/cargo-test.log
 
 key: ## Create an API key on the running local stack (make key ARGS="--plan pro --role staff")
@@ -75,6 +75,13 @@ build: venv ## Build the functions for Lambda: target/lambda/{pets,store,events,
 
 lint-template: venv ## Lint template.yaml offline (cfn-lint, sam validate --lint, the dashboard's JSON)
 	scripts/lint-template.sh
+
+# Twice: at the defaults (no reservations), and with the shield's suggested
+# reservations on, so both branches of their conditions are created.
+deploy-rehearsal: venv ## Create template.yaml's stack offline in moto's CloudFormation and check it (outputs, tables, functions, stream, routes); what moto cannot create is named
+	$(VENV)/bin/python scripts/deploy-rehearsal.py
+	$(VENV)/bin/python scripts/deploy-rehearsal.py --parameter-overrides \
+		PetsReservedConcurrency=50 StoreReservedConcurrency=50 DocsReservedConcurrency=10 EventsReservedConcurrency=10
 
 lint-openapi: node_modules/.package-lock.json ## Lint openapi.yaml with Spectral (spectral:oas, every rule)
 	npx --no-install spectral lint openapi.yaml --fail-severity=warn

@@ -20,6 +20,14 @@ pub fn read_yaml(name: &str) -> Value {
     serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{name} is not valid YAML: {e}"))
 }
 
+/// What `value` holds under the CloudFormation tag `tag` (`Ref`, `If`, ...).
+pub fn tagged<'a>(value: &'a Value, tag: &str) -> Option<&'a Value> {
+    match value {
+        Value::Tagged(tagged) if tagged.tag == tag => Some(&tagged.value),
+        _ => None,
+    }
+}
+
 /// One HTTP API route of `template.yaml`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct TemplateRoute {

@@ -16,6 +16,7 @@ mod domain_events;
 mod events;
 mod idempotency;
 mod lambda;
+mod new_account;
 mod observe;
 mod pages;
 mod partitions;

@@ -1,10 +1,11 @@
 //! The deployed stack's outer shield (contract section 4), held in
-//! `template.yaml`: the HTTP API stage throttles (rate and burst) and every
-//! function has reserved concurrency, each a template parameter; and no
-//! function's policy lets it write an API key item, while the items a request
-//! does write (idempotency records, pets, orders, ...) stay writable.
+//! `template.yaml`: the HTTP API stage throttles (rate and burst), each a
+//! template parameter; and no function's policy lets it write an API key
+//! item, while the items a request does write (idempotency records, pets,
+//! orders, ...) stay writable. Each function's reserved concurrency, the
+//! shield's opt-in part, is held in new_account.rs.
 
-use crate::deploy::read_yaml;
+use crate::deploy::{read_yaml, tagged};
 use crate::helpers::TestApp;
 use http::{Method, Request};
 use serde_json::json;
@@ -17,14 +18,6 @@ const WRITES: [&str; 4] = [
     "dynamodb:DeleteItem",
     "dynamodb:BatchWriteItem",
 ];
-
-/// What `value` holds under the CloudFormation tag `tag` (`Ref`, `If`, ...).
-fn tagged<'a>(value: &'a Value, tag: &str) -> Option<&'a Value> {
-    match value {
-        Value::Tagged(tagged) if tagged.tag == tag => Some(&tagged.value),
-        _ => None,
-    }
-}
 
 /// The Number parameter `value` refers to (`!Ref P`), with its default.
 #[track_caller]
@@ -101,7 +94,7 @@ fn like(pattern: &str, text: &str) -> bool {
 }
 
 #[test]
-fn the_stage_throttles_and_every_function_reserves_concurrency_as_parameters() {
+fn the_stage_throttles_as_parameters() {
     let template = read_yaml("template.yaml");
     let settings = &template["Resources"]["HttpApi"]["Properties"]["DefaultRouteSettings"];
     let (_, rate) = number_parameter(
@@ -111,24 +104,6 @@ fn the_stage_throttles_and_every_function_reserves_concurrency_as_parameters() {
     );
     let (_, burst) = number_parameter(&template, &settings["ThrottlingBurstLimit"], "the burst");
     assert!(rate >= 1 && burst >= rate, "rate {rate}, burst {burst}");
-
-    let functions = functions(&template);
-    assert!(
-        functions.len() >= 2,
-        "the pets and store functions at least"
-    );
-    for (name, function) in functions {
-        let reserved = &function["Properties"]["ReservedConcurrentExecutions"];
-        // Either the parameter itself, or `!If [cond, !Ref P, !Ref AWS::NoValue]`
-        // (0: no reservation).
-        let parameter = match tagged(reserved, "If").and_then(Value::as_sequence) {
-            Some(branches) => &branches[1],
-            None => reserved,
-        };
-        let what = format!("{name}'s ReservedConcurrentExecutions");
-        let (_, default) = number_parameter(&template, parameter, &what);
-        assert!(default >= 1, "{what} reserves some concurrency by default");
-    }
 }
 
 #[tokio::test]
