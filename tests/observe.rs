@@ -185,6 +185,16 @@ fn request(method: &str, path: &str, key: &str, body: Option<Value>) -> Request<
     request
 }
 
+/// `POST /store/orders` of one `pet`, with `Idempotency-Key: order-1`.
+fn keyed_order(key: &str, pet: u64) -> Request<Body> {
+    let mut request = request("POST", "/store/orders", key, Some(json!({ "petId": pet })));
+    let idempotency_key = http::HeaderValue::from_static("order-1");
+    request
+        .headers_mut()
+        .insert("idempotency-key", idempotency_key);
+    request
+}
+
 /// Panics unless `line` is an EMF document in namespace PetStore whose every
 /// dimension and metric has its value at the top level; returns its metric
 /// names with their units.
@@ -341,15 +351,7 @@ async fn the_sdk_s_retries_are_counted_and_a_failure_is_logged_at_info() {
     let through = test.instance_reaching(&proxy.endpoint).await;
     let observed = Observed::new(&through, "store");
     let key = test.api_key.clone().expect("spawn issues a key");
-    let keyed = || {
-        let order = json!({ "petId": pet });
-        let mut request = request("POST", "/store/orders", &key, Some(order));
-        let idempotency_key = http::HeaderValue::from_static("order-1");
-        request
-            .headers_mut()
-            .insert("idempotency-key", idempotency_key);
-        request
-    };
+    let keyed = || keyed_order(&key, pet);
     assert_eq!(observed.send(keyed()).await, 201);
     observed.stdout.take();
 
@@ -506,15 +508,7 @@ async fn a_replay_is_counted_as_one_and_places_no_order() {
     let pet = test.create_pet("Rex", category, "available").await;
     let key = test.api_key.clone().expect("spawn issues a key");
     let observed = Observed::new(&test, "store");
-    let keyed = || {
-        let order = json!({ "petId": pet });
-        let mut request = request("POST", "/store/orders", &key, Some(order));
-        let idempotency_key = http::HeaderValue::from_static("order-1");
-        request
-            .headers_mut()
-            .insert("idempotency-key", idempotency_key);
-        request
-    };
+    let keyed = || keyed_order(&key, pet);
 
     assert_eq!(observed.send(keyed()).await, 201);
     assert_eq!(observed.send(keyed()).await, 201);
