@@ -3,12 +3,24 @@
 //! into metrics in namespace [`NAMESPACE`]. No `PutMetricData`, no agent, and
 //! nothing on a request's path but one `write` to stdout.
 //!
-//! Every line has the dimension `Function` (`pets` | `store`). `Requests` is
+//! That line is also the request's log line (at the default level, the only
+//! one): EMF takes any top-level member that no directive names as a
+//! property, kept in the log and searchable in Logs Insights but no metric.
+//! Besides the metrics it carries the request id, the exact status, the
+//! caller's key id, the request's DynamoDB calls and the SDK's retries of
+//! them, and the X-Ray trace id of a sampled request. Every byte of it is
+//! billed as log ingestion on every request, so it carries nothing that
+//! another of its members or the key id leads to (the key's role and plan).
+//!
+//! Every line has the dimension `Function` (`pets` | `store`). `Latency` is
 //! also split by `Route` (`GET /pets/{petId}`, ...; `unmatched` for anything
 //! the contract does not list) and by `StatusClass` (`2xx` | `4xx` | `5xx`);
-//! everything else is by `Function` alone, which keeps the number of custom
-//! metrics (what CloudWatch bills) small. The request id and the X-Ray trace
-//! id ride along as properties, so a data point leads to its request's logs.
+//! its `SampleCount` is the number of requests, so no `Requests` metric is
+//! written (a second metric of the same three dimension sets would cost a
+//! directive's bytes on every line and as many custom metrics again).
+//! Every count is by `Function` alone, which keeps the number of custom
+//! metrics (what CloudWatch bills) small; a count appears, with its
+//! directive, only in the lines of requests that counted it.
 //!
 //! Code anywhere below the HTTP edge counts with one call,
 //! `metrics::count(Metric::DbRetries, 1)`: the count goes into the tally of the
@@ -22,7 +34,7 @@
 //! one process-wide registry, so a request's counts cannot be told from a
 //! concurrent one's (and tests in one binary see each other's), it emits one
 //! document per label set with exactly one dimension set each (three lines a
-//! request to get `Requests` by `Function`, `Route` and `StatusClass`), and
+//! request to get `Latency` by `Function`, `Route` and `StatusClass`), and
 //! its flush needs its own service around `lambda_http::run`. What is needed
 //! here is a fixed set of counters and one line per request: this module.
 
@@ -37,8 +49,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// The CloudWatch namespace of every metric here.
 pub const NAMESPACE: &str = "PetStore";
 
-/// A count a request can make besides `Requests` and `Latency`, which every
-/// request has.
+/// A count a request can make besides `Latency`, which every request has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metric {
     /// Requests answered 429 (`RATE_LIMITED` or `API_KEY_BANNED`).
@@ -174,7 +185,7 @@ pub fn first_request() -> bool {
     COLD.swap(false, Ordering::Relaxed)
 }
 
-/// One request, as its metrics line describes it.
+/// One request, as its line describes it.
 #[derive(Debug, Clone)]
 pub struct RequestMetrics<'a> {
     /// `GET /pets/{petId}`, or `unmatched`.
@@ -183,7 +194,13 @@ pub struct RequestMetrics<'a> {
     pub latency: Duration,
     pub counts: Counts,
     pub request_id: &'a str,
-    /// The X-Ray trace id (`1-...`), in Lambda.
+    /// The id of the caller's key, when it sent a valid one.
+    pub key_id: Option<u64>,
+    /// DynamoDB operations the request sent.
+    pub db_calls: u32,
+    /// Attempts the SDK made again within them (left out when 0).
+    pub sdk_retries: u32,
+    /// The X-Ray trace id (`1-...`) of a request X-Ray recorded.
     pub trace_id: Option<&'a str>,
 }
 
@@ -270,7 +287,7 @@ struct Aws<'a> {
     #[serde(rename = "Timestamp")]
     timestamp: u64,
     #[serde(rename = "CloudWatchMetrics")]
-    cloudwatch_metrics: [Directive<'a>; 2],
+    cloudwatch_metrics: &'a [Directive<'a>],
 }
 
 #[derive(Serialize)]
@@ -291,45 +308,47 @@ struct Definition {
     unit: &'static str,
 }
 
-const REQUESTS: Definition = Definition {
-    name: "Requests",
-    unit: "Count",
-};
 const LATENCY: Definition = Definition {
     name: "Latency",
     unit: "Milliseconds",
 };
 
+/// The dimension sets of `Latency`, so of the request counts.
+const BY_REQUEST: &[&[&str]] = &[
+    &["Function"],
+    &["Function", "Route"],
+    &["Function", "StatusClass"],
+];
+
 impl Serialize for Document<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let request = self.request;
-        let mut by_function = [LATENCY; COUNTERS + 1];
-        let mut listed = 1;
+        let mut counted = [LATENCY; COUNTERS];
+        let mut listed = 0;
         for (metric, _) in request.counts.nonzero() {
-            by_function[listed] = Definition {
+            counted[listed] = Definition {
                 name: metric.name(),
                 unit: "Count",
             };
             listed += 1;
         }
+        let directives = [
+            Directive {
+                namespace: NAMESPACE,
+                dimensions: BY_REQUEST,
+                metrics: &[LATENCY],
+            },
+            Directive {
+                namespace: NAMESPACE,
+                dimensions: &[&["Function"]],
+                metrics: &counted[..listed],
+            },
+        ];
+        // The counts' directive only when something was counted.
+        let used = if listed == 0 { 1 } else { 2 };
         let aws = Aws {
             timestamp: self.timestamp,
-            cloudwatch_metrics: [
-                Directive {
-                    namespace: NAMESPACE,
-                    dimensions: &[
-                        &["Function"],
-                        &["Function", "Route"],
-                        &["Function", "StatusClass"],
-                    ],
-                    metrics: &[REQUESTS],
-                },
-                Directive {
-                    namespace: NAMESPACE,
-                    dimensions: &[&["Function"]],
-                    metrics: &by_function[..listed],
-                },
-            ],
+            cloudwatch_metrics: &directives[..used],
         };
         let status_class = match request.status {
             200..=299 => "2xx",
@@ -345,16 +364,22 @@ impl Serialize for Document<'_> {
         map.serialize_entry("Function", self.function)?;
         map.serialize_entry("Route", request.route)?;
         map.serialize_entry("StatusClass", status_class)?;
-        map.serialize_entry("Requests", &1)?;
         map.serialize_entry("Latency", &latency)?;
         for (metric, n) in request.counts.nonzero() {
             map.serialize_entry(metric.name(), &n)?;
         }
         map.serialize_entry("requestId", request.request_id)?;
+        map.serialize_entry("status", &request.status)?;
+        if let Some(key_id) = request.key_id {
+            map.serialize_entry("keyId", &key_id)?;
+        }
+        map.serialize_entry("dbCalls", &request.db_calls)?;
+        if request.sdk_retries > 0 {
+            map.serialize_entry("sdkRetries", &request.sdk_retries)?;
+        }
         if let Some(trace_id) = request.trace_id {
             map.serialize_entry("traceId", trace_id)?;
         }
-        map.serialize_entry("status", &request.status)?;
         map.end()
     }
 }
@@ -396,48 +421,79 @@ mod tests {
         assert_eq!(other.get(Metric::OrdersPlaced), 1);
     }
 
+    fn plain(route: &'static str, status: u16) -> RequestMetrics<'static> {
+        RequestMetrics {
+            route,
+            status,
+            latency: Duration::from_micros(2_345),
+            counts: Counts::default(),
+            request_id: "r-1",
+            key_id: None,
+            db_calls: 0,
+            sdk_retries: 0,
+            trace_id: None,
+        }
+    }
+
+    fn line(emitter_out: &Arc<Mutex<String>>) -> Value {
+        let text = emitter_out
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        assert!(text.ends_with('\n') && text.lines().count() == 1, "{text}");
+        serde_json::from_str(&text).unwrap_or_default()
+    }
+
     #[test]
     fn a_line_is_an_emf_document_with_its_values_at_the_top() {
         let (emitter, out) = captured();
         let mut counts = Counts::default();
         counts.add(Metric::UnitsSold, 3);
         emitter.emit(&RequestMetrics {
-            route: "POST /store/orders",
-            status: 201,
-            latency: Duration::from_micros(2_345),
             counts,
-            request_id: "r-1",
+            key_id: Some(375_071_234_567_890),
+            db_calls: 4,
+            sdk_retries: 1,
             trace_id: Some("1-5759e988-bd862e3fe1be46a994272793"),
+            ..plain("POST /store/orders", 201)
         });
-        let text = out.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        assert!(text.ends_with('\n') && text.lines().count() == 1, "{text}");
-        let line: Value = serde_json::from_str(&text).unwrap_or_default();
+        let line = line(&out);
         let directives = &line["_aws"]["CloudWatchMetrics"];
         assert_eq!(directives[0]["Namespace"], "PetStore");
-        assert_eq!(directives[0]["Metrics"][0]["Name"], "Requests");
+        assert_eq!(directives[0]["Metrics"][0]["Name"], "Latency");
         assert_eq!(
             directives[1]["Dimensions"],
             serde_json::json!([["Function"]])
         );
-        assert_eq!(directives[1]["Metrics"][1]["Name"], "UnitsSold");
+        assert_eq!(directives[1]["Metrics"][0]["Name"], "UnitsSold");
         assert_eq!(line["Function"], "pets");
         assert_eq!(line["StatusClass"], "2xx");
         assert_eq!(line["Latency"], 2.345);
         assert_eq!(line["UnitsSold"], 3);
         assert!(line.get("DbRetries").is_none(), "zero counts are left out");
+        assert_eq!(line["status"], 201);
+        assert_eq!(line["keyId"], 375_071_234_567_890_u64);
+        assert_eq!(line["dbCalls"], 4);
+        assert_eq!(line["sdkRetries"], 1);
         assert_eq!(line["traceId"], "1-5759e988-bd862e3fe1be46a994272793");
+    }
+
+    #[test]
+    fn a_request_that_counted_nothing_has_one_directive_and_no_optional_property() {
+        let (emitter, out) = captured();
+        emitter.emit(&plain("GET /pets", 200));
+        let line = line(&out);
+        let directives = line["_aws"]["CloudWatchMetrics"].as_array().cloned();
+        assert_eq!(directives.map(|d| d.len()), Some(1), "{line}");
+        for absent in ["keyId", "sdkRetries", "traceId", "Requests"] {
+            assert!(line.get(absent).is_none(), "{absent}: {line}");
+        }
+        assert_eq!(line["dbCalls"], 0);
     }
 
     #[test]
     fn an_emitter_that_is_off_writes_nothing() {
         assert!(!Emitter::off().is_on());
-        Emitter::off().emit(&RequestMetrics {
-            route: "unmatched",
-            status: 404,
-            latency: Duration::ZERO,
-            counts: Counts::default(),
-            request_id: "",
-            trace_id: None,
-        });
+        Emitter::off().emit(&plain("unmatched", 404));
     }
 }

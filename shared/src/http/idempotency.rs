@@ -186,7 +186,7 @@ async fn next_action(
 /// one is counted (`IdempotentReplays`). The request id and the rate-limit
 /// headers are added on the way out, fresh, as on any answer.
 fn replay(saved: &SavedResponse) -> Response {
-    tracing::info!(status = saved.status, "idempotent replay");
+    tracing::debug!(status = saved.status, "idempotent replay");
     metrics::count(Metric::IdempotentReplays, 1);
     let status = StatusCode::from_u16(saved.status).unwrap_or(StatusCode::OK);
     let mut response = match &saved.body {

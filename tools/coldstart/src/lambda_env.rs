@@ -46,7 +46,10 @@ pub fn lambda_command(
         .env("AWS_SECRET_ACCESS_KEY", "local")
         .env("AWS_SESSION_TOKEN", "local")
         .env("AWS_ENDPOINT_URL_DYNAMODB", setup.dynamodb_endpoint)
-        .env("RUST_LOG", "info")
+        // What the template's LoggingConfig (JSON, LogLevel INFO) sets; no
+        // RUST_LOG, which Lambda does not set and which would override it.
+        .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
+        .env("AWS_LAMBDA_LOG_LEVEL", "INFO")
         .envs(function.env.iter().copied())
         .envs(extra_env())
         .stdin(Stdio::null())
