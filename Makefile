@@ -30,7 +30,7 @@ VENV_STAMP := $(VENV)/.requirements-dev.installed
 LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
-.PHONY: help run run-lambda invoke test-run-lambda test key build bench bench-report check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status venv lint-template lint-openapi conformance clients docs-browser lint-asyncapi deploy-rehearsal
+.PHONY: help run run-lambda invoke test-run-lambda test key build bench bench-report check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status check-circles venv lint-template lint-openapi conformance clients docs-browser lint-asyncapi deploy-rehearsal
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
@@ -58,6 +58,7 @@ test-run-lambda: venv dynamodb-install ## Check run-lambda: the sample events an
 test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on DynamoDB Local, the template and OpenAPI lints, the deploy rehearsal in moto, the conformance run, the generated clients, the real function binaries behind cargo lambda watch, /docs in a headless browser
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	$(MAKE) check-circles
 	$(DYNAMODB) install
 	@mkdir -p .local
 	cargo test --workspace 2>&1 | tee .local/cargo-test.log
@@ -114,6 +115,10 @@ bench-report: ## Write docs/performance.md again from the last make bench run's 
 
 check-docs: node_modules/.package-lock.json ## Check the docs offline: every relative link and #anchor resolves, every make command shown is a target
 	scripts/check-docs.sh
+
+# The cold-start floor is a workspace of its own: checked too.
+check-circles: ## Fail on a module circle: two files of a crate that import each other, directly or around a ring (tools/circles)
+	cargo run -q -p petstore-circles -- Cargo.toml tools/coldstart/floor/Cargo.toml
 
 dynamodb-install: ## Download DynamoDB Local into .local/dynamodb (once)
 	@$(DYNAMODB) install

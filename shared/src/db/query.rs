@@ -1,6 +1,7 @@
 //! Paged queries on the GSIs, one partition or merged shards, each page in a
 //! bounded number of round trips, and the opaque cursor that continues them.
 
+use super::page::Page;
 use super::shards::{item_id, merge, next_round, Kind, PartitionRead};
 use super::{classify, n, s, Db, DbError, Item};
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -48,23 +49,6 @@ impl Cursor {
 
     pub fn after(&self) -> u64 {
         self.after
-    }
-}
-
-/// One page of a list.
-#[derive(Debug, Clone)]
-pub struct Page<T> {
-    pub items: Vec<T>,
-    /// The id to continue after, when more records exist.
-    pub next_after: Option<u64>,
-}
-
-impl<T> Page<T> {
-    pub fn try_map<U, E>(self, f: impl FnMut(T) -> Result<U, E>) -> Result<Page<U>, E> {
-        Ok(Page {
-            items: self.items.into_iter().map(f).collect::<Result<_, _>>()?,
-            next_after: self.next_after,
-        })
     }
 }
 

@@ -19,7 +19,8 @@
 //! Lowering one hides the entries of the shards dropped until they are
 //! rewritten; it needs a backfill.
 
-use super::{DbError, Item, Page};
+use super::page::Page;
+use super::{DbError, Item};
 use aws_sdk_dynamodb::types::AttributeValue;
 
 /// The kind of record whose shard count spreads a list.

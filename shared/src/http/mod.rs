@@ -8,6 +8,7 @@
 //! in Lambda.
 
 pub mod access;
+pub mod authorize;
 pub mod docs;
 pub mod error;
 pub mod extract;
@@ -70,7 +71,7 @@ pub fn service(routes: Router<App>, app: App) -> Router {
         // The access check wraps every route, including axum's default 405
         // fallback; setting our 405 fallback afterwards replaces that wrapped
         // default, so an unserved method stays 405, never 403.
-        .route_layer(from_fn(access::authorize))
+        .route_layer(from_fn(authorize::enforce))
         .route_layer(from_fn(mark_beta))
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(app)

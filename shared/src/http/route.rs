@@ -4,7 +4,7 @@
 //! request; every layer below reads them from there ([`Route::of`],
 //! [`Sender::of`]).
 //!
-//! The route is found in the access table ([`access::ACCESS`]) for every
+//! The route is found in the access table ([`access::listed`]) for every
 //! request, including those the rate-limit layer answers before axum routes
 //! anything; a path the table does not list has no template, so the metrics'
 //! `Route` dimension stays bounded whatever paths clients send. axum still
@@ -41,13 +41,11 @@ impl Route {
         } else {
             method.clone()
         };
-        let listed = access::ACCESS
-            .iter()
-            .find(|(m, template, _)| *m == method && matches(template, path));
+        let listed = access::listed(&method, path);
         Route {
             method,
-            template: listed.map(|(_, template, _)| *template),
-            access: listed.map(|(_, _, access)| *access),
+            template: listed.map(|(template, _)| template),
+            access: listed.map(|(_, access)| access),
         }
     }
 
@@ -70,21 +68,6 @@ impl Route {
     /// Whether it may be called without a key.
     pub fn is_public(&self) -> bool {
         self.access == Some(Access::Public)
-    }
-}
-
-/// Whether `path` is an instance of `template`, whose `{param}` segments
-/// match any one non-empty segment.
-fn matches(template: &str, path: &str) -> bool {
-    let mut template = template.split('/');
-    let mut path = path.split('/');
-    loop {
-        match (template.next(), path.next()) {
-            (None, None) => return true,
-            (Some(t), Some(p)) if t.starts_with('{') && !p.is_empty() => {}
-            (Some(t), Some(p)) if t == p => {}
-            _ => return false,
-        }
     }
 }
 
@@ -181,6 +164,8 @@ mod tests {
     fn only_the_listed_public_operations_are_public() {
         assert!(Route::resolve(&Method::GET, "/openapi.json").is_public());
         assert!(Route::resolve(&Method::HEAD, "/openapi.json").is_public());
+        let listed_get = access::listed(&Method::GET, "/pets").map(|(_, access)| access);
+        assert_eq!(Route::resolve(&Method::HEAD, "/pets").access, listed_get);
         assert!(!Route::resolve(&Method::POST, "/openapi.json").is_public());
         assert!(!Route::resolve(&Method::GET, "/pets").is_public());
         assert_eq!(Route::resolve(&Method::POST, "/openapi.json").access, None);

@@ -5,8 +5,7 @@
 
 use super::clock::UnixSeconds;
 use super::counter::{Counted, Stored, Variant};
-use super::plan::Limits;
-use super::window::{RateWindow, Usage};
+use super::window::{Limits, RateWindow, Usage};
 use crate::config::LimitsConfig;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};

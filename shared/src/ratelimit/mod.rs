@@ -10,8 +10,8 @@
 //! `API_KEY_BANNED`, 503 `SERVICE_UNAVAILABLE`), which the HTTP edge turns
 //! into the Error record.
 //!
-//! - [`clock`], [`plan`], [`window`], [`status`]: the time, plans and their
-//!   limits, fixed UTC windows and usage (whether another request fits is
+//! - [`clock`], [`plan`], [`window`], [`status`]: the time, plans, the limits
+//!   in fixed UTC windows and usage of them (whether another request fits is
 //!   decided once, in [`window::Usage::exhausted`]), the numbers a response
 //!   shows (pure; `http::rate_limit` renders them as headers);
 //! - [`keys`]: keys in the data table (`APIKEY#<sha256>`), for requests and the admin tool;
@@ -96,8 +96,9 @@ pub use admission::{Admission, Refusal, Verdict};
 pub use clock::{Clock, ManualClock, SystemClock, UnixSeconds};
 pub use counter::create_counter_table;
 pub use key_cache::KEY_CACHE_LIMIT;
-pub use plan::{Limits, Plan};
+pub use plan::Plan;
 pub use status::RateStatus;
+pub use window::Limits;
 
 /// Keys, counters and what this warm process remembers of them.
 pub struct RateLimiter {

@@ -1,6 +1,6 @@
 //! Plans (the contract's pricing tiers) and the limits they give a key.
 
-use super::window::RateWindow;
+use super::window::Limits;
 use serde::{Deserialize, Serialize};
 
 /// A key's plan.
@@ -41,43 +41,6 @@ impl Plan {
             Plan::Pro => Some(Limits::new(300, 10_000)),
             Plan::Business => Some(Limits::new(1_000, 100_000)),
             Plan::Enterprise => None,
-        }
-    }
-}
-
-/// Requests allowed per minute and per day. Both at least 1.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Limits {
-    pub per_minute: u64,
-    pub per_day: u64,
-}
-
-impl Limits {
-    /// The free plan's limits, which also apply to requests without a valid key.
-    pub const FREE: Limits = Limits {
-        per_minute: 60,
-        per_day: 1_000,
-    };
-
-    pub const fn new(per_minute: u64, per_day: u64) -> Limits {
-        Limits {
-            per_minute,
-            per_day,
-        }
-    }
-
-    /// Limits as an enterprise key may carry them.
-    pub fn enterprise(per_minute: u64, per_day: u64) -> Option<Limits> {
-        (per_minute >= 1 && per_day >= 1).then_some(Limits {
-            per_minute,
-            per_day,
-        })
-    }
-
-    pub fn of(self, window: RateWindow) -> u64 {
-        match window {
-            RateWindow::Minute => self.per_minute,
-            RateWindow::Day => self.per_day,
         }
     }
 }

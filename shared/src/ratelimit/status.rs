@@ -2,8 +2,7 @@
 //! rate-limit headers (the edge renders them, in `http::rate_limit`).
 
 use super::clock::UnixSeconds;
-use super::plan::Limits;
-use super::window::{RateWindow, Usage};
+use super::window::{Limits, RateWindow, Usage};
 
 /// What a response says about its subject's limits: one window, chosen as the
 /// contract says, plus both windows' policy.

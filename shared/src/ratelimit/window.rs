@@ -1,8 +1,8 @@
-//! The two fixed UTC windows, and a subject's usage of them: how many
-//! requests each counted, and whether another one fits.
+//! The two fixed UTC windows, the limits a key has in them, and a subject's
+//! usage of them: how many requests each counted, and whether another one
+//! fits.
 
 use super::clock::UnixSeconds;
-use super::plan::Limits;
 
 /// The two fixed windows, aligned in UTC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +34,43 @@ impl RateWindow {
     /// When the window holding `now` ends (the next one's start).
     pub fn end(self, now: UnixSeconds) -> UnixSeconds {
         self.start(now) + self.seconds()
+    }
+}
+
+/// Requests allowed per minute and per day. Both at least 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Limits {
+    pub per_minute: u64,
+    pub per_day: u64,
+}
+
+impl Limits {
+    /// The free plan's limits, which also apply to requests without a valid key.
+    pub const FREE: Limits = Limits {
+        per_minute: 60,
+        per_day: 1_000,
+    };
+
+    pub const fn new(per_minute: u64, per_day: u64) -> Limits {
+        Limits {
+            per_minute,
+            per_day,
+        }
+    }
+
+    /// Limits as an enterprise key may carry them.
+    pub fn enterprise(per_minute: u64, per_day: u64) -> Option<Limits> {
+        (per_minute >= 1 && per_day >= 1).then_some(Limits {
+            per_minute,
+            per_day,
+        })
+    }
+
+    pub fn of(self, window: RateWindow) -> u64 {
+        match window {
+            RateWindow::Minute => self.per_minute,
+            RateWindow::Day => self.per_day,
+        }
     }
 }
 

@@ -22,9 +22,11 @@
 //! that endpoint (DynamoDB Local) and creates the tables if missing, otherwise
 //! it uses the AWS SDK's default credentials and region.
 //!
-//! Arguments are parsed by hand: five subcommands and five flags do not
-//! justify `clap`'s compile time in a workspace that builds on two cores.
+//! Arguments are parsed by `clap` (derive); a mistake is an error with the
+//! usage, exit status 2, before any AWS call.
 
+use clap::error::ErrorKind;
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use petstore::config::Config;
 use petstore::ratelimit::keys::{parse_key_id, NewApiKey};
 use petstore::ratelimit::Plan;
@@ -35,13 +37,62 @@ use std::process::ExitCode;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-const USAGE: &str = "usage:
-  petstore-admin keys create [--plan free|pro|business|enterprise] [--role customer|staff]
-                             [--per-minute N --per-day N] [--name NAME]
-  petstore-admin keys list
-  petstore-admin keys rotate ID
-  petstore-admin keys revoke ID
-  petstore-admin keys unban ID";
+/// API keys of the pet store: create, list, rotate, revoke, unban.
+#[derive(Parser)]
+#[command(name = "petstore-admin")]
+struct Cli {
+    #[command(subcommand)]
+    group: Group,
+}
+
+#[derive(Subcommand)]
+enum Group {
+    /// Manage API keys (JSON lines on stdout, one per key).
+    #[command(subcommand)]
+    Keys(KeysCommand),
+}
+
+#[derive(Subcommand)]
+enum KeysCommand {
+    /// Create a key; prints it (the only time it is shown) with its record.
+    Create(CreateArgs),
+    /// Every key's record.
+    List,
+    /// A new secret for the same key identity; prints it.
+    Rotate {
+        #[arg(value_parser = key_id)]
+        id: Id,
+    },
+    /// Revoke a key for good.
+    Revoke {
+        #[arg(value_parser = key_id)]
+        id: Id,
+    },
+    /// Lift a key's ban.
+    Unban {
+        #[arg(value_parser = key_id)]
+        id: Id,
+    },
+}
+
+#[derive(Args)]
+struct CreateArgs {
+    /// The key's plan: free, pro, business, or enterprise (limits of its own).
+    #[arg(long, default_value = "free", value_parser = plan)]
+    plan: Plan,
+    /// Who the key is: customer or staff.
+    #[arg(long, default_value = "customer", value_parser = role)]
+    role: Role,
+    /// Requests per minute (enterprise only, with --per-day).
+    #[arg(long, value_name = "N", requires = "per_day")]
+    per_minute: Option<u64>,
+    /// Requests per day (enterprise only, with --per-minute).
+    #[arg(long, value_name = "N", requires = "per_minute")]
+    per_day: Option<u64>,
+    /// A name to tell the key by.
+    #[arg(long)]
+    name: Option<String>,
+}
 
 /// A command, parsed.
 #[derive(Debug, PartialEq)]
@@ -53,15 +104,36 @@ enum Command {
     Unban(Id),
 }
 
-fn parse(args: &[String]) -> Result<Command, String> {
-    let words: Vec<&str> = args.iter().map(String::as_str).collect();
-    match words.as_slice() {
-        ["keys", "create", flags @ ..] => parse_create(flags),
-        ["keys", "list"] => Ok(Command::List),
-        ["keys", "rotate", id] => Ok(Command::Rotate(key_id(id)?)),
-        ["keys", "revoke", id] => Ok(Command::Revoke(key_id(id)?)),
-        ["keys", "unban", id] => Ok(Command::Unban(key_id(id)?)),
-        _ => Err("unknown command".into()),
+/// `args` without the program name. A key request that cannot be made
+/// (limits on a plan that has its own) fails here too, as a usage error.
+fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, clap::Error> {
+    let program = std::iter::once("petstore-admin".to_string());
+    let Group::Keys(command) = Cli::try_parse_from(program.chain(args))?.group;
+    Ok(match command {
+        KeysCommand::Create(create) => {
+            let limits = create.per_minute.zip(create.per_day);
+            // Checked here, so a bad request fails before any AWS call.
+            let new = NewApiKey::new(create.plan, limits, create.name)
+                .map_err(|e| create_usage_error(e.to_string()))?;
+            Command::Create(new.with_role(create.role))
+        }
+        KeysCommand::List => Command::List,
+        KeysCommand::Rotate { id } => Command::Rotate(id),
+        KeysCommand::Revoke { id } => Command::Revoke(id),
+        KeysCommand::Unban { id } => Command::Unban(id),
+    })
+}
+
+/// `problem` as clap reports a usage error, with `keys create`'s usage.
+fn create_usage_error(problem: String) -> clap::Error {
+    let mut cli = Cli::command();
+    cli.build();
+    match cli
+        .find_subcommand_mut("keys")
+        .and_then(|keys| keys.find_subcommand_mut("create"))
+    {
+        Some(create) => create.error(ErrorKind::ArgumentConflict, problem),
+        None => cli.error(ErrorKind::ArgumentConflict, problem),
     }
 }
 
@@ -69,36 +141,13 @@ fn key_id(raw: &str) -> Result<Id, String> {
     parse_key_id(raw).ok_or_else(|| format!("`{raw}` is not a key id"))
 }
 
-fn parse_create(flags: &[&str]) -> Result<Command, String> {
-    let (mut plan, mut role) = (Plan::Free, Role::default());
-    let (mut per_minute, mut per_day, mut name) = (None, None, None);
-    let mut rest = flags.iter();
-    while let Some(flag) = rest.next() {
-        let value = rest.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let count = || {
-            value
-                .parse::<u64>()
-                .map_err(|_| format!("{flag} needs a whole number"))
-        };
-        match *flag {
-            "--plan" => {
-                plan = Plan::parse(value).ok_or_else(|| format!("unknown plan `{value}`"))?
-            }
-            "--role" => role = Role::parse(value).map_err(|e| e.to_string())?,
-            "--per-minute" => per_minute = Some(count()?),
-            "--per-day" => per_day = Some(count()?),
-            "--name" => name = Some(value.to_string()),
-            other => return Err(format!("unknown option `{other}`")),
-        }
-    }
-    let limits = match (per_minute, per_day) {
-        (None, None) => None,
-        (Some(minute), Some(day)) => Some((minute, day)),
-        _ => return Err("--per-minute and --per-day go together".into()),
-    };
-    // Checked here, so a bad request fails before any AWS call.
-    let new = NewApiKey::new(plan, limits, name).map_err(|e| e.to_string())?;
-    Ok(Command::Create(new.with_role(role)))
+fn plan(raw: &str) -> Result<Plan, String> {
+    Plan::parse(raw)
+        .ok_or_else(|| format!("unknown plan `{raw}` (free, pro, business, enterprise)"))
+}
+
+fn role(raw: &str) -> Result<Role, String> {
+    Role::parse(raw).map_err(|e| e.to_string())
 }
 
 async fn app() -> Result<App, BoxError> {
@@ -160,13 +209,10 @@ fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let command = match parse(&args) {
+    let command = match parse(std::env::args().skip(1)) {
         Ok(command) => command,
-        Err(problem) => {
-            eprintln!("petstore-admin: {problem}\n{USAGE}");
-            return ExitCode::from(2);
-        }
+        // The error and the usage (exit status 2), or the help asked for (0).
+        Err(e) => e.exit(),
     };
     match run(command).await {
         Ok(()) => ExitCode::SUCCESS,
@@ -181,8 +227,9 @@ async fn main() -> ExitCode {
 mod tests {
     use super::*;
 
-    fn args(line: &str) -> Vec<String> {
-        line.split_whitespace().map(str::to_string).collect()
+    /// The command `line` parses to, or the error as the operator sees it.
+    fn parse_line(line: &str) -> Result<Command, String> {
+        parse(line.split_whitespace().map(str::to_string)).map_err(|e| e.render().to_string())
     }
 
     fn new_key(plan: Plan, limits: Option<(u64, u64)>, name: Option<&str>, role: Role) -> Command {
@@ -194,16 +241,25 @@ mod tests {
         Id::new(raw).expect("a valid id")
     }
 
+    /// The error `line` gives, which must be a usage error (exit status 2).
+    fn refused(line: &str) -> String {
+        match parse(line.split_whitespace().map(str::to_string)) {
+            Ok(command) => panic!("`{line}` parsed to {command:?}"),
+            Err(e) => {
+                assert_eq!(e.exit_code(), 2, "`{line}`: {e}");
+                e.render().to_string()
+            }
+        }
+    }
+
     #[test]
     fn commands_parse() {
         assert_eq!(
-            parse(&args("keys create --plan pro --name ci")),
+            parse_line("keys create --plan pro --name ci"),
             Ok(new_key(Plan::Pro, None, Some("ci"), Role::Customer))
         );
         assert_eq!(
-            parse(&args(
-                "keys create --plan enterprise --per-minute 10 --per-day 100"
-            )),
+            parse_line("keys create --plan enterprise --per-minute 10 --per-day 100"),
             Ok(new_key(
                 Plan::Enterprise,
                 Some((10, 100)),
@@ -212,39 +268,62 @@ mod tests {
             ))
         );
         assert_eq!(
-            parse(&args("keys create")),
+            parse_line("keys create"),
             Ok(new_key(Plan::Free, None, None, Role::Customer))
         );
-        assert_eq!(parse(&args("keys list")), Ok(Command::List));
-        assert_eq!(parse(&args("keys rotate 42")), Ok(Command::Rotate(id(42))));
-        assert_eq!(parse(&args("keys revoke 42")), Ok(Command::Revoke(id(42))));
-        assert_eq!(parse(&args("keys unban 42")), Ok(Command::Unban(id(42))));
+        assert_eq!(parse_line("keys list"), Ok(Command::List));
+        assert_eq!(parse_line("keys rotate 42"), Ok(Command::Rotate(id(42))));
+        assert_eq!(parse_line("keys revoke 42"), Ok(Command::Revoke(id(42))));
+        assert_eq!(parse_line("keys unban 42"), Ok(Command::Unban(id(42))));
     }
 
     #[test]
     fn a_role_is_chosen_at_creation() {
         assert_eq!(
-            parse(&args("keys create --role staff --plan business --name ops")),
+            parse_line("keys create --role staff --plan business --name ops"),
             Ok(new_key(Plan::Business, None, Some("ops"), Role::Staff))
         );
         assert_eq!(
-            parse(&args("keys create --role customer")),
+            parse_line("keys create --role customer"),
             Ok(new_key(Plan::Free, None, None, Role::Customer))
         );
     }
 
     #[test]
-    fn mistakes_are_rejected_before_any_call() {
-        assert!(parse(&args("keys create --plan gold")).is_err());
-        assert!(parse(&args("keys create --plan enterprise")).is_err());
-        assert!(parse(&args("keys create --plan pro --per-minute 5 --per-day 9")).is_err());
-        assert!(parse(&args("keys create --per-minute 5")).is_err());
-        assert!(parse(&args("keys create --role admin")).is_err());
-        assert!(parse(&args("keys create --role")).is_err());
-        assert!(parse(&args("keys revoke x")).is_err());
-        assert!(parse(&args("keys rotate 0")).is_err());
-        assert!(parse(&args("keys rotate")).is_err());
-        assert!(parse(&args("keys rotate 1 2")).is_err());
-        assert!(parse(&args("keys")).is_err());
+    fn mistakes_are_refused_before_any_call_saying_what_is_wrong() {
+        let says = |line: &str, what: &str| {
+            let error = refused(line);
+            assert!(error.contains(what), "`{line}` says:\n{error}");
+        };
+        says("keys create --plan gold", "unknown plan `gold`");
+        says(
+            "keys create --plan enterprise",
+            "an enterprise key needs --per-minute and --per-day",
+        );
+        says(
+            "keys create --plan pro --per-minute 5 --per-day 9",
+            "only enterprise keys carry their own limits",
+        );
+        says("keys create --per-minute 5", "--per-day <N>");
+        says("keys create --per-day 5", "--per-minute <N>");
+        says("keys create --per-minute five --per-day 9", "invalid digit");
+        says("keys create --role admin", "admin");
+        says(
+            "keys create --role",
+            "a value is required for '--role <ROLE>'",
+        );
+        says("keys create --colour red", "unexpected argument '--colour'");
+        says("keys revoke x", "`x` is not a key id");
+        says("keys rotate 0", "`0` is not a key id");
+        says("keys rotate", "<ID>");
+        says("keys rotate 1 2", "unexpected argument '2'");
+        says("keys", "Usage: petstore-admin keys <COMMAND>");
+        says("pets list", "unrecognized subcommand 'pets'");
+        // A key request that cannot be made shows `create`'s usage.
+        let error = refused("keys create --plan free --per-minute 1 --per-day 2");
+        assert!(
+            error.contains("Usage: petstore-admin keys create"),
+            "{error}"
+        );
     }
 }

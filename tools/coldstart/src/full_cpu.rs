@@ -6,7 +6,8 @@
 //! Knobs, the runner's: `BENCH_COLD_SPAWNS` (30), `BENCH_MEMORY_MB` (128, the
 //! memory size the functions are told), `BENCH_COLD_ENV`.
 
-use crate::runtime_api::{spawn_once, ColdSetup, Function, Hooks, Spawn};
+use crate::lambda_env::{ColdSetup, Function};
+use crate::runtime_api::{spawn_once, Hooks, Spawn};
 use petstore_bench::client::Error;
 use petstore_bench::results::{ColdStart, StatusCounts, COLD_START_FILE};
 use petstore_bench::stats::summarize;

@@ -1,14 +1,70 @@
-//! What Lambda hands a function: its environment, and the event of a
-//! request. The Runtime API of [`crate::runtime_api`] spawns the bootstraps
-//! with these.
+//! A function as Lambda runs it: what it is deployed as ([`Function`]), the
+//! build spawned ([`Bootstrap`]), how it is set up ([`ColdSetup`]), and what
+//! Lambda hands it: its environment and the event of a request. The Runtime API of [`crate::runtime_api`]
+//! spawns the bootstraps with these.
 
-use crate::runtime_api::{ColdSetup, Event};
 use petstore_bench::client::Error;
 use serde_json::{json, Value};
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::process::Command;
+
+/// A function, as the template deploys it, and what its cold starts answer.
+pub struct Function {
+    pub name: &'static str,
+    pub event: Event,
+    /// Its own environment beyond Lambda's, as the template sets it.
+    pub env: &'static [(&'static str, &'static str)],
+}
+
+/// What a function is invoked with.
+pub enum Event {
+    /// An API Gateway HTTP API request.
+    Http {
+        method: &'static str,
+        path: &'static str,
+        query: &'static str,
+    },
+    /// A DynamoDB stream batch of no records: the consumer answers it
+    /// without calling EventBridge.
+    EmptyStreamBatch,
+}
+
+impl Function {
+    /// `GET /pets?limit=20`, or what the stream batch is.
+    pub fn request(&self) -> String {
+        match self.event {
+            Event::Http {
+                method,
+                path,
+                query,
+            } => {
+                let separator = if query.is_empty() { "" } else { "?" };
+                format!("{method} {path}{separator}{query}")
+            }
+            Event::EmptyStreamBatch => "DynamoDB stream, empty batch".to_string(),
+        }
+    }
+}
+
+/// One build of a function to spawn, under a label.
+pub struct Bootstrap {
+    pub label: String,
+    pub path: PathBuf,
+    pub function: &'static Function,
+}
+
+/// How the function is set up, as Lambda would set it up.
+pub struct ColdSetup<'a> {
+    pub function: &'a Function,
+    pub bootstrap: &'a Path,
+    pub dynamodb_endpoint: &'a str,
+    pub api_key: Option<&'a str>,
+    pub memory_mb: u32,
+    pub log: &'a Path,
+}
 
 /// The bootstrap with Lambda's environment, nothing of ours but
 /// `BENCH_COLD_ENV`.

@@ -28,11 +28,12 @@ mod timeline;
 mod tls;
 
 use figures::{AtMemory, BootstrapFigures, ColdStartRun, COLDSTART_FILE, FLOOR};
+use lambda_env::{Bootstrap, ColdSetup, Event, Function};
 use petstore_bench::client::Error;
 use petstore_bench::processes::DynamoDbLocal;
 use petstore_bench::{api_key, env_or, machine};
 use quota::CpuQuota;
-use runtime_api::{ColdSetup, Event, Function, Hooks, Spawn};
+use runtime_api::{Hooks, Spawn};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -76,13 +77,6 @@ const FLOOR_REQUEST: Function = Function {
     },
     env: &[],
 };
-
-/// One binary to spawn, under a label.
-pub struct Bootstrap {
-    pub label: String,
-    pub path: PathBuf,
-    function: &'static Function,
-}
 
 struct Settings {
     root: PathBuf,

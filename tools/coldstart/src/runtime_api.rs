@@ -10,7 +10,7 @@
 //! connections were closed.
 
 use crate::cpu_time::cpu_time;
-use crate::lambda_env;
+use crate::lambda_env::{self, ColdSetup};
 pub use crate::timeline::Spawn;
 use crate::timeline::Timeline;
 use bytes::Bytes;
@@ -21,61 +21,12 @@ use hyper_util::rt::TokioIo;
 use petstore_bench::client::Error;
 use serde::Deserialize;
 use std::future::Future;
-use std::path::Path;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::net::TcpListener;
 use tokio::process::{Child, Command};
 use tokio::sync::{watch, Notify};
-
-/// A function, as the template deploys it, and what its cold starts answer.
-pub struct Function {
-    pub name: &'static str,
-    pub event: Event,
-    /// Its own environment beyond Lambda's, as the template sets it.
-    pub env: &'static [(&'static str, &'static str)],
-}
-
-/// What a function is invoked with.
-pub enum Event {
-    /// An API Gateway HTTP API request.
-    Http {
-        method: &'static str,
-        path: &'static str,
-        query: &'static str,
-    },
-    /// A DynamoDB stream batch of no records: the consumer answers it
-    /// without calling EventBridge.
-    EmptyStreamBatch,
-}
-
-impl Function {
-    /// `GET /pets?limit=20`, or what the stream batch is.
-    pub fn request(&self) -> String {
-        match self.event {
-            Event::Http {
-                method,
-                path,
-                query,
-            } => {
-                let separator = if query.is_empty() { "" } else { "?" };
-                format!("{method} {path}{separator}{query}")
-            }
-            Event::EmptyStreamBatch => "DynamoDB stream, empty batch".to_string(),
-        }
-    }
-}
-
-/// How the function is set up, as Lambda would set it up.
-pub struct ColdSetup<'a> {
-    pub function: &'a Function,
-    pub bootstrap: &'a Path,
-    pub dynamodb_endpoint: &'a str,
-    pub api_key: Option<&'a str>,
-    pub memory_mb: u32,
-    pub log: &'a Path,
-}
 
 /// What Lambda does to a process beyond serving it events.
 #[derive(Default, Clone)]

@@ -40,8 +40,7 @@ mod bans;
 mod table;
 
 use super::clock::UnixSeconds;
-use super::plan::Limits;
-use super::window::{RateWindow, Usage};
+use super::window::{Limits, RateWindow, Usage};
 use crate::db::{classify, from_item, n, s, DbError, Item};
 use crate::records::Id;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;

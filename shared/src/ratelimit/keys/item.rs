@@ -2,7 +2,8 @@
 
 use super::{ApiKeyHash, ApiKeyRecord};
 use crate::db::{from_item, s, to_item, DbError, Item};
-use crate::ratelimit::plan::{Limits, Plan};
+use crate::ratelimit::plan::Plan;
+use crate::ratelimit::window::Limits;
 use crate::records::{Id, Role};
 use serde::{Deserialize, Serialize};
 

@@ -24,7 +24,8 @@
 mod item;
 mod store;
 
-use super::plan::{Limits, Plan};
+use super::plan::Plan;
+use super::window::Limits;
 use crate::records::{Caller, Id, Role};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
