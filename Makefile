@@ -25,12 +25,17 @@ VENV := .venv
 # requirements-dev.txt; reinstalled when that file changes.
 VENV_STAMP := $(VENV)/.requirements-dev.installed
 
+# Where `make test` records every AWS call the functions make, for `make
+# iam-check` (shared/src/aws_calls.rs; absolute: the tests run in tests/).
+AWS_CALLS := $(CURDIR)/.local/aws-calls
+RECORD_AWS_CALLS := PETSTORE_AWS_CALLS=$(AWS_CALLS)
+
 # What the service and the admin tool need to reach DynamoDB Local. The dummy
 # credentials are letters and digits only, which DynamoDB Local requires.
 LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
-.PHONY: help run run-lambda invoke test-run-lambda test key build bench bench-report check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status check-circles venv lint-template lint-openapi conformance clients docs-browser lint-asyncapi deploy-rehearsal
+.PHONY: help run run-lambda invoke test-run-lambda test iam-check key build bench bench-report check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status check-circles venv lint-template lint-openapi conformance clients docs-browser lint-asyncapi deploy-rehearsal
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
@@ -55,17 +60,25 @@ invoke: venv ## Send a sample event to its function on the running run-lambda st
 test-run-lambda: venv dynamodb-install ## Check run-lambda: the sample events and tests/lambda.rs through several instances of each function, then Ctrl-C
 	scripts/test-run-lambda.sh
 
-test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on DynamoDB Local, the template and OpenAPI lints, the deploy rehearsal in moto, the conformance run, the generated clients, the real function binaries behind cargo lambda watch, /docs in a headless browser
+test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on DynamoDB Local, every AWS call they make checked against the deployed IAM policies, the template and OpenAPI lints, the deploy rehearsal in moto, the conformance run, the generated clients, the real function binaries behind cargo lambda watch, /docs in a headless browser
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(MAKE) check-circles
 	$(DYNAMODB) install
 	@mkdir -p .local
-	cargo test --workspace 2>&1 | tee .local/cargo-test.log
-	scripts/test-local-stacks.sh
-	$(MAKE) test-run-lambda
+	rm -rf $(AWS_CALLS)
+	$(RECORD_AWS_CALLS) cargo test --workspace 2>&1 | tee .local/cargo-test.log
+	$(RECORD_AWS_CALLS) scripts/test-local-stacks.sh
+	$(RECORD_AWS_CALLS) $(MAKE) test-run-lambda
+	$(MAKE) iam-check
 	$(MAKE) lint-template deploy-rehearsal lint-openapi lint-asyncapi check-docs conformance clients docs-browser
 	@scripts/test-summary.sh .local/cargo-test.log
+
+# A recording exists after `make test` (or a first `make iam-check`): a
+# policy edit is then checked in seconds. Delete .local/aws-calls to record
+# afresh after changing what the code calls.
+iam-check: venv dynamodb-install node_modules/.package-lock.json ## Check every AWS call the tests recorded (.local/aws-calls; recorded first, running the tests, when missing) against each function's deployed IAM policy, and that the check catches a removed action or index
+	scripts/iam-check.sh
 
 key: ## Create an API key on the running local stack (make key ARGS="--plan pro --role staff")
 	$(LOCAL_AWS) cargo run -q -p petstore-admin -- keys create $(ARGS)

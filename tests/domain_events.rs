@@ -192,3 +192,51 @@ async fn a_day_of_trading_announces_exactly_the_contracts_events() {
     let owner = placed.map(|e| e.detail["order"]["ownerId"].clone());
     assert_eq!(owner, Some(json!(customer.key_id)));
 }
+
+/// SDK settings whose EventBridge cannot be reached (there is no EventBridge
+/// emulator): every call fails at once, after being serialized (and recorded
+/// for `make iam-check` when recording).
+fn unreachable_bus_settings() -> aws_config::SdkConfig {
+    let credentials =
+        aws_sdk_dynamodb::config::Credentials::new("local", "local", None, None, "test");
+    aws_config::SdkConfig::builder()
+        .behavior_version(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new("us-east-1"))
+        .endpoint_url("http://127.0.0.1:9")
+        .credentials_provider(aws_sdk_dynamodb::config::SharedCredentialsProvider::new(
+            credentials,
+        ))
+        .retry_config(aws_config::retry::RetryConfig::disabled())
+        .http_client(petstore::http_client())
+        .build()
+}
+
+/// The events function's own publisher, as its `main` builds it: when the
+/// bus cannot be reached, every entry fails with the call and the records
+/// stay to be delivered again, so a working bus later gets every event.
+#[tokio::test]
+async fn a_bus_out_of_reach_publishes_nothing_and_loses_nothing() {
+    let app = TestApp::spawn().await;
+    app.create_category("Dogs").await;
+    let unreachable =
+        events::EventBridgePublisher::from_config(&unreachable_bus_settings(), "petstore-bus");
+    let mut reader = reader(&app, &app.endpoint);
+
+    let (read, unpublished) = reader
+        .poll(&unreachable)
+        .await
+        .expect("the stream is readable");
+
+    assert!(
+        read > 0 && unpublished,
+        "the category's record was read and left unpublished"
+    );
+    assert_eq!(reader.totals.published, 0);
+    let bus = Collect::default();
+    assert!(reader
+        .drain(&bus, 50)
+        .await
+        .expect("the stream is readable"));
+    let types: Vec<&str> = bus.events().iter().map(|e| e.detail_type).collect();
+    assert_eq!(types, ["CategoryCreated"]);
+}

@@ -14,12 +14,14 @@
 //!    response passes through (which applies [`ratelimit`]).
 //!
 //! Each layer uses only the ones above it in this list; [`metrics`] (the
-//! service's own CloudWatch metrics) and [`telemetry`] (logging) sit beside
-//! them all, using none. The routes are not
+//! service's own CloudWatch metrics), [`telemetry`] (logging) and
+//! [`aws_calls`] (the record of AWS calls `make iam-check` evaluates) sit
+//! beside them all, using none. The routes are not
 //! here: each Lambda function's crate owns its own (`functions/pets`,
 //! `functions/store`), and its `main` only builds an [`App`] and hands
 //! [`http::service`] of its routes to `lambda_http::run`.
 
+pub mod aws_calls;
 pub mod config;
 pub mod db;
 pub mod http;
@@ -65,6 +67,10 @@ impl App {
 
     /// An app whose rate limiter reads the time from `clock` (tests pin it).
     pub fn with_clock(config: Config, client: Client, clock: Arc<dyn Clock>) -> App {
+        aws_calls::name_resources(&[
+            ("TABLE_NAME", &config.table_name),
+            ("RATE_LIMIT_TABLE_NAME", &config.rate_limit_table_name),
+        ]);
         let limiter = RateLimiter::new(
             client.clone(),
             &config.table_name,
@@ -105,7 +111,11 @@ impl App {
             .http_client(http_client())
             .load()
             .await;
-        Ok(App::new(config, Client::new(&aws)))
+        let mut client = aws_sdk_dynamodb::config::Builder::from(&aws);
+        if let Some(recorder) = aws_calls::interceptor() {
+            client.push_interceptor(recorder);
+        }
+        Ok(App::new(config, Client::from_conf(client.build())))
     }
 
     /// Creates the tables unless they exist; for local runs and tests.
@@ -130,12 +140,14 @@ pub fn http_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
 pub async fn local_client(endpoint: &str) -> Client {
     let credentials =
         aws_sdk_dynamodb::config::Credentials::new("local", "local", None, None, "petstore-local");
-    let config = aws_sdk_dynamodb::Config::builder()
+    let mut config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
         .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
         .endpoint_url(endpoint)
         .credentials_provider(credentials)
-        .http_client(http_client())
-        .build();
-    Client::from_conf(config)
+        .http_client(http_client());
+    if let Some(recorder) = aws_calls::interceptor() {
+        config.push_interceptor(recorder);
+    }
+    Client::from_conf(config.build())
 }

@@ -59,7 +59,9 @@ pub async fn warm_up(
     service: &axum::Router,
     path_and_query: &str,
 ) -> Option<StatusCode> {
-    let calls = futures::future::join_all(calls(app));
+    // Recorded as the wrapper's, which every function serving requests runs.
+    let wrapper = crate::aws_calls::enabled().then_some(crate::aws_calls::Caller::Wrapper);
+    let calls = crate::aws_calls::within(wrapper, futures::future::join_all(calls(app)));
     let warmed = futures::future::join(calls, serve_once(service, path_and_query));
     let Ok((results, status)) = tokio::time::timeout(WARM_UP_LIMIT, warmed).await else {
         tracing::warn!("the warm-up took over {WARM_UP_LIMIT:?}");

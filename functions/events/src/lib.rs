@@ -33,3 +33,10 @@ pub use publish::{EventBridgePublisher, FilePublisher, Publisher};
 
 /// The error of a batch or a publisher.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The caller this function's AWS calls are recorded as, when recording
+/// (`petstore::aws_calls`, `make iam-check`).
+pub(crate) fn recorded_as_events() -> Option<petstore::aws_calls::Caller> {
+    petstore::aws_calls::enabled()
+        .then_some(petstore::aws_calls::Caller::Function { name: "events" })
+}

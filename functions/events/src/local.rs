@@ -28,14 +28,16 @@ pub fn local_streams_client(endpoint: &str) -> Client {
         None,
         "petstore-local",
     );
-    let config = aws_sdk_dynamodbstreams::Config::builder()
+    let mut config = aws_sdk_dynamodbstreams::Config::builder()
         .behavior_version(aws_sdk_dynamodbstreams::config::BehaviorVersion::latest())
         .region(aws_sdk_dynamodbstreams::config::Region::new("us-east-1"))
         .endpoint_url(endpoint)
         .credentials_provider(credentials)
-        .http_client(petstore::http_client())
-        .build();
-    Client::from_conf(config)
+        .http_client(petstore::http_client());
+    if let Some(recorder) = petstore::aws_calls::interceptor() {
+        config.push_interceptor(recorder);
+    }
+    Client::from_conf(config.build())
 }
 
 /// Where reading a shard stands.
@@ -95,7 +97,17 @@ impl StreamReader {
 
     /// Reads and publishes whatever the stream holds now; answers how many
     /// records were read and whether a batch left one unpublished.
+    ///
+    /// Its AWS calls are recorded as the events function's: Lambda's event
+    /// source mapping reads the stream with that function's role.
     pub async fn poll<P: Publisher>(&mut self, publisher: &P) -> Result<(usize, bool), BoxError> {
+        petstore::aws_calls::within(crate::recorded_as_events(), self.poll_shards(publisher)).await
+    }
+
+    async fn poll_shards<P: Publisher>(
+        &mut self,
+        publisher: &P,
+    ) -> Result<(usize, bool), BoxError> {
         self.discover().await?;
         let (mut read, mut unpublished) = (0, false);
         let parent_done = |shard: &Shard| {
@@ -198,13 +210,9 @@ impl StreamReader {
             None => self.iterator(id).await?,
         };
         self.totals.reads += 1;
-        let page = match self
-            .client
-            .get_records()
-            .shard_iterator(&iterator)
-            .send()
-            .await
-        {
+        let read = self.client.get_records().shard_iterator(&iterator).send();
+        let stream = self.stream.clone().unwrap_or_default();
+        let page = match petstore::aws_calls::reading_stream(&stream, read).await {
             Ok(page) => page,
             Err(error) => {
                 // Start again after the last record published.

@@ -2,6 +2,11 @@
 //! once per cold start; every batch of the data table's stream goes through
 //! [`events::handler::handle`] to the bus named by `EVENT_BUS_NAME`.
 
+// The handler's future nests the SDK's call inside the AWS call recorder's
+// task-local scope (petstore::aws_calls): one level deeper than rustc's
+// default limit lets it lay out.
+#![recursion_limit = "256"]
+
 use events::EventBridgePublisher;
 use lambda_runtime::{service_fn, LambdaEvent};
 
@@ -15,7 +20,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         .http_client(petstore::http_client())
         .load()
         .await;
-    let publisher = EventBridgePublisher::new(aws_sdk_eventbridge::Client::new(&aws), bus);
+    let publisher = EventBridgePublisher::from_config(&aws, bus);
     let publisher = &publisher;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<_>| async move {
         events::handler::handle(event, publisher).await

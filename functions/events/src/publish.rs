@@ -47,6 +47,19 @@ impl EventBridgePublisher {
         }
     }
 
+    /// A publisher to `bus`, the function's `EVENT_BUS_NAME`, through a
+    /// client with `aws`'s settings; its calls are recorded when
+    /// `petstore::aws_calls` records.
+    pub fn from_config(aws: &aws_config::SdkConfig, bus: impl Into<String>) -> Self {
+        let bus = bus.into();
+        petstore::aws_calls::name_resources(&[("EVENT_BUS_NAME", &bus)]);
+        let mut config = aws_sdk_eventbridge::config::Builder::from(aws);
+        if let Some(recorder) = petstore::aws_calls::interceptor() {
+            config.push_interceptor(recorder);
+        }
+        EventBridgePublisher::new(aws_sdk_eventbridge::Client::from_conf(config.build()), bus)
+    }
+
     async fn put(&self, events: &[DomainEvent]) -> Result<Vec<Result<(), String>>, BoxError> {
         let entries = events
             .iter()
@@ -62,12 +75,8 @@ impl EventBridgePublisher {
                     .build()
             })
             .collect();
-        let out = self
-            .client
-            .put_events()
-            .set_entries(Some(entries))
-            .send()
-            .await?;
+        let put = self.client.put_events().set_entries(Some(entries)).send();
+        let out = petstore::aws_calls::within(crate::recorded_as_events(), put).await?;
         let results = out.entries();
         Ok((0..events.len())
             .map(|i| match results.get(i) {

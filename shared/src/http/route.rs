@@ -12,6 +12,7 @@
 //! router (`tests/routes.rs`).
 
 use super::access::{self, Access};
+use crate::aws_calls;
 use axum::extract::{ConnectInfo, Request};
 use axum::middleware::Next;
 use axum::response::Response;
@@ -133,9 +134,15 @@ pub fn gateway<B>(req: &http::Request<B>) -> Option<Gateway<'_>> {
 pub async fn resolve(mut req: Request, next: Next) -> Response {
     let route = Route::resolve(req.method(), req.uri().path());
     let sender = Sender::read(&req);
+    // The AWS calls the request makes are recorded as its route's (`make
+    // iam-check` finds the function API Gateway would send it to).
+    let caller = aws_calls::enabled().then(|| aws_calls::Caller::Request {
+        method: route.method.to_string(),
+        route: route.template.unwrap_or(req.uri().path()).to_string(),
+    });
     req.extensions_mut().insert(route);
     req.extensions_mut().insert(sender);
-    next.run(req).await
+    aws_calls::within(caller, next.run(req)).await
 }
 
 #[cfg(test)]

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""The IAM check's own test (`make iam-check` runs it after the check):
+template.yaml with one line of a function's policy removed must fail the check
+on the last recording, naming that function, the call and what is missing.
+A check that passed these would not stand between a policy edit and 500s in
+production.
+
+Each mutation removes one line of one function's policy, as an edit would:
+an action, an index, the API-key denial's condition pattern.
+
+Usage: iam-check-mutations.py RECORDING
+"""
+
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE = ROOT / "template.yaml"
+
+# (function, the line removed from its resource's block, what the check must
+# then print, why).
+MUTATIONS = [
+    (
+        "PetsFunction",
+        "                - dynamodb:BatchGetItem\n",
+        "PetsFunction: dynamodb:BatchGetItem on DataTable ",
+        "one action gone: a list's pets are read in batches",
+    ),
+    (
+        "StoreFunction",
+        "                - dynamodb:UpdateItem\n              Resource: !GetAtt RateLimitTable.Arn\n",
+        "StoreFunction: dynamodb:UpdateItem on RateLimitTable ",
+        "the rate-limit counters' one action swapped for another (GetItem)",
+    ),
+    (
+        "StoreFunction",
+        '                - !Sub "${DataTable.Arn}/index/GSI4"\n',
+        "StoreFunction: dynamodb:Query on DataTable/index/GSI4 ",
+        "one index gone: a customer's own orders",
+    ),
+    (
+        "PetsFunction",
+        '                - !Sub "${DataTable.Arn}/index/GSI1"\n',
+        "PetsFunction: dynamodb:Query on DataTable/index/GSI1 ",
+        "one index gone: the list of all pets",
+    ),
+    (
+        "PetsFunction",
+        "                - dynamodb:PutItem\n                - dynamodb:UpdateItem\n                - dynamodb:DeleteItem\n                - dynamodb:BatchWriteItem\n              Resource: !GetAtt DataTable.Arn\n              Condition:",
+        "PetsFunction: dynamodb:PutItem on DataTable (",
+        "the API-key denial loses its write actions: the shield's promise breaks",
+    ),
+]
+
+
+def resource_block(text, logical):
+    """The span of `logical`'s resource in the template's text."""
+    start = text.index(f"\n  {logical}:\n")
+    following = re.compile(r"\n  [A-Za-z0-9]+:\n").search(text, start + 1)
+    return start, following.start() if following else len(text)
+
+
+def mutate(text, logical, line):
+    start, end = resource_block(text, logical)
+    block = text[start:end]
+    if line not in block:
+        sys.exit(f"iam-check-mutations: {logical} has no {line!r} to remove; update MUTATIONS")
+    if line.endswith("Condition:"):
+        # Keep the statement valid: one action stays, the ones that matter go.
+        replacement = "                - dynamodb:BatchWriteItem\n              Resource: !GetAtt DataTable.Arn\n              Condition:"
+    elif "RateLimitTable" in line:
+        replacement = "                - dynamodb:GetItem\n              Resource: !GetAtt RateLimitTable.Arn\n"
+    else:
+        replacement = ""
+    return text[:start] + block.replace(line, replacement, 1) + text[end:]
+
+
+def main():
+    recording = sys.argv[1]
+    original = TEMPLATE.read_text()
+    failed = []
+    runs = []
+    for logical, line, expected, why in MUTATIONS:
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", dir=ROOT / ".local", delete=False) as f:
+            f.write(mutate(original, logical, line))
+        # All at once: each run is mostly waiting on its simulator.
+        run = subprocess.Popen(
+            [sys.executable, str(ROOT / "scripts" / "iam-check.py"), "--quiet",
+             "--template", f.name, recording],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        runs.append((logical, expected, why, Path(f.name), run))
+    for logical, expected, why, path, run in runs:
+        stdout, stderr = run.communicate()
+        path.unlink()
+        if run.returncode == 1 and expected in stdout:
+            print(f"ok    {why}: {logical} fails the check")
+        else:
+            failed.append(why)
+            print(f"FAIL  {why}: the check answered {run.returncode} without {expected!r}:\n"
+                  f"{stdout}{stderr}")
+    if failed:
+        sys.exit(f"iam-check-mutations: {len(failed)} policy edit(s) the check did not catch")
+
+
+if __name__ == "__main__":
+    main()

