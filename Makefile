@@ -17,6 +17,10 @@ DYNAMODB_PORT ?= 8000
 LAMBDA_ARCH ?= --arm64
 # make run-lambda: at most this many instances of each function.
 CONCURRENCY ?= 4
+# make run, make run-lambda: the origins whose pages may call the API from a
+# browser, comma-separated (ALLOWED_ORIGINS=http://localhost:5173); empty, the
+# default: no CORS, as a stack deployed with AllowedOrigins empty.
+ALLOWED_ORIGINS ?=
 export DYNAMODB_PORT
 
 DYNAMODB := scripts/dynamodb-local.sh
@@ -35,13 +39,13 @@ RECORD_AWS_CALLS := PETSTORE_AWS_CALLS=$(AWS_CALLS)
 LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
-.PHONY: help run run-lambda invoke test-run-lambda test iam-check key build bench bench-report check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status check-circles venv lint-template lint-openapi conformance clients docs-browser lint-asyncapi deploy-rehearsal
+.PHONY: help run run-lambda invoke test-run-lambda test iam-check key build bench bench-report check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status check-circles venv lint-template lint-openapi conformance clients docs-browser cors-browser lint-asyncapi deploy-rehearsal
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
 		| awk 'BEGIN {FS = ":.*## "}; {printf "  make %-18s %s\n", $$1, $$2}'
 	@echo
-	@echo "  Variables: PORT=$(PORT) DYNAMODB_PORT=$(DYNAMODB_PORT) ARGS=..."
+	@echo "  Variables: PORT=$(PORT) DYNAMODB_PORT=$(DYNAMODB_PORT) ALLOWED_ORIGINS=$(ALLOWED_ORIGINS) ARGS=..."
 
 # The stop trap is set only once `start` has succeeded: a start refused because
 # the port is taken must not stop the DynamoDB Local that holds it.
@@ -49,10 +53,10 @@ run: dynamodb-install ## Serve the API locally on PORT (3000) with DynamoDB Loca
 	@trap 'exit 130' INT TERM; \
 	$(DYNAMODB) start; \
 	trap '$(DYNAMODB) stop' EXIT; \
-	$(LOCAL_AWS) PORT=$(PORT) cargo run -p petstore-local
+	$(LOCAL_AWS) PORT=$(PORT) ALLOWED_ORIGINS='$(ALLOWED_ORIGINS)' cargo run -p petstore-local
 
 run-lambda: venv dynamodb-install ## Serve the API on PORT through the function binaries (cargo lambda watch, up to CONCURRENCY=4 instances each) on DynamoDB Local; Ctrl-C stops what it started
-	@PORT=$(PORT) CONCURRENCY=$(CONCURRENCY) scripts/run-lambda.sh
+	@PORT=$(PORT) CONCURRENCY=$(CONCURRENCY) ALLOWED_ORIGINS='$(ALLOWED_ORIGINS)' scripts/run-lambda.sh
 
 invoke: venv ## Send a sample event to its function on the running run-lambda stack (make invoke EVENT=events/pets-list.json)
 	@PORT=$(PORT) scripts/invoke-event.sh $(EVENT)
@@ -60,7 +64,7 @@ invoke: venv ## Send a sample event to its function on the running run-lambda st
 test-run-lambda: venv dynamodb-install ## Check run-lambda: the sample events and tests/lambda.rs through several instances of each function, then Ctrl-C
 	scripts/test-run-lambda.sh
 
-test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on DynamoDB Local, every AWS call they make checked against the deployed IAM policies, the template and OpenAPI lints, the deploy rehearsal in moto, the conformance run, the generated clients, the real function binaries behind cargo lambda watch, /docs in a headless browser
+test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on DynamoDB Local, every AWS call they make checked against the deployed IAM policies, the template and OpenAPI lints, the deploy rehearsal in moto, the conformance run, the generated clients, the real function binaries behind cargo lambda watch, /docs and CORS in a headless browser
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(MAKE) check-circles
@@ -71,7 +75,7 @@ test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on Dyna
 	$(RECORD_AWS_CALLS) scripts/test-local-stacks.sh
 	$(RECORD_AWS_CALLS) $(MAKE) test-run-lambda
 	$(MAKE) iam-check
-	$(MAKE) lint-template deploy-rehearsal lint-openapi lint-asyncapi check-docs conformance clients docs-browser
+	$(MAKE) lint-template deploy-rehearsal lint-openapi lint-asyncapi check-docs conformance clients docs-browser cors-browser
 	@scripts/test-summary.sh .local/cargo-test.log
 
 # A recording exists after `make test` (or a first `make iam-check`): a
@@ -117,6 +121,9 @@ clients: venv dynamodb-install node_modules/.package-lock.json ## Generate Pytho
 
 docs-browser: venv dynamodb-install node_modules/.package-lock.json ## Open /docs on a local stack in headless chromium (installed with apt when missing): every operation listed, GET /pets tried; screenshot in .local/docs-browser.png
 	scripts/docs-browser.sh
+
+cors-browser: venv dynamodb-install node_modules/.package-lock.json ## Call the API from pages on two other origins in headless chromium: the one ALLOWED_ORIGINS lists may (and reads the rate-limit headers), the other is blocked
+	scripts/cors-browser.sh
 
 venv: $(VENV_STAMP) ## Install the pinned Python tools into .venv (requirements-dev.txt)
 

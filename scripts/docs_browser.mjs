@@ -9,7 +9,7 @@
 // request to another origin, no CSP violation and no console error. Two
 // controls then show those detectors fire: the same page under a CSP that
 // blocks its scripts, and with a stylesheet that answers 404.
-import { chromium } from "playwright-core";
+import { launchChromium } from "./chromium.mjs";
 
 const [baseUrl, apiKey, screenshot] = process.argv.slice(2);
 if (!baseUrl || !apiKey || !screenshot) {
@@ -19,20 +19,7 @@ if (!baseUrl || !apiKey || !screenshot) {
 const origin = new URL(baseUrl).origin;
 const TIMEOUT_MS = 30_000;
 
-// Launched as root in a container: no sandbox; nothing that phones home.
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  args: [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-  ],
-});
+const browser = await launchChromium();
 
 /** A fresh page (fresh profile) whose every problem lands in `problems`. */
 async function watchedPage() {

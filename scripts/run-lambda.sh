@@ -15,6 +15,11 @@
 #    template.yaml sends it to; up to CONCURRENCY instances of each function,
 #    each serving one request at a time. WATCH_ARGS go to it (e.g.
 #    --ignore-changes; by default it rebuilds a function when its code changes).
+#    `--disable-cors` turns off its own CORS layer, which would allow every
+#    origin: the functions answer browsers themselves, from the origins
+#    ALLOWED_ORIGINS lists (comma-separated; empty, the default: none), which
+#    every instance inherits from this script's environment, as API Gateway
+#    answers from the template's AllowedOrigins (docs/local.md).
 #
 # Ctrl-C (or SIGTERM) stops what this run started and nothing else.
 # `cargo lambda watch` runs in a session of its own (the terminal's Ctrl-C
@@ -117,5 +122,6 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 log "Pet store API on http://127.0.0.1:$PORT: ${functions[*]} behind cargo lambda watch, up to $CONCURRENCY instances each (DynamoDB at $AWS_ENDPOINT_URL_DYNAMODB); Ctrl-C stops it"
+[[ -n "${ALLOWED_ORIGINS:-}" ]] && log "browsers may call it from: $ALLOWED_ORIGINS"
 log "send a sample event: make invoke EVENT=events/pets-list.json PORT=$PORT DYNAMODB_PORT=$DYNAMODB_PORT"
 wait "$WATCH_PID"

@@ -3,6 +3,10 @@
 # run-lambda`'s stack (scripts/run-lambda.sh) on free ports, and checks that
 #   - several instances of each function serve it (at most CONCURRENCY);
 #   - a second run on its PORT or DYNAMODB_PORT is refused, leaving it alone;
+#   - with ALLOWED_ORIGINS set, as `make run-lambda ALLOWED_ORIGINS=...`
+#     passes it, the functions answer a listed origin's preflight without a
+#     key, expose the contract's headers to it, and show another origin no
+#     CORS (tests/cors.rs checks the rules on the router);
 #   - every sample event in events/expected.json, sent with `make invoke`'s
 #     script (scripts/invoke-event.sh: cargo lambda invoke), gets its status;
 #   - the tests in tests/lambda.rs pass through it: a flow across both
@@ -29,6 +33,9 @@ DYNAMODB_PORT="$(free_port)"
 while [[ "$DYNAMODB_PORT" == "$PORT" ]]; do DYNAMODB_PORT="$(free_port)"; done
 export PORT DYNAMODB_PORT
 BASE_URL="http://127.0.0.1:$PORT"
+# The origin whose pages may call this stack (the functions inherit it).
+CORS_ORIGIN="https://shop.example.com"
+export ALLOWED_ORIGINS="$CORS_ORIGIN"
 ID_FILE="$ROOT/.local/run-lambda-$PORT.id"
 
 mkdir -p "$(dirname "$LOG")"
@@ -105,6 +112,29 @@ fi
 curl -fsS --retry 5 --retry-all-errors --retry-delay 1 -o /dev/null "$BASE_URL/openapi.json" \
   || fail "a refused second run stopped this stack"
 step "a second run on a busy PORT or DYNAMODB_PORT is refused, this one untouched"
+
+# Browsers: a preflight from the listed origin is the function's 200 with the
+# CORS headers, keyless; a read from it exposes the rate-limit headers; another
+# origin's preflight gets no CORS header (and the keyless 401 of any OPTIONS).
+# The header dumps (curl -D -) are lower-cased for grep.
+preflight() {
+  curl -sS --retry 5 --retry-all-errors --retry-delay 1 -o /dev/null -D - -X OPTIONS -H "Origin: $1" \
+    -H 'Access-Control-Request-Method: POST' -H 'Access-Control-Request-Headers: x-api-key,content-type' \
+    "$BASE_URL/store/orders" | tr -d '\r' | tr '[:upper:]' '[:lower:]'
+}
+listed="$(preflight "$CORS_ORIGIN")"
+grep -q '^http/1.1 200' <<<"$listed" && grep -qx "access-control-allow-origin: $CORS_ORIGIN" <<<"$listed" \
+  && grep -q '^access-control-allow-headers:.*x-api-key' <<<"$listed" && grep -q '^access-control-allow-methods:.*post' <<<"$listed" \
+  || fail "the listed origin's preflight through the functions: $listed"
+read_headers="$(curl -sS --retry 5 --retry-all-errors --retry-delay 1 -o /dev/null -D - -H "Origin: $CORS_ORIGIN" -H "x-api-key: $KEY" \
+  "$BASE_URL/categories" | tr -d '\r' | tr '[:upper:]' '[:lower:]')"
+grep -qx "access-control-allow-origin: $CORS_ORIGIN" <<<"$read_headers" \
+  && grep -q '^access-control-expose-headers:.*x-ratelimit-remaining' <<<"$read_headers" \
+  || fail "a read from the listed origin through the functions: $read_headers"
+other="$(preflight https://elsewhere.example.com)"
+grep -q '^http/1.1 401' <<<"$other" && ! grep -q '^access-control-' <<<"$other" \
+  || fail "another origin's preflight through the functions: $other"
+step "browsers: the listed origin's preflight answered keyless, its read exposes the headers; another origin sees no CORS"
 
 # Every sample event through `make invoke`'s script (4 at a time).
 (cd "$ROOT" && cargo build --quiet -p petstore-local)

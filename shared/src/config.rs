@@ -24,6 +24,13 @@ pub struct Config {
     /// (`PET_LIST_SHARDS`, `ORDER_LIST_SHARDS`, `CATEGORY_LIST_SHARDS`; see
     /// [`crate::db::shards`]). Raise them freely; lowering one needs a backfill.
     pub shards: Shards,
+    /// The origins whose pages may call the API from a browser
+    /// (`ALLOWED_ORIGINS`, comma-separated, e.g.
+    /// `https://shop.example.com,http://localhost:5173`), lower-cased. Empty,
+    /// the default: no CORS at all. Read by the local stacks; in AWS the
+    /// template's `AllowedOrigins` sets API Gateway's CORS instead (see
+    /// [`crate::http::cors`]).
+    pub allowed_origins: Vec<String>,
 }
 
 /// The rate limiter's thresholds; small values make the ban testable.
@@ -109,7 +116,22 @@ impl Config {
                     reason: format!("a shard count is 1 to {MAX_SHARDS}, got {count}"),
                 })
         };
+        let allowed_origins = lookup("ALLOWED_ORIGINS")
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|origin| !origin.is_empty())
+            .map(|origin| {
+                web_origin(origin).ok_or_else(|| ConfigError {
+                    name: "ALLOWED_ORIGINS",
+                    reason: format!(
+                        "an origin is http(s)://host[:port], without a path: got `{origin}`"
+                    ),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Config {
+            allowed_origins,
             shards: Shards {
                 pets: shards("PET_LIST_SHARDS", defaults.pets)?,
                 orders: shards("ORDER_LIST_SHARDS", defaults.orders)?,
@@ -131,6 +153,18 @@ impl Config {
     }
 }
 
+/// `raw` as a browser sends it in `Origin` (scheme and host lower-case),
+/// if it is a web origin: `http` or `https`, a host, maybe a port; no path,
+/// query, user or wildcard.
+fn web_origin(raw: &str) -> Option<String> {
+    let origin = raw.to_ascii_lowercase();
+    let authority = origin
+        .strip_prefix("https://")
+        .or_else(|| origin.strip_prefix("http://"))?;
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']');
+    (!authority.is_empty() && authority.chars().all(plain)).then_some(origin)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,6 +179,7 @@ mod tests {
         assert_eq!(config.limits.ban_base, Duration::from_secs(900));
         assert!(!config.limits.fail_open);
         assert_eq!(config.shards, Shards::default());
+        assert!(config.allowed_origins.is_empty());
         Ok(())
     }
 
@@ -161,5 +196,35 @@ mod tests {
                 .unwrap_err();
             assert!(err.to_string().contains("ORDER_LIST_SHARDS"), "{bad}");
         }
+        for bad in [
+            "*",
+            "shop.example.com",
+            "https://shop.example.com/",
+            "https://*.example.com",
+            "ftp://x",
+        ] {
+            let err = Config::from_lookup(|n| (n == "ALLOWED_ORIGINS").then(|| bad.to_string()))
+                .unwrap_err();
+            assert!(err.to_string().contains("ALLOWED_ORIGINS"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn allowed_origins_are_a_comma_separated_list_as_browsers_send_them(
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let config = Config::from_lookup(|n| {
+            (n == "ALLOWED_ORIGINS").then(|| {
+                " https://Shop.Example.com, http://127.0.0.1:5173,,http://[::1]:8080 ".into()
+            })
+        })?;
+        assert_eq!(
+            config.allowed_origins,
+            [
+                "https://shop.example.com",
+                "http://127.0.0.1:5173",
+                "http://[::1]:8080"
+            ]
+        );
+        Ok(())
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod access;
 pub mod authorize;
+pub mod cors;
 pub mod docs;
 pub mod error;
 pub mod extract;
@@ -35,6 +36,10 @@ use tower_http::request_id::PropagateRequestIdLayer;
 use tower_http::set_header::SetRequestHeaderLayer;
 
 /// A function's routes, ready to serve. A request passes, in this order:
+/// - [`cors::around`], only when `ALLOWED_ORIGINS` lists origins (the local
+///   stacks; API Gateway does it in AWS): a preflight from a listed origin is
+///   answered here, before any key or count, and every answer to that origin
+///   gets its CORS headers, refusals included;
 /// - the request id (API Gateway's, or fresh), on the request and the response;
 /// - [`route::resolve`]: the operation (method, route, who may call it) and
 ///   the sender (address, key), worked out once for every layer below;
@@ -47,6 +52,7 @@ use tower_http::set_header::SetRequestHeaderLayer;
 ///   check (403), and [`idempotency::settle`] (replays, and the record a
 ///   change writes) before the handler.
 pub fn service(routes: Router<App>, app: App) -> Router {
+    let allowed_origins = app.config.allowed_origins.clone();
     let request_id = HeaderName::from_static(request_id::REQUEST_ID);
     let edge = ServiceBuilder::new()
         .layer(SetRequestHeaderLayer::overriding(
@@ -61,7 +67,7 @@ pub fn service(routes: Router<App>, app: App) -> Router {
         // The body limit wraps axum's response body in its own: unwrapped here.
         .map_response(|limited: Response<LimitedBody<Body>>| limited.into_response())
         .layer(RequestBodyLimitLayer::new(extract::MAX_BODY_BYTES));
-    routes
+    let served = routes
         .merge(openapi::routes())
         .merge(docs::routes())
         .fallback(not_found)
@@ -75,7 +81,8 @@ pub fn service(routes: Router<App>, app: App) -> Router {
         .route_layer(from_fn(mark_beta))
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(app)
-        .layer(edge)
+        .layer(edge);
+    cors::around(served, &allowed_origins)
 }
 
 /// The routes of the beta operations (`x-beta: true` in `openapi.yaml`).

@@ -89,12 +89,16 @@ async fn serve(endpoint: &str) -> Result<(), BoxError> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let app = setup(endpoint).await?;
     let events_file = follow_events(endpoint, &app.config.table_name);
+    let origins = app.config.allowed_origins.join(", ");
     // Every function's routes on one port, as API Gateway presents them: the
     // docs function's static files outside the wrapper, as in Lambda.
     let router =
         petstore::http::service(pets::routes().merge(store::routes()), app).merge(docs::routes());
     println!("Pet store API listening on http://127.0.0.1:{port} (DynamoDB at {endpoint})");
     println!("Events (as EventBridge delivers them) are appended to {events_file}");
+    if !origins.is_empty() {
+        println!("Browsers may call it from pages on {origins} (ALLOWED_ORIGINS)");
+    }
     axum::serve(
         listener,
         router.into_make_service_with_connect_info::<SocketAddr>(),
