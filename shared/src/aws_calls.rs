@@ -399,3 +399,71 @@ fn query_partition(body: &Value) -> Option<String> {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn recorder() -> Recorder {
+        Recorder {
+            path: PathBuf::new(),
+            seen: Mutex::default(),
+            names: Mutex::new(HashMap::from([("t-1".into(), "TABLE_NAME".into())])),
+        }
+    }
+
+    fn targets(service: &str, operation: &str, body: Value) -> Value {
+        serde_json::to_value(recorder().targets(service, operation, &body)).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_transaction_is_recorded_item_by_item_as_iam_authorizes_it() {
+        let key = |pk: &str| json!({"PK": {"S": pk}, "SK": {"S": "X"}});
+        let body = json!({"TransactItems": [
+            {"Update": {"TableName": "t-1", "Key": key("PET#1")}},
+            {"ConditionCheck": {"TableName": "t-1", "Key": key("CATEGORY#2")}},
+            {"Put": {"TableName": "elsewhere", "Item": key("ORDER#3")}},
+        ]});
+        let table = json!({"name": "t-1", "variable": "TABLE_NAME"});
+        assert_eq!(
+            targets("dynamodb", "TransactWriteItems", body),
+            json!([
+                {"part": "Update", "table": table, "leading_keys": ["PET#1"]},
+                {"part": "ConditionCheck", "table": table, "leading_keys": ["CATEGORY#2"]},
+                {"part": "Put", "table": {"name": "elsewhere"}, "leading_keys": ["ORDER#3"]},
+            ])
+        );
+    }
+
+    #[test]
+    fn a_query_names_its_index_and_the_partition_its_key_condition_sets() {
+        let body = json!({
+            "TableName": "t-1", "IndexName": "GSI2",
+            "KeyConditionExpression": "#pk = :pk AND id > :after",
+            "ExpressionAttributeNames": {"#pk": "GSI2PK"},
+            "ExpressionAttributeValues": {":pk": {"S": "PET#STATUS#sold#3"}, ":after": {"N": "7"}},
+        });
+        assert_eq!(
+            targets("dynamodb", "Query", body),
+            json!([{
+                "table": {"name": "t-1", "variable": "TABLE_NAME"},
+                "index": "GSI2",
+                "leading_keys": ["PET#STATUS#sold#3"],
+            }])
+        );
+    }
+
+    #[test]
+    fn a_stream_is_recorded_with_the_variable_that_named_its_table() {
+        let arn = "arn:aws:dynamodb:ddblocal:000000000000:table/t-1/stream/2026-01-01T00:00:00.000";
+        assert_eq!(
+            targets(
+                "dynamodbstreams",
+                "DescribeStream",
+                json!({"StreamArn": arn})
+            ),
+            json!([{"stream": {"name": arn, "variable": "TABLE_NAME"}}])
+        );
+    }
+}
