@@ -12,9 +12,6 @@
 //! `results.json` and its table.
 //! `BENCH_ONLY=partitions make bench` runs it alone.
 
-mod capture;
-mod dynamo;
-mod layout;
 mod model;
 mod records;
 mod replay;

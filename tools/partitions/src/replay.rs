@@ -9,14 +9,14 @@
 //! doing, not the mix's. A single pet's own ceiling is the flash sale's
 //! (README, "Flash sale").
 
-use crate::capture::Capture;
-use crate::dynamo::DynamoDb;
-use crate::layout::Layout;
 use crate::model;
 use crate::records::{MixRun, PartitionModel};
 use http::Method;
 use petstore_bench::api_key;
+use petstore_bench::capacity::Layout;
+use petstore_bench::capture::Capture;
 use petstore_bench::client::{Conn, Error, Reply};
+use petstore_bench::dynamo::DynamoDb;
 use petstore_bench::load::{self, Fixture, Shape};
 use petstore_bench::processes::PetstoreLocal;
 use petstore_bench::proxy::Proxy;
@@ -113,8 +113,10 @@ async fn replay_and_model(
         stock: Some(STOCK),
     };
     let shop = Arc::new(load::seed(addr, Some(staff.clone()), shape).await?);
-    let keys = (layout.hash.clone(), layout.range.clone());
-    let capture = Arc::new(Capture::new(TABLE, keys, setup.dynamodb));
+    let capture = Arc::new(Capture::new(
+        vec![(TABLE.to_string(), layout.clone())],
+        setup.dynamodb,
+    ));
     proxy.attach(capture.clone());
     let started = Instant::now();
     let tally = replay(addr, &staff, &customers, &shop, setup.orders).await?;
