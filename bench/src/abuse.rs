@@ -91,7 +91,7 @@ async fn counted(
     sent.requests += 1;
     sent.total_ms += started.elapsed().as_secs_f64() * 1e3;
     *sent.statuses.entry(reply.status.as_u16()).or_insert(0) += 1;
-    meter.add_to(sent);
+    meter.add_to(sent).await?;
     Ok(reply)
 }
 
@@ -103,7 +103,7 @@ async fn worst_pages(
 ) -> Result<(BTreeMap<String, OperationCalls>, Vec<u64>), Error> {
     let (category, pet_ids) = seed_sparse_category(addr, &staff_key).await?;
     let mut conn = Conn::new(addr, Some(staff_key));
-    meter.skip();
+    meter.skip().await?;
     let mut kinds = BTreeMap::new();
     for limit in [1, 100] {
         let mut sent = Sent::default();
@@ -168,7 +168,7 @@ async fn refused(
             break;
         }
     }
-    meter.skip();
+    meter.skip().await?;
     let mut sent = Sent::default();
     for _ in 0..FLOOD {
         let mut one = Sent::default();
@@ -182,7 +182,7 @@ async fn refused(
 
 /// [`FLOOD`] requests from one address, each with a fresh random key.
 async fn random_keys(meter: &mut Meter, addr: SocketAddr) -> Result<OperationCalls, Error> {
-    meter.skip();
+    meter.skip().await?;
     let mut sent = Sent::default();
     for _ in 0..FLOOD {
         let key = format!("psk_{:032x}", rand::random::<u128>());

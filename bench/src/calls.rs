@@ -27,6 +27,10 @@ use std::time::Instant;
 /// (as `tools/coldstart` spawns the functions).
 pub const LAMBDA_LOGGING: [&str; 2] = ["AWS_LAMBDA_FUNCTION_NAME=petstore-local", "RUST_LOG=info"];
 
+/// DynamoDB Streams calls, which `petstore-local`'s events consumer makes
+/// through the same endpoint.
+const STREAM_CALLS: [&str; 4] = ["DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"];
+
 /// The counting proxy, its capture, and the counted service's log.
 pub struct Meter {
     pub proxy: Proxy<Capture>,
@@ -64,30 +68,34 @@ impl Meter {
         let capture = Arc::new(Capture::of_tables(&tables, self.upstream).await?);
         self.proxy.attach(capture.clone());
         self.capture = Some(capture);
-        self.skip();
-        Ok(())
+        self.skip().await
     }
 
     /// Forgets what was counted so far.
-    pub fn skip(&mut self) {
+    pub async fn skip(&mut self) -> Result<(), Error> {
         self.proxy.take();
         if let Some(capture) = &self.capture {
-            capture.take();
+            capture.take().await?;
         }
         self.log_at = std::fs::metadata(&self.log).map_or(0, |m| m.len());
+        Ok(())
     }
 
     /// Adds what was counted since the last take to `sent`.
-    pub fn add_to(&mut self, sent: &mut Sent) {
-        proxy::merge(&mut sent.tally, self.proxy.take());
+    pub async fn add_to(&mut self, sent: &mut Sent) -> Result<(), Error> {
+        let mut tally = self.proxy.take();
+        // The events consumer's polls of the stream are no request's.
+        tally.retain(|call, _| !STREAM_CALLS.iter().any(|c| call.starts_with(c)));
+        proxy::merge(&mut sent.tally, tally);
         if let Some(capture) = &self.capture {
-            sent.units.add(capture, &capture.take());
+            sent.units.add(capture, &capture.take().await?);
         }
         let log = std::fs::read(&self.log).unwrap_or_default();
         let new = log.get(self.log_at as usize..).unwrap_or_default();
         sent.log_bytes += new.len();
         sent.log_lines += new.iter().filter(|b| **b == b'\n').count();
         self.log_at = log.len() as u64;
+        Ok(())
     }
 }
 
@@ -341,7 +349,7 @@ impl Counter<'_> {
         sent.requests += 1;
         sent.total_ms += took_ms;
         *sent.statuses.entry(reply.status.as_u16()).or_insert(0) += 1;
-        self.meter.add_to(sent);
+        self.meter.add_to(sent).await?;
         Ok(reply)
     }
 }

@@ -2,8 +2,9 @@
 //! write with each item it wrote as it was before and after (read from
 //! DynamoDB around the write, so index writes follow from the projections),
 //! and every read with the read units DynamoDB's rules give it, from the
-//! items it read (read again, whole, straight from DynamoDB: a projection
-//! or a filter does not lower what a read consumes). [`crate::capacity`]
+//! items it read (read again, whole, straight from DynamoDB, when taken:
+//! a projection or a filter does not lower what a read consumes, and the
+//! request being counted never waits for those reads). [`crate::capacity`]
 //! turns both into units. Used by the bench's call counts (`calls.rs`) and
 //! the partition model (`tools/partitions`).
 //!
@@ -57,6 +58,15 @@ pub struct Captured {
     pub reads: Vec<ReadCall>,
 }
 
+/// What the calls left until the next take: the reads' units are found then.
+#[derive(Default)]
+struct Seen {
+    writes: Vec<WriteCall>,
+    reads: Vec<(String, Value)>,
+}
+
+const READS: &[&str] = &["GetItem", "BatchGetItem", "Query", "Scan"];
+
 /// A write about to be sent: which items it touches, by table.
 pub struct PendingWrite {
     transactional: bool,
@@ -69,7 +79,7 @@ pub struct PendingWrite {
 pub struct Capture {
     tables: BTreeMap<String, Layout>,
     upstream: tokio::sync::Mutex<DynamoDb>,
-    captured: std::sync::Mutex<Captured>,
+    seen: std::sync::Mutex<Seen>,
 }
 
 impl Capture {
@@ -79,7 +89,7 @@ impl Capture {
         Capture {
             tables: tables.into_iter().collect(),
             upstream: tokio::sync::Mutex::new(DynamoDb::new(upstream)),
-            captured: Default::default(),
+            seen: Default::default(),
         }
     }
 
@@ -100,13 +110,29 @@ impl Capture {
         self.tables.get(table)
     }
 
-    /// What was captured since the last take.
-    pub fn take(&self) -> Captured {
-        std::mem::take(&mut *self.lock())
+    /// What was captured since the last take, the reads' units found now.
+    pub async fn take(&self) -> Result<Captured, Error> {
+        let seen = std::mem::take(&mut *self.lock());
+        let mut reads = Vec::new();
+        for (operation, request) in seen.reads {
+            for (table, units) in self.read_units(&operation, &request).await? {
+                let (operation, request) = (operation.clone(), request.clone());
+                reads.push(ReadCall {
+                    table,
+                    operation,
+                    request,
+                    units,
+                });
+            }
+        }
+        Ok(Captured {
+            writes: seen.writes,
+            reads,
+        })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Captured> {
-        self.captured.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Seen> {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The keys of the items a write call changes, by table (none for a
@@ -319,7 +345,8 @@ impl Tap for Capture {
         }))
     }
 
-    /// After a call: a write's items as they are now, or a read's units.
+    /// After a call: a write's items as they are now, or a read to size at
+    /// the next take.
     async fn after(
         &self,
         operation: &str,
@@ -345,17 +372,8 @@ impl Tap for Capture {
                 });
             }
             self.lock().writes.extend(calls);
-        } else if succeeded {
-            for (table, units) in self.read_units(operation, &request).await? {
-                let operation = operation.to_string();
-                let request = request.clone();
-                self.lock().reads.push(ReadCall {
-                    table,
-                    operation,
-                    request,
-                    units,
-                });
-            }
+        } else if succeeded && READS.contains(&operation) {
+            self.lock().reads.push((operation.to_string(), request));
         }
         Ok(())
     }

@@ -206,14 +206,14 @@ pub fn costs(inputs: &Inputs<'_>) -> Costs {
         notes.push("no metrics (EMF) lines in target/bench/cold-*.log (tools/coldstart did not run): not counted".into());
         0.0
     });
-    let platform = PLATFORM_START.len()
-        + PLATFORM_REPORT.len()
-        + if traced_share > 0.0 {
-            PLATFORM_TRACING.len()
-        } else {
-            0
-        }
-        + 2;
+    // Lambda's own lines are INFO: a `SystemLogLevel` of WARN or ERROR drops them.
+    let system_level = template_setting(&template, "SystemLogLevel").unwrap_or_default();
+    let platform = if ["WARN", "ERROR", "FATAL"].contains(&system_level.as_str()) {
+        0
+    } else {
+        let tracing = if traced_share > 0.0 { PLATFORM_TRACING.len() } else { 0 };
+        PLATFORM_START.len() + PLATFORM_REPORT.len() + tracing + 2
+    };
     let access_log_bytes = access_log_bytes(&template).unwrap_or_else(|| {
         notes.push("no access log format in template.yaml: none counted".into());
         0

@@ -120,7 +120,7 @@ async fn replay_and_model(
     proxy.attach(capture.clone());
     let started = Instant::now();
     let tally = replay(addr, &staff, &customers, &shop, setup.orders).await?;
-    let captured = capture.take();
+    let captured = capture.take().await?;
     let mix = MixRun {
         description: DESCRIPTION.to_string(),
         service: setup.service.display().to_string(),
