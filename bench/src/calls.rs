@@ -29,7 +29,12 @@ pub const LAMBDA_LOGGING: [&str; 2] = ["AWS_LAMBDA_FUNCTION_NAME=petstore-local"
 
 /// DynamoDB Streams calls, which `petstore-local`'s events consumer makes
 /// through the same endpoint.
-const STREAM_CALLS: [&str; 4] = ["DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"];
+const STREAM_CALLS: [&str; 4] = [
+    "DescribeStream",
+    "GetRecords",
+    "GetShardIterator",
+    "ListStreams",
+];
 
 /// The counting proxy, its capture, and the counted service's log.
 pub struct Meter {

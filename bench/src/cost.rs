@@ -211,7 +211,11 @@ pub fn costs(inputs: &Inputs<'_>) -> Costs {
     let platform = if ["WARN", "ERROR", "FATAL"].contains(&system_level.as_str()) {
         0
     } else {
-        let tracing = if traced_share > 0.0 { PLATFORM_TRACING.len() } else { 0 };
+        let tracing = if traced_share > 0.0 {
+            PLATFORM_TRACING.len()
+        } else {
+            0
+        };
         PLATFORM_START.len() + PLATFORM_REPORT.len() + tracing + 2
     };
     let access_log_bytes = access_log_bytes(&template).unwrap_or_else(|| {

@@ -320,6 +320,14 @@ async fn count_calls(
     let (events_file, env) = petstore_bench::events::service_env(dynamodb, &settings.out);
     let mut env = env.to_vec();
     env.extend(calls::LAMBDA_LOGGING.map(str::to_string));
+    // `BENCH_COUNT_ENV` (`NAME=value,...`): a setting tried on the counts.
+    let tried = std::env::var("BENCH_COUNT_ENV").unwrap_or_default();
+    env.extend(
+        tried
+            .split(',')
+            .filter(|pair| pair.contains('='))
+            .map(str::to_string),
+    );
     // `BENCH_COUNT_SERVICE`: another build's `petstore-local` (the "before").
     let service = std::env::var_os("BENCH_COUNT_SERVICE")
         .map(PathBuf::from)
