@@ -102,7 +102,17 @@ async fn replay_and_model(
     addr: SocketAddr,
     env: &[String],
 ) -> Result<PartitionModel, Error> {
-    let layout = Layout::describe(&mut DynamoDb::new(setup.dynamodb), TABLE).await?;
+    // The service listens before it has made its tables.
+    let mut dynamodb = DynamoDb::new(setup.dynamodb);
+    let mut layout = Layout::describe(&mut dynamodb, TABLE).await;
+    for _ in 0..300 {
+        if layout.is_ok() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        layout = Layout::describe(&mut dynamodb, TABLE).await;
+    }
+    let layout = layout?;
     let url = format!("http://{}", setup.dynamodb);
     let staff = api_key::issue(setup.admin, &url, env, "staff", 1).await?;
     let staff = staff.into_iter().next().ok_or("no staff key")?;
