@@ -290,7 +290,8 @@ def cost_tables(model):
             f"API's access log line {num(basis['access_log_bytes'], 0)}.")
     monthly = [[m["item"], num(m["quantity"], 0), usd(m["usd_per_month"], 2)] for m in model["monthly"]]
     out += "\n\nBy the month, whatever the traffic:\n\n" + table(["item", "quantity", "$ a month"], monthly)
-    prices = [[p["item"], f"${p['usd']:g}", p["per"]] for p in model["prices"]]
+    prices = [[p["item"], "$" + f"{p['usd']:.10f}".rstrip("0").rstrip("."), p["per"]]
+              for p in model["prices"]]
     out += f"\n\nPrices ({model['prices_as_of']}):\n\n" + table(["item", "price", "per"], prices)
     ops = [[f"`{name}`", usd(c["api_gateway"]), usd(c["lambda"]), usd(c["dynamodb"]), usd(c["logs"]),
             usd(c["xray"]), usd(c["eventbridge"]), usd(c["total"])]
