@@ -11,6 +11,9 @@
 #                      COLDSTART_SPAWNS=8 COLDSTART_MEMORY=128,256,512,1024; then
 #                      at full CPU, BENCH_COLD_SPAWNS=30, a file the runner reads)
 #   BENCH_ONLY=coldstart  the cold starts alone
+#   BENCH_ONLY=cost    the call counts, units, log bytes and the cost model
+#                      alone (no load runs, cold starts or abuse; the cold
+#                      starts of an earlier run are read if there)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,6 +32,11 @@ cargo build -p petstore-admin -p petstore-partitions
 if [[ "${BENCH_ONLY:-}" == partitions ]]; then
   [[ -n "${BENCH_PARTITION_SERVICE:-}" ]] || cargo build --release -p petstore-local
   exec "$TARGET/debug/petstore-partitions"
+fi
+
+if [[ "${BENCH_ONLY:-}" == cost ]]; then
+  cargo build --release -p petstore-local -p petstore-bench
+  exec "$TARGET/release/petstore-bench"
 fi
 
 # What the run measures, for the generated page (scripts/bench-report.py).

@@ -184,8 +184,13 @@ def calls(f):
     rows = []
     for name, c in sorted(ops.items()):
         by = ", ".join(f"{v:g} {k}" for k, v in sorted(c["by_call"].items()))
-        rows.append([f"`{name}`", num(c["calls_per_request"], 2), by, num(c["request_ms"])])
+        rows.append([f"`{name}`", num(c["calls_per_request"], 2), by,
+                     num(c["read_units_per_request"], 2), num(c["write_units_per_request"], 2),
+                     num(c["index_write_units_per_request"], 2),
+                     f"{num(c['log_bytes_per_request'], 0)} / {num(c['log_lines_per_request'], 1)}",
+                     num(c["request_ms"])])
     return table(["Operation", "calls per request", "by call (rate limiter's included)",
+                  "read units", "write units", "of which indexes", "log bytes / lines",
                   "request (ms, DynamoDB Local)"], rows)
 
 
@@ -254,13 +259,48 @@ def partitions(f):
 def cost(f):
     """The all-in cost per million requests of each mix, by service."""
     results = need(f["results"], "results.json")
-    model = need(results.get("cost_model"), "the cost model (results.json cost_model)")
+    model = need(results.get("cost"), "the cost model (results.json cost)")
+    need(model.get("mixes"), "the cost model's mixes")
     return cost_tables(model)
 
 
 def cost_tables(model):
-    # Filled in from the cost model's records once they exist (bench/src/cost).
-    raise Missing("the cost model's tables")
+    basis = model["basis"]
+    services = [("api_gateway", "API Gateway"), ("lambda", "Lambda"), ("dynamodb", "DynamoDB"),
+                ("logs", "CloudWatch Logs"), ("xray", "X-Ray"), ("eventbridge", "EventBridge")]
+    rows = [[f"**{m['mix']}**"] + [usd(m["usd_per_million"][k]) for k, _ in services]
+            + [f"**{usd(m['usd_per_million']['total'])}**", num(m["read_units"], 2),
+               num(m["write_units"], 2), num(m["log_bytes"], 0)]
+            for m in model["mixes"]]
+    out = table(["mix"] + [name for _, name in services]
+                + ["total", "read units", "write units", "function log bytes"], rows)
+    out += "\n\nThe mixes, by weight:\n\n" + "\n".join(
+        f"- **{m['mix']}**: " + ", ".join(f"{100 * w:.0f}% `{op}`" for op, w in m["weights"])
+        for m in model["mixes"])
+    out += (f"\n\n**Write units by DynamoDB's rules**: placing an order "
+            f"{num(model['write_units_place_order'], 2)} (the rate limiter's included), an order's "
+            f"whole life in the order mix {num(model['write_units_per_order'], 2)}.")
+    out += (f"\n\nAt the template's defaults: {basis['memory_mb']} MB, tracing "
+            f"`{basis['tracing']}` ({100 * basis['traced_share']:.0f}% of requests traced at scale), "
+            f"{num(basis['cold_starts_per_million'], 0)} cold starts per million requests assumed, each "
+            f"billing {num(basis['init_ms'], 1)} ms of init (the full-CPU figure); "
+            f"{num(basis['events_per_change'], 2)} events per change. Logged per request besides the "
+            f"function's own lines: its metrics (EMF) line {num(basis['metrics_line_bytes'], 0)} bytes, "
+            f"Lambda's `platform.start` and `platform.report` {num(basis['platform_log_bytes'], 0)}, the "
+            f"API's access log line {num(basis['access_log_bytes'], 0)}.")
+    monthly = [[m["item"], num(m["quantity"], 0), usd(m["usd_per_month"], 2)] for m in model["monthly"]]
+    out += "\n\nBy the month, whatever the traffic:\n\n" + table(["item", "quantity", "$ a month"], monthly)
+    prices = [[p["item"], "$" + f"{p['usd']:.10f}".rstrip("0").rstrip("."), p["per"]]
+              for p in model["prices"]]
+    out += f"\n\nPrices ({model['prices_as_of']}):\n\n" + table(["item", "price", "per"], prices)
+    ops = [[f"`{name}`", usd(c["api_gateway"]), usd(c["lambda"]), usd(c["dynamodb"]), usd(c["logs"]),
+            usd(c["xray"]), usd(c["eventbridge"]), usd(c["total"])]
+           for name, c in sorted(model["per_operation"].items())]
+    out += "\n\nBy operation, $ per million requests:\n\n" + table(
+        ["Operation"] + [name for _, name in services] + ["total"], ops)
+    for note in basis.get("notes", []):
+        out += f"\n\n*Note: {note}.*"
+    return out
 
 
 def notes(f):

@@ -1,17 +1,16 @@
-//! What abuse costs: DynamoDB calls, capacity units and dollars per million
+//! What abuse costs: DynamoDB calls, units (by DynamoDB's rules) and log bytes per request
 //! requests that are refused (a key past its limit asking for an expensive
 //! read), that carry random keys, and that ask for the worst list page (a
 //! filter matching nothing among many entries, which reads its bounded
 //! number of round trips).
 //!
 //! Each kind is sent one request at a time to a `petstore-local` whose
-//! DynamoDB is the counting [`Proxy`], as [`calls`](crate::calls) does for
+//! DynamoDB is the counting [`Meter`], as [`calls`](crate::calls) does for
 //! the ordinary operations; it measures whatever the code does, fixed or not.
 
-use crate::calls::Sent;
+use crate::calls::{Meter, Sent, LAMBDA_LOGGING};
 use crate::client::{Conn, Error, Reply};
 use crate::processes::PetstoreLocal;
-use crate::proxy::{self, Proxy};
 use crate::results::{BenchResults, OperationCalls};
 use http::{Method, StatusCode};
 use serde::Deserialize;
@@ -53,22 +52,25 @@ async fn measure(
     .concat();
     let staff = new_key(&url, &staff).await?;
     let free = new_key(&url, &["--plan", "free"]).await?;
-    let proxy: Proxy = Proxy::start(dynamodb).await?;
     let service = release.join("petstore-local");
     let log = release.join("../bench/petstore-local-abuse.log");
-    let mut local =
-        PetstoreLocal::start(&service, &format!("http://{}", proxy.addr), &log, &[]).await?;
+    let mut meter = Meter::start(dynamodb, &log).await?;
+    let url = format!("http://{}", meter.proxy.addr);
+    let env = LAMBDA_LOGGING.map(str::to_string);
+    let mut local = PetstoreLocal::start(&service, &url, &log, &env).await?;
     let measured = async {
-        let (mut kinds, pet_ids) = worst_pages(&proxy, local.addr, staff).await?;
+        meter.attach().await?;
+        let meter = &mut meter;
+        let (mut kinds, pet_ids) = worst_pages(meter, local.addr, staff).await?;
         let ids: Vec<String> = pet_ids.iter().take(100).map(u64::to_string).collect();
         let read = format!("/pets?ids={}", ids.join(","));
         let name = format!(
             "refused: GET /pets?ids=({}) by a key past its limit",
             ids.len()
         );
-        kinds.insert(name, refused(&proxy, local.addr, free, &read).await?);
+        kinds.insert(name, refused(meter, local.addr, free, &read).await?);
         let name = "random key: GET /pets?limit=20, a fresh unknown key each".to_string();
-        kinds.insert(name, random_keys(&proxy, local.addr).await?);
+        kinds.insert(name, random_keys(meter, local.addr).await?);
         Ok::<_, Error>(kinds)
     }
     .await;
@@ -80,7 +82,7 @@ async fn measure(
 /// take, to `sent`.
 async fn counted(
     sent: &mut Sent,
-    proxy: &Proxy,
+    meter: &mut Meter,
     conn: &mut Conn,
     path: &str,
 ) -> Result<Reply, Error> {
@@ -89,25 +91,25 @@ async fn counted(
     sent.requests += 1;
     sent.total_ms += started.elapsed().as_secs_f64() * 1e3;
     *sent.statuses.entry(reply.status.as_u16()).or_insert(0) += 1;
-    proxy::merge(&mut sent.tally, proxy.take());
+    meter.add_to(sent).await?;
     Ok(reply)
 }
 
 /// The sparse filter's first page, at the smallest and the largest limit.
 async fn worst_pages(
-    proxy: &Proxy,
+    meter: &mut Meter,
     addr: SocketAddr,
     staff_key: String,
 ) -> Result<(BTreeMap<String, OperationCalls>, Vec<u64>), Error> {
     let (category, pet_ids) = seed_sparse_category(addr, &staff_key).await?;
     let mut conn = Conn::new(addr, Some(staff_key));
-    proxy.take();
+    meter.skip().await?;
     let mut kinds = BTreeMap::new();
     for limit in [1, 100] {
         let mut sent = Sent::default();
         let path = format!("/pets?categoryId={category}&status=sold&limit={limit}");
         for _ in 0..5 {
-            counted(&mut sent, proxy, &mut conn, &path).await?;
+            counted(&mut sent, meter, &mut conn, &path).await?;
         }
         let name = format!(
             "worst page: GET /pets?categoryId=&status=sold&limit={limit} (0 of {SPARSE_PETS} match)"
@@ -153,7 +155,7 @@ async fn seed_sparse_category(addr: SocketAddr, staff_key: &str) -> Result<(u64,
 /// A free key (60 a minute) past its limit asking for `path` [`FLOOD`] times; only the
 /// requests answered 429 are counted (a minute boundary admits a few again).
 async fn refused(
-    proxy: &Proxy,
+    meter: &mut Meter,
     addr: SocketAddr,
     key: String,
     path: &str,
@@ -166,29 +168,26 @@ async fn refused(
             break;
         }
     }
-    proxy.take();
+    meter.skip().await?;
     let mut sent = Sent::default();
     for _ in 0..FLOOD {
         let mut one = Sent::default();
-        let reply = counted(&mut one, proxy, &mut conn, path).await?;
+        let reply = counted(&mut one, meter, &mut conn, path).await?;
         if reply.status == StatusCode::TOO_MANY_REQUESTS {
-            sent.requests += one.requests;
-            sent.total_ms += one.total_ms;
-            *sent.statuses.entry(429).or_insert(0) += 1;
-            proxy::merge(&mut sent.tally, one.tally);
+            sent.merge(one);
         }
     }
     Ok(sent.per_request())
 }
 
 /// [`FLOOD`] requests from one address, each with a fresh random key.
-async fn random_keys(proxy: &Proxy, addr: SocketAddr) -> Result<OperationCalls, Error> {
-    proxy.take();
+async fn random_keys(meter: &mut Meter, addr: SocketAddr) -> Result<OperationCalls, Error> {
+    meter.skip().await?;
     let mut sent = Sent::default();
     for _ in 0..FLOOD {
         let key = format!("psk_{:032x}", rand::random::<u128>());
         let mut conn = Conn::new(addr, Some(key));
-        counted(&mut sent, proxy, &mut conn, "/pets?limit=20").await?;
+        counted(&mut sent, meter, &mut conn, "/pets?limit=20").await?;
     }
     Ok(sent.per_request())
 }
@@ -224,7 +223,7 @@ pub fn print(kinds: &BTreeMap<String, OperationCalls>) {
     if kinds.is_empty() {
         return;
     }
-    println!("\nWhat abuse costs (per request, and DynamoDB $ per million):");
+    println!("\nWhat abuse costs (per request by DynamoDB's rules, and DynamoDB $ per million):");
     for (kind, calls) in kinds {
         let statuses: Vec<String> = calls
             .statuses
@@ -232,12 +231,13 @@ pub fn print(kinds: &BTreeMap<String, OperationCalls>) {
             .map(|(status, n)| format!("{n}×{status}"))
             .collect();
         println!(
-            "  {kind}\n    {:.2} calls ({:?}), {:.2} read / {:.2} write units, ${:.3} per million, {:.1} ms; {}",
+            "  {kind}\n    {:.2} calls ({:?}), {:.2} read / {:.2} write units, ${:.3} per million, {:.0} log bytes, {:.1} ms; {}",
             calls.calls_per_request,
             calls.by_call,
             calls.read_units_per_request,
             calls.write_units_per_request,
-            calls.dynamodb_usd_per_million,
+            crate::cost::dynamodb_per_million(calls),
+            calls.log_bytes_per_request,
             calls.request_ms,
             statuses.join(", ")
         );

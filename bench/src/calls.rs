@@ -1,11 +1,16 @@
-//! DynamoDB calls, capacity units and bytes per operation: each operation is
+//! DynamoDB calls, units and log output per operation: each operation is
 //! sent alone, one at a time, to a `petstore-local` whose DynamoDB is the
-//! counting [`Proxy`], so the calls counted in between are that operation's.
+//! counting [`Proxy`] with a [`Capture`] attached, so the calls, the items
+//! written and read, and the lines logged in between are that operation's.
+//! Units are DynamoDB's rules applied to those items ([`crate::capacity`]).
+//! The service logs as in Lambda (`AWS_LAMBDA_FUNCTION_NAME` set: its JSON
+//! lines on stdout, which the [`Meter`] reads from its log file).
 //! The order changes are counted a second time sent with an `Idempotency-Key`
 //! (rows marked "+ key"): as many calls, one more item in the write.
 
+use crate::capture::{Capture, Captured};
 use crate::client::{Conn, Error, Reply};
-use crate::cost;
+use crate::dynamo::DynamoDb;
 use crate::load::Fixture;
 use crate::proxy::{self, Proxy, Tally};
 use crate::results::{OperationCalls, StatusCounts};
@@ -13,21 +18,128 @@ use http::Method;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
-/// DynamoDB Local reports plain `CapacityUnits`; these calls spend read
-/// units, the others write units.
-const READ_CALLS: &[&str] = &[
-    "GetItem",
-    "Query",
-    "Scan",
-    "BatchGetItem",
-    "TransactGetItems",
+/// What the counted service needs in its environment to log as in Lambda:
+/// the JSON lines of `telemetry::json` on stdout, at the level Lambda runs
+/// (as `tools/coldstart` spawns the functions).
+pub const LAMBDA_LOGGING: [&str; 2] = ["AWS_LAMBDA_FUNCTION_NAME=petstore-local", "RUST_LOG=info"];
+
+/// DynamoDB Streams calls, which `petstore-local`'s events consumer makes
+/// through the same endpoint.
+const STREAM_CALLS: [&str; 4] = [
+    "DescribeStream",
+    "GetRecords",
+    "GetShardIterator",
+    "ListStreams",
 ];
+
+/// The counting proxy, its capture, and the counted service's log.
+pub struct Meter {
+    pub proxy: Proxy<Capture>,
+    upstream: SocketAddr,
+    capture: Option<Arc<Capture>>,
+    log: PathBuf,
+    log_at: u64,
+}
+
+impl Meter {
+    /// A counting proxy in front of DynamoDB at `upstream`; the service it
+    /// counts logs to `log`.
+    pub async fn start(upstream: SocketAddr, log: &Path) -> Result<Meter, Error> {
+        Ok(Meter {
+            proxy: Proxy::start(upstream).await?,
+            upstream,
+            capture: None,
+            log: log.to_path_buf(),
+            log_at: 0,
+        })
+    }
+
+    /// Captures every table there is from now on (call once the service
+    /// has made its tables); forgets what came before.
+    pub async fn attach(&mut self) -> Result<(), Error> {
+        let listed = DynamoDb::new(self.upstream)
+            .call("ListTables", &json!({}))
+            .await?;
+        let tables: Vec<&str> = listed["TableNames"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let capture = Arc::new(Capture::of_tables(&tables, self.upstream).await?);
+        self.proxy.attach(capture.clone());
+        self.capture = Some(capture);
+        self.skip().await
+    }
+
+    /// Forgets what was counted so far.
+    pub async fn skip(&mut self) -> Result<(), Error> {
+        self.proxy.take();
+        if let Some(capture) = &self.capture {
+            capture.take().await?;
+        }
+        self.log_at = std::fs::metadata(&self.log).map_or(0, |m| m.len());
+        Ok(())
+    }
+
+    /// Adds what was counted since the last take to `sent`.
+    pub async fn add_to(&mut self, sent: &mut Sent) -> Result<(), Error> {
+        let mut tally = self.proxy.take();
+        // The events consumer's polls of the stream are no request's.
+        tally.retain(|call, _| !STREAM_CALLS.iter().any(|c| call.starts_with(c)));
+        proxy::merge(&mut sent.tally, tally);
+        if let Some(capture) = &self.capture {
+            sent.units.add(capture, &capture.take().await?);
+        }
+        let log = std::fs::read(&self.log).unwrap_or_default();
+        let new = log.get(self.log_at as usize..).unwrap_or_default();
+        sent.log_bytes += new.len();
+        sent.log_lines += new.iter().filter(|b| **b == b'\n').count();
+        self.log_at = log.len() as u64;
+        Ok(())
+    }
+}
+
+/// Units by DynamoDB's rules, summed over requests.
+#[derive(Default)]
+pub struct Units {
+    pub read: f64,
+    pub write: f64,
+    pub index_write: f64,
+    pub refused_write: f64,
+    pub write_by_table: BTreeMap<String, f64>,
+}
+
+impl Units {
+    fn add(&mut self, capture: &Capture, captured: &Captured) {
+        self.read += captured.reads.iter().map(|r| r.units).sum::<f64>();
+        for call in &captured.writes {
+            let Some(layout) = capture.layout(&call.table) else {
+                continue;
+            };
+            for change in &call.items {
+                for write in layout.writes(change, call.transactional, call.succeeded) {
+                    self.write += write.units;
+                    if write.scope != "table" {
+                        self.index_write += write.units;
+                    }
+                    if !call.succeeded {
+                        self.refused_write += write.units;
+                    }
+                    *self.write_by_table.entry(call.table.clone()).or_default() += write.units;
+                }
+            }
+        }
+    }
+}
 
 /// Sends each operation `repeats` times; the calls by operation, averaged.
 pub async fn count(
-    proxy: &Proxy,
+    meter: &mut Meter,
     addr: SocketAddr,
     api_key: Option<String>,
     fixture: &Fixture,
@@ -35,7 +147,7 @@ pub async fn count(
 ) -> Result<BTreeMap<String, OperationCalls>, Error> {
     let mut counter = Counter {
         conn: Conn::new(addr, api_key),
-        proxy,
+        meter,
         by_operation: BTreeMap::new(),
     };
     // Let the key cache and connection pool settle, as in a warm function.
@@ -43,13 +155,13 @@ pub async fn count(
         .conn
         .send(Method::GET, "/pets?limit=1", None)
         .await?;
-    proxy.take();
+    counter.meter.attach().await?;
     let ids: Vec<String> = fixture.pet_ids.iter().take(5).map(u64::to_string).collect();
     let ids = ids.join(",");
     for i in 0..repeats {
         let pet_id = fixture.pet_ids[i % fixture.pet_ids.len()];
         counter.reads(&ids, pet_id).await?;
-        counter.writes(fixture.category_ids[0]).await?;
+        counter.writes(fixture.category_ids[0], i).await?;
         counter.changes(pet_id, Some(i)).await?;
     }
     Ok(counter
@@ -59,53 +171,77 @@ pub async fn count(
         .collect())
 }
 
-/// One operation's requests and the calls they made.
+/// One operation's requests and what they made.
 #[derive(Default)]
 pub struct Sent {
     pub requests: usize,
     pub statuses: StatusCounts,
     pub tally: Tally,
+    pub units: Units,
+    pub log_bytes: usize,
+    pub log_lines: usize,
     pub total_ms: f64,
 }
 
 impl Sent {
+    pub fn merge(&mut self, other: Sent) {
+        self.requests += other.requests;
+        self.total_ms += other.total_ms;
+        for (status, n) in other.statuses {
+            *self.statuses.entry(status).or_insert(0) += n;
+        }
+        proxy::merge(&mut self.tally, other.tally);
+        let (mine, theirs) = (&mut self.units, other.units);
+        mine.read += theirs.read;
+        mine.write += theirs.write;
+        mine.index_write += theirs.index_write;
+        mine.refused_write += theirs.refused_write;
+        for (table, units) in theirs.write_by_table {
+            *mine.write_by_table.entry(table).or_default() += units;
+        }
+        self.log_bytes += other.log_bytes;
+        self.log_lines += other.log_lines;
+    }
+
     pub fn per_request(self) -> OperationCalls {
-        let per = |total: f64| total / self.requests as f64;
-        let (mut reads, mut writes, mut index, mut bytes, mut calls, mut upstream_ms) =
-            (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+        let per = |total: f64| total / self.requests.max(1) as f64;
+        let (mut bytes, mut calls, mut upstream_ms, mut tap_ms) = (0.0, 0.0, 0.0, 0.0);
         let mut by_call = BTreeMap::new();
         for (call, tally) in &self.tally {
-            let kind = call.split(' ').next().unwrap_or(call);
-            if READ_CALLS.contains(&kind) {
-                reads += tally.capacity_units;
-            } else {
-                writes += tally.capacity_units;
-            }
-            index += tally.index_units;
             bytes += (tally.request_bytes + tally.response_bytes) as f64;
             calls += tally.calls as f64;
             upstream_ms += tally.upstream_ms;
+            tap_ms += tally.tap_ms;
             by_call.insert(call.clone(), per(tally.calls as f64));
         }
+        let units = &self.units;
         OperationCalls {
             repeats: self.requests,
-            statuses: self.statuses,
+            statuses: self.statuses.clone(),
             calls_per_request: per(calls),
             by_call,
-            read_units_per_request: per(reads),
-            write_units_per_request: per(writes),
-            index_units_per_request: per(index),
+            read_units_per_request: per(units.read),
+            write_units_per_request: per(units.write),
+            index_write_units_per_request: per(units.index_write),
+            refused_write_units_per_request: per(units.refused_write),
+            write_units_by_table: units
+                .write_by_table
+                .iter()
+                .map(|(table, w)| (table.clone(), per(*w)))
+                .collect(),
             dynamodb_bytes_per_request: per(bytes),
-            request_ms: per(self.total_ms),
+            log_bytes_per_request: per(self.log_bytes as f64),
+            log_lines_per_request: per(self.log_lines as f64),
+            // Less the capture's own reads, which a request in Lambda never waits for.
+            request_ms: per(self.total_ms - tap_ms),
             dynamodb_ms: per(upstream_ms),
-            dynamodb_usd_per_million: cost::dynamodb_per_million(per(reads), per(writes)),
         }
     }
 }
 
 struct Counter<'a> {
     conn: Conn,
-    proxy: &'a Proxy,
+    meter: &'a mut Meter,
     by_operation: BTreeMap<String, Sent>,
 }
 
@@ -128,11 +264,28 @@ impl Counter<'_> {
         Ok(())
     }
 
-    /// A new pet, and its changes.
-    async fn writes(&mut self, category_id: u64) -> Result<(), Error> {
+    /// The catalogue's edits (a category made and renamed, a pet made and
+    /// renamed), then the new pet's changes.
+    async fn writes(&mut self, category_id: u64, round: usize) -> Result<(), Error> {
+        let category = json!({"name": format!("Counted category {round}")});
+        let request = (Method::POST, "/categories");
+        let made = self.send_keyed("POST /categories", request, Some(category), None);
+        let made = made
+            .await?
+            .created_id()
+            .ok_or("POST /categories gave no id")?;
+        let renamed = json!({"name": format!("Counted category {round} renamed")});
+        let request = (Method::PUT, format!("/categories/{made}"));
+        let request = (request.0, request.1.as_str());
+        self.send_keyed("PUT /categories/{id}", request, Some(renamed), None)
+            .await?;
         let pet = json!({"name": "Counted pet", "categoryId": category_id});
         let pet = self.send_keyed("POST /pets", (Method::POST, "/pets"), Some(pet), None);
         let pet_id = pet.await?.created_id().ok_or("POST /pets gave no id")?;
+        let path = format!("/pets/{pet_id}");
+        let rename = Some(json!({"name": "Counted pet renamed"}));
+        self.send_keyed("PATCH /pets/{id}", (Method::PATCH, &path), rename, None)
+            .await?;
         self.changes(pet_id, None).await
     }
 
@@ -201,7 +354,7 @@ impl Counter<'_> {
         sent.requests += 1;
         sent.total_ms += took_ms;
         *sent.statuses.entry(reply.status.as_u16()).or_insert(0) += 1;
-        proxy::merge(&mut sent.tally, self.proxy.take());
+        self.meter.add_to(sent).await?;
         Ok(reply)
     }
 }

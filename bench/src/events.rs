@@ -5,23 +5,13 @@
 //! follow the `PutEvents` entries, and so the cost, per million changes.
 
 use crate::client::{Conn, Error};
-use crate::cost::{LAMBDA_ARM_PER_GB_SECOND, LAMBDA_PER_MILLION_REQUESTS};
+use crate::cost::eventbridge_per_million_changes;
 use http::Method;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-/// EventBridge's price of a million custom events (`PutEvents` entries of
-/// up to 64 KiB each; every event here is under 1 KiB), USD, us-east-1.
-const PUT_EVENTS_PER_MILLION: f64 = 1.00;
-/// Records per invocation under load (the template's `BatchSize`).
-const BATCH_SIZE: f64 = 100.0;
-/// An invocation's assumed duration and memory: one `PutEvents` call per ten
-/// events, about 30 ms each, at 128 MB.
-const CALL_SECONDS: f64 = 0.030;
-const MEMORY_GB: f64 = 0.125;
 
 /// One change and the events it gave.
 #[derive(Debug, Clone, Serialize)]
@@ -50,20 +40,23 @@ pub fn service_env(dynamodb: SocketAddr, out: &Path) -> (PathBuf, [String; 2]) {
     (file, env)
 }
 
-/// Measures, prints and writes `events.json` into `out`; a note on failure.
-pub async fn measure(addr: SocketAddr, api_key: Option<String>, file: &Path, out: &Path) {
-    let written = match count(addr, api_key, file).await {
-        Ok(events) => {
-            print(&events);
-            serde_json::to_vec_pretty(&events)
-                .map_err(Error::from)
-                .and_then(|json| Ok(std::fs::write(out.join("events.json"), json)?))
-        }
-        Err(error) => Err(error),
-    };
-    if let Err(error) = written {
-        eprintln!("bench: events per change not measured: {error}");
-    }
+/// Measures, prints and writes `events.json` into `out`; the events per
+/// change, or a note on failure.
+pub async fn measure(
+    addr: SocketAddr,
+    api_key: Option<String>,
+    file: &Path,
+    out: &Path,
+) -> Option<f64> {
+    let measured = count(addr, api_key, file).await.and_then(|events| {
+        print(&events);
+        let json = serde_json::to_vec_pretty(&events)?;
+        std::fs::write(out.join("events.json"), json)?;
+        Ok(events.events_per_change)
+    });
+    measured
+        .map_err(|error| eprintln!("bench: events per change not measured: {error}"))
+        .ok()
 }
 
 /// Sends the day's changes one at a time; the events each appended to `file`.
@@ -162,17 +155,10 @@ impl Day {
     fn summary(self) -> EventsPerChange {
         let events: usize = self.changes.iter().map(|c| c.events.len()).sum();
         let per_change = events as f64 / self.changes.len().max(1) as f64;
-        let million = 1e6;
-        let put_events = million * per_change / 1e6 * PUT_EVENTS_PER_MILLION;
-        let invocations = million / BATCH_SIZE;
-        let calls_per_invocation = (BATCH_SIZE * per_change / 10.0).ceil();
-        let gb_seconds = invocations * calls_per_invocation * CALL_SECONDS * MEMORY_GB;
-        let lambda =
-            invocations / 1e6 * LAMBDA_PER_MILLION_REQUESTS + gb_seconds * LAMBDA_ARM_PER_GB_SECOND;
         EventsPerChange {
             changes: self.changes,
             events_per_change: per_change,
-            usd_per_million_changes: put_events + lambda,
+            usd_per_million_changes: eventbridge_per_million_changes(per_change),
         }
     }
 }

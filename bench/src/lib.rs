@@ -2,9 +2,12 @@
 //!
 //! - [`load`]: warm latency and throughput of `petstore-local` on DynamoDB Local
 //!   (seeded by [`load::seed`]), with [`oha`] as a cross-check;
-//! - [`calls`]: DynamoDB calls and capacity units per operation, counted by the
-//!   [`proxy`] in between;
-//! - [`cost`]: those turned into dollars per million requests;
+//! - [`calls`]: DynamoDB calls, units and log bytes per operation, counted by
+//!   the [`proxy`] in between, the [`capture`] on it seeing the items written
+//!   and read, and [`capacity`] giving their units by DynamoDB's rules (raw
+//!   calls of its own in [`dynamo`]);
+//! - [`cost`]: all of it, by AWS's rules and prices, in dollars per million
+//!   requests of each operation and of each mix;
 //! - [`abuse`]: the calls and dollars of refused, random-key and worst-page requests;
 //! - [`sizes`]: the arm64 zips; [`targets`]: each figure against its target;
 //! - the in-process router + wrapper overhead is `benches/overhead/` (criterion),
@@ -18,8 +21,11 @@
 pub mod abuse;
 pub mod api_key;
 pub mod calls;
+pub mod capacity;
+pub mod capture;
 pub mod client;
 pub mod cost;
+pub mod dynamo;
 pub mod events;
 pub mod load;
 pub mod machine;

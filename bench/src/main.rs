@@ -9,7 +9,6 @@ use petstore_bench::client::Error;
 use petstore_bench::load::{self, Fixture, Shape};
 use petstore_bench::oha::{self, OhaSetup};
 use petstore_bench::processes::{DynamoDbLocal, PetstoreLocal};
-use petstore_bench::proxy::Proxy;
 use petstore_bench::results::{
     BenchResults, ColdStart, LoadRun, Machine, Mix, OhaCheck, OperationCalls, RunSettings,
     COLD_START_FILE, OVERHEAD_FILE, PARTITIONS_FILE, PARTITIONS_TABLE_FILE, RESULTS_FILE,
@@ -123,7 +122,9 @@ async fn run() -> Result<(), Error> {
     let mut dynamodb = DynamoDbLocal::start(&settings.root).await?;
     let outcome = async {
         let mut results = measure_all(&settings, &dynamodb, machine, started).await?;
-        abuse::measure_into(&settings.release, dynamodb.addr, &mut results).await;
+        if !cost_only() {
+            abuse::measure_into(&settings.release, dynamodb.addr, &mut results).await;
+        }
         results.elapsed_seconds = started.elapsed().as_secs_f64();
         publish(&settings, &results)
     }
@@ -167,8 +168,9 @@ async fn measure_all(
     local.stop().await;
     let timings = timed?;
 
-    eprintln!("bench: counting DynamoDB calls per operation");
-    let calls = count_calls(settings, dynamodb.addr, api_key.clone(), &timings.fixture).await?;
+    eprintln!("bench: counting DynamoDB calls, units and log bytes per operation");
+    let (calls, events_per_change) =
+        count_calls(settings, dynamodb.addr, api_key.clone(), &timings.fixture).await?;
     let size = sizes::of_functions(&settings.target);
     let in_process_overhead = settings.read_left(
         OVERHEAD_FILE,
@@ -190,14 +192,20 @@ async fn measure_all(
             &mut notes,
         )
         .unwrap_or_default();
-    let memory_mb = settings.run.lambda_memory_mb;
+    let cost = cost::costs(&cost::Inputs {
+        calls: &calls,
+        cold_starts: &cold_start,
+        events_per_change,
+        root: &settings.root,
+        out: &settings.out,
+    });
     Ok(BenchResults {
         machine,
         settings: RunSettings {
             api_key: api_key.is_some(),
             ..settings.run.clone()
         },
-        cost: cost::costs(&calls, &cold_start, memory_mb),
+        cost,
         targets: targets::check(&cold_start, in_process_overhead.as_ref(), &size),
         cold_start,
         warm: timings.warm,
@@ -210,6 +218,11 @@ async fn measure_all(
         notes,
         elapsed_seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// `BENCH_ONLY=cost`: the counts and the cost model, nothing timed.
+fn cost_only() -> bool {
+    std::env::var("BENCH_ONLY").is_ok_and(|only| only == "cost")
 }
 
 /// What is timed while the first `petstore-local` runs, and the records it
@@ -242,6 +255,10 @@ async fn measure_timings(
         "bench: seeded 1 category and {} pets",
         fixture.pet_ids.len()
     );
+    if cost_only() {
+        let (warm, oha) = (Vec::new(), None);
+        return Ok(Timings { fixture, warm, oha });
+    }
     let warm = measure_load(settings, local.addr, api_key, &fixture).await?;
     let oha = match &settings.oha {
         Some(oha) => {
@@ -290,25 +307,37 @@ async fn measure_load(
     Ok(runs)
 }
 
-/// Through a second `petstore-local` whose DynamoDB is the counting proxy.
+/// Through a second `petstore-local` whose DynamoDB is the counting proxy,
+/// logging as in Lambda; then the events per change.
 async fn count_calls(
     settings: &Settings,
     dynamodb: SocketAddr,
     api_key: Option<String>,
     fixture: &Fixture,
-) -> Result<BTreeMap<String, OperationCalls>, Error> {
-    let proxy: Proxy = Proxy::start(dynamodb).await?;
+) -> Result<(BTreeMap<String, OperationCalls>, Option<f64>), Error> {
+    let log = settings.out.join("petstore-local-counted.log");
+    let mut meter = calls::Meter::start(dynamodb, &log).await?;
     let (events_file, env) = petstore_bench::events::service_env(dynamodb, &settings.out);
-    let mut counted = PetstoreLocal::start(
-        &settings.release.join("petstore-local"),
-        &format!("http://{}", proxy.addr),
-        &settings.out.join("petstore-local-counted.log"),
-        &env,
-    )
-    .await?;
+    let mut env = env.to_vec();
+    env.extend(calls::LAMBDA_LOGGING.map(str::to_string));
+    // `BENCH_COUNT_ENV` (`NAME=value,...`): a setting tried on the counts.
+    let tried = std::env::var("BENCH_COUNT_ENV").unwrap_or_default();
+    env.extend(
+        tried
+            .split(',')
+            .filter(|pair| pair.contains('='))
+            .map(str::to_string),
+    );
+    // `BENCH_COUNT_SERVICE`: another build's `petstore-local` (the "before").
+    let service = std::env::var_os("BENCH_COUNT_SERVICE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| settings.release.join("petstore-local"));
+    let url = format!("http://{}", meter.proxy.addr);
+    let mut counted = PetstoreLocal::start(&service, &url, &log, &env).await?;
     let repeats = settings.run.count_repeats;
-    let calls = calls::count(&proxy, counted.addr, api_key.clone(), fixture, repeats).await;
-    petstore_bench::events::measure(counted.addr, api_key, &events_file, &settings.out).await;
+    let calls = calls::count(&mut meter, counted.addr, api_key.clone(), fixture, repeats).await;
+    let events =
+        petstore_bench::events::measure(counted.addr, api_key, &events_file, &settings.out).await;
     counted.stop().await;
-    calls
+    Ok((calls?, events))
 }

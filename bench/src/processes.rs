@@ -84,13 +84,13 @@ impl PetstoreLocal {
         let log = std::fs::File::create(log)?;
         let env = env.iter().filter_map(|pair| pair.split_once('='));
         let child = Command::new(binary)
+            .env("RUST_LOG", "warn")
             .envs(env)
             .env("PORT", port.to_string())
             .env("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_url)
             .env("AWS_ACCESS_KEY_ID", "local")
             .env("AWS_SECRET_ACCESS_KEY", "local")
             .env("AWS_REGION", "us-east-1")
-            .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)

@@ -1,15 +1,13 @@
 //! A counting proxy between the service and DynamoDB Local.
 //!
-//! It forwards every request unchanged but for one field: it asks DynamoDB
-//! Local for `ReturnConsumedCapacity: INDEXES`, which the service never asks
-//! for, so each call reports the capacity units it consumed on the table and on
-//! each index. The response goes back byte for byte (the SDK checks its CRC32);
-//! the extra `ConsumedCapacity` field is one the SDK already knows. DynamoDB
-//! Local does not verify request signatures, so changing the body is harmless.
+//! It forwards every request and response byte for byte (the SDK checks the
+//! response's CRC32), and counts the calls by operation and table. It never
+//! asks DynamoDB Local for `ConsumedCapacity`: DynamoDB Local's accounting
+//! is not DynamoDB's (it counts a transactional write, index copies
+//! included, twice), so the units come from the items themselves.
 //!
-//! A [`Tap`] attached to it sees every call before and after it is
-//! forwarded: the partition model (`tools/partitions`) captures the data
-//! table's writes and reads that way.
+//! A [`Capture`](crate::capture::Capture) attached as its [`Tap`] sees every
+//! call before and after it is forwarded, and so what it wrote and read.
 
 use crate::client::Error;
 use bytes::Bytes;
@@ -28,24 +26,22 @@ use tokio::net::{TcpListener, TcpStream};
 #[derive(Debug, Clone, Default)]
 pub struct OpTally {
     pub calls: u64,
-    /// Capacity units DynamoDB Local reported, table and indexes together.
-    pub capacity_units: f64,
-    /// The part of `capacity_units` spent on global secondary indexes.
-    pub index_units: f64,
     pub request_bytes: u64,
     pub response_bytes: u64,
     /// Time DynamoDB Local took to answer, as the proxy saw it.
     pub upstream_ms: f64,
+    /// Time the tap took around the calls (its reads of the items), which
+    /// the service waited for and Lambda would not bill.
+    pub tap_ms: f64,
 }
 
 impl OpTally {
     pub fn add(&mut self, more: &OpTally) {
         self.calls += more.calls;
-        self.capacity_units += more.capacity_units;
-        self.index_units += more.index_units;
         self.request_bytes += more.request_bytes;
         self.response_bytes += more.response_bytes;
         self.upstream_ms += more.upstream_ms;
+        self.tap_ms += more.tap_ms;
     }
 }
 
@@ -60,7 +56,7 @@ pub fn merge(into: &mut Tally, more: Tally) {
 }
 
 /// What watches the calls through a [`Proxy`]: `before` each is forwarded
-/// (with the request as sent, capacity asked for), `after` with the answer.
+/// (with the request as sent), `after` with the answer.
 pub trait Tap: Send + Sync + 'static {
     /// What `before` hands on to `after`.
     type Pending: Send;
@@ -177,7 +173,7 @@ async fn forward<T: Tap>(
     tally: &Mutex<Tally>,
     tap: Option<&T>,
 ) -> Result<Response<Full<Bytes>>, Error> {
-    let (mut parts, body) = req.into_parts();
+    let (parts, body) = req.into_parts();
     let body = body.collect().await?.to_bytes();
     let operation = parts
         .headers
@@ -185,14 +181,17 @@ async fn forward<T: Tap>(
         .and_then(|v| v.to_str().ok())
         .map(|t| t.rsplit('.').next().unwrap_or(t).to_string())
         .unwrap_or_else(|| "unknown".to_string());
-    let (body, tables) = ask_for_capacity(&operation, body);
-    let tapped = match tap {
-        Some(tap) => match serde_json::from_slice::<Value>(&body) {
-            Ok(request) => Some((tap, tap.before(&operation, &request).await?, request)),
-            Err(_) => None,
-        },
-        None => None,
+    let request = serde_json::from_slice::<Value>(&body).ok();
+    let tables = request
+        .as_ref()
+        .and_then(|request| request.as_object().map(table_names))
+        .unwrap_or_default();
+    let tap_started = std::time::Instant::now();
+    let tapped = match (tap, request) {
+        (Some(tap), Some(request)) => Some((tap, tap.before(&operation, &request).await?, request)),
+        _ => None,
     };
+    let mut tap_ms = tap_started.elapsed().as_secs_f64() * 1e3;
     let kind = operation.clone();
     // Calls are told apart by table too, so the rate limiter's calls show up
     // separately from the data table's.
@@ -201,9 +200,6 @@ async fn forward<T: Tap>(
     } else {
         format!("{operation} {tables}")
     };
-    parts
-        .headers
-        .insert(http::header::CONTENT_LENGTH, body.len().into());
     let request_bytes = body.len() as u64;
     let started = std::time::Instant::now();
     let response = {
@@ -217,10 +213,12 @@ async fn forward<T: Tap>(
     let body = body.collect().await?.to_bytes();
     let upstream_ms = started.elapsed().as_secs_f64() * 1e3;
     if let Some((tap, pending, request)) = tapped {
+        let tap_started = std::time::Instant::now();
         let answer = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
         let succeeded = parts.status.is_success();
         tap.after(&kind, request, pending, &answer, succeeded)
             .await?;
+        tap_ms += tap_started.elapsed().as_secs_f64() * 1e3;
     }
     let mut tally = tally.lock().expect("tally lock");
     let entry = tally.entry(operation).or_default();
@@ -228,41 +226,8 @@ async fn forward<T: Tap>(
     entry.request_bytes += request_bytes;
     entry.response_bytes += body.len() as u64;
     entry.upstream_ms += upstream_ms;
-    if let Ok(value) = serde_json::from_slice::<Value>(&body) {
-        add_capacity(entry, value.get("ConsumedCapacity"));
-    }
+    entry.tap_ms += tap_ms;
     Ok(Response::from_parts(parts, Full::new(body)))
-}
-
-/// Operations that accept `ReturnConsumedCapacity`.
-const CAPACITY_OPERATIONS: &[&str] = &[
-    "GetItem",
-    "PutItem",
-    "UpdateItem",
-    "DeleteItem",
-    "Query",
-    "Scan",
-    "BatchGetItem",
-    "BatchWriteItem",
-    "TransactGetItems",
-    "TransactWriteItems",
-];
-
-/// Adds `ReturnConsumedCapacity` where the operation takes it, and names the
-/// tables the call touches.
-fn ask_for_capacity(operation: &str, body: Bytes) -> (Bytes, String) {
-    let Ok(Value::Object(mut object)) = serde_json::from_slice::<Value>(&body) else {
-        return (body, String::new());
-    };
-    let tables = table_names(&object);
-    if !CAPACITY_OPERATIONS.contains(&operation) {
-        return (body, tables);
-    }
-    object.insert("ReturnConsumedCapacity".into(), Value::from("INDEXES"));
-    (
-        Bytes::from(serde_json::to_vec(&object).expect("JSON serializes")),
-        tables,
-    )
 }
 
 /// `TableName`, the tables of a batch, or of each transaction item, joined by `+`.
@@ -286,28 +251,4 @@ fn table_names(request: &serde_json::Map<String, Value>) -> String {
     tables.sort();
     tables.dedup();
     tables.join("+")
-}
-
-fn add_capacity(entry: &mut OpTally, consumed: Option<&Value>) {
-    let entries: Vec<&Value> = match consumed {
-        Some(Value::Array(list)) => list.iter().collect(),
-        Some(one @ Value::Object(_)) => vec![one],
-        _ => return,
-    };
-    let number = |v: Option<&Value>, field: &str| {
-        v.and_then(|v| v.get(field))
-            .and_then(Value::as_f64)
-            .unwrap_or(0.0)
-    };
-    for consumed in entries {
-        entry.capacity_units += number(Some(consumed), "CapacityUnits");
-        for field in ["GlobalSecondaryIndexes", "LocalSecondaryIndexes"] {
-            if let Some(Value::Object(indexes)) = consumed.get(field) {
-                entry.index_units += indexes
-                    .values()
-                    .map(|i| number(Some(i), "CapacityUnits"))
-                    .sum::<f64>();
-            }
-        }
-    }
 }

@@ -133,12 +133,19 @@ fn print_oha(oha: &OhaCheck) {
 }
 
 fn print_calls(calls: &BTreeMap<String, OperationCalls>, cost: &Costs) {
+    println!("\nPer request: DynamoDB calls (counted through a proxy), units by DynamoDB's rules (from the items), log bytes as in Lambda");
     println!(
-        "\nDynamoDB per request (counted through a proxy; capacity as DynamoDB Local reports it)"
-    );
-    println!(
-        "  {:<34} {:>5} {:>6} {:>6} {:>7} {:>7} {:>7} {:>8} {:>10}  calls",
-        "operation", "calls", "RRU", "WRU", "of GSIs", "req ms", "DDB ms", "DDB $/M", "Lambda $/M"
+        "  {:<36} {:>5} {:>5} {:>5} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7}  calls",
+        "operation",
+        "calls",
+        "RRU",
+        "WRU",
+        "of GSI",
+        "log B",
+        "lines",
+        "req ms",
+        "DDB $/M",
+        "all $/M"
     );
     for (operation, c) in calls {
         let by_call: Vec<String> = c
@@ -146,18 +153,22 @@ fn print_calls(calls: &BTreeMap<String, OperationCalls>, cost: &Costs) {
             .iter()
             .map(|(call, per_request)| format!("{call}×{}", short_number(*per_request)))
             .collect();
-        let lambda_usd = cost.per_operation.get(operation);
+        let all = cost
+            .per_operation
+            .get(operation)
+            .map_or(f64::NAN, |o| o.total);
         println!(
-            "  {:<34} {:>5} {:>6} {:>6} {:>7} {:>7} {:>7} {:>8} {:>10}  {}",
+            "  {:<36} {:>5} {:>5} {:>5} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7}  {}",
             operation,
             ms(c.calls_per_request),
             ms(c.read_units_per_request),
             ms(c.write_units_per_request),
-            ms(c.index_units_per_request),
+            ms(c.index_write_units_per_request),
+            decimals(c.log_bytes_per_request, 0),
+            decimals(c.log_lines_per_request, 1),
             ms(c.request_ms),
-            ms(c.dynamodb_ms),
-            decimals(c.dynamodb_usd_per_million, 3),
-            lambda_usd.map_or_else(|| "-".into(), |o| decimals(o.lambda_usd_per_million, 3)),
+            decimals(crate::cost::dynamodb_per_million(c), 3),
+            decimals(all, 3),
             by_call.join(" ")
         );
     }
@@ -173,22 +184,57 @@ fn short_number(x: f64) -> String {
 }
 
 fn print_costs(cost: &Costs) {
-    let prices = &cost.prices;
+    let basis = &cost.basis;
     println!(
-        "  prices: DynamoDB on-demand ${}/M WRU, ${}/M RRU; Lambda arm64 ${}/GB-s + ${}/M requests at {} MB ({})",
-        prices.dynamodb_wru_per_million,
-        prices.dynamodb_rru_per_million,
-        prices.lambda_arm64_per_gb_second,
-        prices.lambda_per_million_requests,
-        cost.lambda_memory_mb,
-        prices.checked
+        "\nAll-in $ per million requests, by AWS's rules ({}; {} MB, tracing {}, {} cold starts per million of {} ms init)",
+        cost.prices_as_of,
+        basis.memory_mb,
+        basis.tracing,
+        basis.cold_starts_per_million,
+        decimals(basis.init_ms, 1)
     );
-    for (function, lambda) in &cost.lambda {
+    println!(
+        "  {:<10} {:>7} {:>7} {:>8} {:>7} {:>7} {:>11} {:>7}   RRU   WRU  log B",
+        "mix", "API GW", "Lambda", "DynamoDB", "Logs", "X-Ray", "EventBridge", "total"
+    );
+    for mix in &cost.mixes {
+        let c = &mix.usd_per_million;
         println!(
-            "  Lambda {function}: warm invocation p50 {} ms -> ${:.3} per million (duration + requests)",
-            ms(lambda.warm_invocation_p50_ms),
-            lambda.usd_per_million_at_p50
+            "  {:<10} {:>7} {:>7} {:>8} {:>7} {:>7} {:>11} {:>7} {:>5} {:>5} {:>6}",
+            mix.mix,
+            decimals(c.api_gateway, 3),
+            decimals(c.lambda, 3),
+            decimals(c.dynamodb, 3),
+            decimals(c.logs, 3),
+            decimals(c.xray, 3),
+            decimals(c.eventbridge, 3),
+            decimals(c.total, 3),
+            ms(mix.read_units),
+            ms(mix.write_units),
+            decimals(mix.log_bytes, 0)
         );
+    }
+    println!(
+        "  write units: placing an order {}, an order's life in the order mix {} (by DynamoDB's rules)",
+        ms(cost.write_units_place_order),
+        ms(cost.write_units_per_order)
+    );
+    println!(
+        "  log bytes per request besides the function's: metrics line {}, Lambda's platform lines {}, access log line {}",
+        decimals(basis.metrics_line_bytes, 0),
+        decimals(basis.platform_log_bytes, 0),
+        decimals(basis.access_log_bytes, 0)
+    );
+    for monthly in &cost.monthly {
+        println!(
+            "  by the month: {} ({}): ${:.2}",
+            monthly.item,
+            short_number(monthly.quantity),
+            monthly.usd_per_month
+        );
+    }
+    for note in &basis.notes {
+        println!("  note: {note}");
     }
 }
 

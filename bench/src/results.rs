@@ -191,7 +191,9 @@ pub struct OhaFigures {
     pub status_codes: BTreeMap<String, u64>,
 }
 
-/// One operation's DynamoDB calls, averaged over its repeats (`calls.rs`).
+/// One operation's DynamoDB calls, units and log output, averaged over its
+/// repeats (`calls.rs`). Units are DynamoDB's rules applied to the items
+/// written and read (`capacity.rs`), not DynamoDB Local's accounting.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct OperationCalls {
     pub repeats: usize,
@@ -200,55 +202,94 @@ pub struct OperationCalls {
     /// By call and table, e.g. `GetItem petstore`.
     pub by_call: BTreeMap<String, f64>,
     pub read_units_per_request: f64,
+    /// Every table and index, refused writes included.
     pub write_units_per_request: f64,
-    pub index_units_per_request: f64,
+    /// Of which index entries.
+    pub index_write_units_per_request: f64,
+    /// Of which writes refused (a failed condition, a cancelled transaction).
+    pub refused_write_units_per_request: f64,
+    /// By table (the rate limiter's counter table is one).
+    pub write_units_by_table: BTreeMap<String, f64>,
     pub dynamodb_bytes_per_request: f64,
+    /// What the service wrote to stdout, logging as in Lambda.
+    pub log_bytes_per_request: f64,
+    pub log_lines_per_request: f64,
     /// Mean time of one request, sent alone (through the proxy).
     pub request_ms: f64,
     /// Of which DynamoDB Local answering, summed over the calls.
     pub dynamodb_ms: f64,
-    pub dynamodb_usd_per_million: f64,
 }
 
-/// Dollars per million requests (`cost.rs`).
+/// What a million requests cost, all in, by AWS's rules (`cost.rs`).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Costs {
-    pub prices: Prices,
-    pub lambda_memory_mb: u32,
-    /// By function.
-    pub lambda: BTreeMap<String, LambdaCost>,
-    /// By operation.
-    pub per_operation: BTreeMap<String, OperationCost>,
-}
-
-/// The list prices the costs were computed with, and where they come from.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Prices {
-    pub checked: String,
-    pub dynamodb_wru_per_million: f64,
-    pub dynamodb_rru_per_million: f64,
-    pub lambda_arm64_per_gb_second: f64,
-    pub lambda_per_million_requests: f64,
-    pub http_api_per_million_requests: f64,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub struct LambdaCost {
-    #[serde(deserialize_with = "nan_if_null")]
-    pub warm_invocation_p50_ms: f64,
-    pub usd_per_million_at_p50: f64,
-    #[serde(deserialize_with = "nan_if_null")]
-    pub first_invocation_p50_ms: f64,
+    /// The price table the figures were computed with.
+    pub prices: Vec<Price>,
+    pub prices_as_of: String,
+    /// What the model assumed or read from elsewhere (template, cold starts).
+    pub basis: CostBasis,
+    /// By operation, $ per million requests.
+    pub per_operation: BTreeMap<String, ServiceCosts>,
+    /// The mixes, $ per million requests of the mix.
+    pub mixes: Vec<MixCost>,
+    /// Write units of placing an order (rate limiter included), and of an
+    /// order's whole life in the order mix (its share of completes, cancels
+    /// and restocks), by DynamoDB's rules.
+    pub write_units_place_order: f64,
+    pub write_units_per_order: f64,
+    /// Costs by the month, whatever the traffic.
+    pub monthly: Vec<MonthlyCost>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct OperationCost {
-    pub dynamodb_usd_per_million: f64,
-    pub lambda_usd_per_million: f64,
-    /// The request sent alone: Lambda runs one request per instance at a time.
-    pub lambda_duration_basis_ms: f64,
-    pub total_usd_per_million: f64,
-    pub http_api_usd_per_million: f64,
+pub struct Price {
+    pub item: String,
+    pub usd: f64,
+    pub per: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CostBasis {
+    pub memory_mb: u32,
+    pub tracing: String,
+    pub traced_share: f64,
+    pub cold_starts_per_million: f64,
+    pub init_ms: f64,
+    pub events_per_change: f64,
+    pub metrics_line_bytes: f64,
+    pub platform_log_bytes: f64,
+    pub access_log_bytes: f64,
+    pub notes: Vec<String>,
+}
+
+/// Dollars per million requests, by service.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub struct ServiceCosts {
+    pub api_gateway: f64,
+    pub lambda: f64,
+    pub dynamodb: f64,
+    pub logs: f64,
+    pub xray: f64,
+    pub eventbridge: f64,
+    pub total: f64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct MixCost {
+    pub mix: String,
+    /// Operation and its weight.
+    pub weights: Vec<(String, f64)>,
+    pub usd_per_million: ServiceCosts,
+    pub read_units: f64,
+    pub write_units: f64,
+    pub log_bytes: f64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct MonthlyCost {
+    pub item: String,
+    pub quantity: f64,
+    pub usd_per_month: f64,
 }
 
 /// `overhead.json`: the router + wrapper in-process, DynamoDB stubbed.

@@ -1,10 +1,12 @@
 //! `petstore-partitions`: the partition-load model `make bench` reports.
 //!
 //! [`replay`] runs an order mix against a `petstore-local` of its own tables,
-//! through the bench's counting proxy with a [`capture`] attached; [`model`]
-//! attributes every write and read to the partition it landed on, by the
-//! table's [`layout`] as DynamoDB describes it (raw calls in [`dynamo`]), and
-//! finds the order rate at which the busiest partition reaches a limit.
+//! through the bench's counting proxy with its capture
+//! ([`petstore_bench::capture`]) attached; [`model`] attributes every write
+//! and read to the partition it landed on, with its units by DynamoDB's
+//! rules and the table's layout as DynamoDB describes it
+//! ([`petstore_bench::capacity`]), and finds the order rate at which the
+//! busiest partition reaches a limit.
 //!
 //! `bench/run.sh` runs it before the runner: it starts its own DynamoDB Local,
 //! writes its [`records`] to `target/bench/partitions.json` and its section
@@ -12,9 +14,6 @@
 //! `results.json` and its table.
 //! `BENCH_ONLY=partitions make bench` runs it alone.
 
-mod capture;
-mod dynamo;
-mod layout;
 mod model;
 mod records;
 mod replay;

@@ -1,6 +1,6 @@
 //! The partition-load model: every write and read the replayed mix made on
 //! the data table, attributed to the partition key it landed on (index
-//! writes derived from the projections, see [`crate::layout`]), and the order
+//! writes derived from the projections, see [`petstore_bench::capacity`]), and the order
 //! rate at which the busiest partition of the table or of each index would
 //! reach DynamoDB's per-partition limits: 1,000 write units and 3,000 read
 //! units a second.
@@ -9,9 +9,9 @@
 //! took `w` write units over a replay of `n` orders takes `w / n` per order,
 //! so it reaches its limit at `1000 n / w` orders a second.
 
-use crate::capture::{Captured, ReadCall};
-use crate::layout::{key_value, Layout};
 use crate::records::{HotPartition, MixRun, PartitionModel, ScopeLoad};
+use petstore_bench::capacity::{key_value, Layout};
+use petstore_bench::capture::{Captured, ReadCall};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -39,9 +39,10 @@ impl Load {
     /// Attributes every captured call's units to its partitions.
     pub fn of(layout: &Layout, captured: &Captured) -> Load {
         let mut load = Load::default();
-        for call in captured.writes.iter().filter(|c| c.succeeded) {
+        // Refused writes too: they consume units on the item's partition.
+        for call in &captured.writes {
             for change in &call.items {
-                for write in layout.writes(change, call.transactional) {
+                for write in layout.writes(change, call.transactional, call.succeeded) {
                     add(&mut load.writes, &write.scope, write.partition, write.units);
                 }
             }
@@ -65,17 +66,11 @@ fn read_partitions(layout: &Layout, call: &ReadCall) -> Vec<(String, String, f64
             let partition = layout
                 .hash_of(scope)
                 .and_then(|hash| query_partition(request, hash));
-            let units = consumed_units(&call.consumed, scope);
+            let units = call.units;
             partition.map_or_else(Vec::new, |p| vec![(scope.to_string(), p, units)])
         }
         "GetItem" => key_of(&request["Key"], &layout.hash)
-            .map(|p| {
-                vec![(
-                    "table".to_string(),
-                    p,
-                    consumed_units(&call.consumed, "table"),
-                )]
-            })
+            .map(|p| vec![("table".to_string(), p, call.units)])
             .unwrap_or_default(),
         "BatchGetItem" => {
             let keys: Vec<String> = request["RequestItems"]
@@ -85,7 +80,7 @@ fn read_partitions(layout: &Layout, call: &ReadCall) -> Vec<(String, String, f64
                 .flat_map(|table| table["Keys"].as_array().cloned().unwrap_or_default())
                 .filter_map(|key| key_of(&key, &layout.hash))
                 .collect();
-            let units = consumed_units(&call.consumed, "table") / keys.len().max(1) as f64;
+            let units = call.units / keys.len().max(1) as f64;
             keys.into_iter()
                 .map(|p| ("table".to_string(), p, units))
                 .collect()
@@ -114,26 +109,6 @@ fn query_partition(request: &Value, hash: &str) -> Option<String> {
                 .or(value["N"].as_str())
                 .map(str::to_string)
         })
-}
-
-/// The units a call reports for `scope`: an index's own figure when there is
-/// one, else the call's (one entry per table for a batch).
-fn consumed_units(consumed: &Value, scope: &str) -> f64 {
-    let entries: Vec<&Value> = match consumed {
-        Value::Array(list) => list.iter().collect(),
-        Value::Null => Vec::new(),
-        one => vec![one],
-    };
-    entries
-        .iter()
-        .map(|entry| {
-            let index = &entry["GlobalSecondaryIndexes"][scope]["CapacityUnits"];
-            let table = &entry["Table"]["CapacityUnits"];
-            let whole = &entry["CapacityUnits"];
-            let figure = if scope == "table" { table } else { index };
-            figure.as_f64().or(whole.as_f64()).unwrap_or(0.0)
-        })
-        .sum()
 }
 
 /// The busiest partition of `units`, and its share of their sum.
@@ -236,12 +211,6 @@ mod tests {
         let plain = json!({"KeyConditionExpression": "GSI1PK = :p AND id = :id",
                            "ExpressionAttributeValues": {":p": {"S": "APIKEY"}}});
         assert_eq!(query_partition(&plain, "GSI1PK").as_deref(), Some("APIKEY"));
-        let consumed = json!({"CapacityUnits": 1.0, "GlobalSecondaryIndexes": {"GSI2": {"CapacityUnits": 0.5}}});
-        assert_eq!(consumed_units(&consumed, "GSI2"), 0.5);
-        assert_eq!(
-            consumed_units(&json!([{"CapacityUnits": 2.5}]), "table"),
-            2.5
-        );
     }
 
     #[test]
@@ -252,15 +221,15 @@ mod tests {
         add(&mut load.reads, "GSI1", "ORDER#0".into(), 30.0);
         let layout = Layout {
             hash: "PK".into(),
-            range: "SK".into(),
+            range: Some("SK".into()),
             indexes: Vec::new(),
         };
         let layout = Layout {
-            indexes: vec![crate::layout::Index {
+            indexes: vec![petstore_bench::capacity::Index {
                 name: "GSI1".into(),
                 hash: "GSI1PK".into(),
                 range: None,
-                projected: crate::layout::Projected::KeysOnly,
+                projected: petstore_bench::capacity::Projected::KeysOnly,
             }],
             ..layout
         };

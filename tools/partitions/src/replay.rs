@@ -9,14 +9,14 @@
 //! doing, not the mix's. A single pet's own ceiling is the flash sale's
 //! (README, "Flash sale").
 
-use crate::capture::Capture;
-use crate::dynamo::DynamoDb;
-use crate::layout::Layout;
 use crate::model;
 use crate::records::{MixRun, PartitionModel};
 use http::Method;
 use petstore_bench::api_key;
+use petstore_bench::capacity::Layout;
+use petstore_bench::capture::Capture;
 use petstore_bench::client::{Conn, Error, Reply};
+use petstore_bench::dynamo::DynamoDb;
 use petstore_bench::load::{self, Fixture, Shape};
 use petstore_bench::processes::PetstoreLocal;
 use petstore_bench::proxy::Proxy;
@@ -102,7 +102,17 @@ async fn replay_and_model(
     addr: SocketAddr,
     env: &[String],
 ) -> Result<PartitionModel, Error> {
-    let layout = Layout::describe(&mut DynamoDb::new(setup.dynamodb), TABLE).await?;
+    // The service listens before it has made its tables.
+    let mut dynamodb = DynamoDb::new(setup.dynamodb);
+    let mut layout = Layout::describe(&mut dynamodb, TABLE).await;
+    for _ in 0..300 {
+        if layout.is_ok() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        layout = Layout::describe(&mut dynamodb, TABLE).await;
+    }
+    let layout = layout?;
     let url = format!("http://{}", setup.dynamodb);
     let staff = api_key::issue(setup.admin, &url, env, "staff", 1).await?;
     let staff = staff.into_iter().next().ok_or("no staff key")?;
@@ -113,12 +123,14 @@ async fn replay_and_model(
         stock: Some(STOCK),
     };
     let shop = Arc::new(load::seed(addr, Some(staff.clone()), shape).await?);
-    let keys = (layout.hash.clone(), layout.range.clone());
-    let capture = Arc::new(Capture::new(TABLE, keys, setup.dynamodb));
+    let capture = Arc::new(Capture::new(
+        vec![(TABLE.to_string(), layout.clone())],
+        setup.dynamodb,
+    ));
     proxy.attach(capture.clone());
     let started = Instant::now();
     let tally = replay(addr, &staff, &customers, &shop, setup.orders).await?;
-    let captured = capture.take();
+    let captured = capture.take().await?;
     let mix = MixRun {
         description: DESCRIPTION.to_string(),
         service: setup.service.display().to_string(),

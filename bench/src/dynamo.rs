@@ -3,12 +3,12 @@
 //! the bench links no AWS SDK. DynamoDB Local checks that a request names an
 //! access key, never its signature.
 
+use crate::client::Error;
 use bytes::Bytes;
 use http::Request;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
-use petstore_bench::client::Error;
 use serde_json::Value;
 use std::net::SocketAddr;
 

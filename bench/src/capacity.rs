@@ -1,15 +1,42 @@
-//! The data table's keys and indexes, as DynamoDB describes them, and what a
-//! change to one item writes on each: the table's partition, and every index
-//! whose entry the change creates, moves, rewrites or deletes, derived from
-//! the index's key and projection exactly as DynamoDB decides it.
+//! What DynamoDB bills a call, by its published rules, computed from the
+//! items written and read (as [`crate::capture`] saw them) and from the
+//! table's keys and index projections as `DescribeTable` gives them: so the
+//! figures follow whatever layout the build under test created, and never
+//! rest on DynamoDB Local's `ConsumedCapacity` (which counts each
+//! transactional write, index copies included, twice).
 //!
-//! Read from `DescribeTable`, not from the service's source, so the model
-//! measures whatever layout the binary under test created (`make bench` on
-//! an older build gives the "before" figures).
+//! The rules, and where AWS states them:
+//! - item size: each attribute's name (UTF-8 bytes) plus its value; a string
+//!   its UTF-8 bytes, a number about one byte per two significant digits plus
+//!   one, a boolean or null one byte, a list or map 3 bytes plus its elements
+//!   and one byte each (Developer Guide, "Item sizes and formats",
+//!   docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html);
+//! - writes: one unit per KB of the larger of the item before and after,
+//!   at least one; a conditional write whose condition fails still consumes
+//!   the units of the item as it is (one if there is none) and writes no
+//!   index (Developer Guide, "DynamoDB read and write operations",
+//!   docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html);
+//! - transactions: two units per KB, each item written twice, once to
+//!   prepare and once to commit; a cancelled transaction has done the
+//!   prepare, so we count one unit per KB of each item as it was (Developer
+//!   Guide, "Amazon DynamoDB Transactions: How it works", "Capacity management
+//!   for transactions", docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html);
+//! - indexes: a table write writes an index only where the item's entry is
+//!   created or deleted, where the index key changes (a delete and a put), or
+//!   where a projected attribute changes (a put); each at one unit per KB of
+//!   the entry (the table's and index's keys, the projected attributes, and
+//!   100 bytes), never doubled by a transaction (Developer Guide, "Provisioned
+//!   throughput considerations for Global Secondary Indexes",
+//!   docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.ThroughputConsiderations);
+//! - reads: `GetItem` one unit per 4 KB of the whole item (not of what a
+//!   projection returns), half that eventually consistent, the same for an
+//!   item that is not there; `BatchGetItem` each item rounded on its own;
+//!   `Query` the sizes of the items it evaluated (before any filter) summed,
+//!   then rounded up to 4 KB, at least one such step (read-write-operations.html).
 
 use crate::capture::{Image, ItemChange};
+use crate::client::Error;
 use crate::dynamo::DynamoDb;
-use petstore_bench::client::Error;
 use serde_json::{json, Value};
 
 /// What an index copies of an item besides the keys.
@@ -31,7 +58,8 @@ pub struct Index {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Layout {
     pub hash: String,
-    pub range: String,
+    /// `None` for a table keyed by its hash alone (the counter table).
+    pub range: Option<String>,
     pub indexes: Vec<Index>,
 }
 
@@ -100,7 +128,7 @@ impl Layout {
             .collect::<Result<Vec<_>, Error>>()?;
         Ok(Layout {
             hash: hash.ok_or("table without hash key")?,
-            range: range.ok_or("table without range key")?,
+            range,
             indexes,
         })
     }
@@ -115,8 +143,16 @@ impl Layout {
     }
 
     /// Every partition write one item's change makes: the table's (a
-    /// transaction's costs twice the units), and each index's.
-    pub fn writes(&self, change: &ItemChange, transactional: bool) -> Vec<PartitionWrite> {
+    /// transaction's costs twice the units), and each index's. A write
+    /// refused (its condition failed, or its transaction was cancelled)
+    /// writes no index and consumes the item's units as it stood (a
+    /// cancelled transaction its prepare phase: once, not twice).
+    pub fn writes(
+        &self,
+        change: &ItemChange,
+        transactional: bool,
+        succeeded: bool,
+    ) -> Vec<PartitionWrite> {
         let image = change.after.as_ref().or(change.before.as_ref());
         let Some(partition) = image.and_then(|i| key_value(i, &self.hash)) else {
             return Vec::new();
@@ -126,20 +162,22 @@ impl Layout {
             .filter_map(|i| i.as_ref().map(item_size))
             .max()
             .unwrap_or(0);
-        let factor = if transactional { 2.0 } else { 1.0 };
+        let factor = if transactional && succeeded { 2.0 } else { 1.0 };
         let mut writes = vec![PartitionWrite {
             scope: "table".into(),
             partition,
-            units: factor * units_of(size),
+            units: factor * write_units(size),
         }];
-        for index in &self.indexes {
-            writes.extend(self.index_writes(index, change));
+        if succeeded {
+            for index in &self.indexes {
+                writes.extend(self.index_writes(index, change));
+            }
         }
         writes
     }
 
     /// What `change` writes on `index`: nothing, a put, a delete, both (the
-    /// entry moved), or a rewrite when a key or projected attribute changed.
+    /// entry moved), or a rewrite when a projected attribute changed.
     fn index_writes(&self, index: &Index, change: &ItemChange) -> Vec<PartitionWrite> {
         let entry = |image: &Option<Image>| {
             let image = image.as_ref()?;
@@ -155,7 +193,7 @@ impl Layout {
         let write = |(partition, size): (String, usize)| PartitionWrite {
             scope: index.name.clone(),
             partition,
-            units: units_of(size),
+            units: write_units(size),
         };
         match (entry(&change.before), entry(&change.after)) {
             (None, None) => Vec::new(),
@@ -192,7 +230,8 @@ impl Layout {
     /// An index entry's size: the table's and the index's keys, the
     /// projected attributes, and DynamoDB's 100 bytes of overhead.
     fn entry_size(&self, index: &Index, image: &Image) -> usize {
-        let mut names = vec![&self.hash, &self.range, &index.hash];
+        let mut names = vec![&self.hash, &index.hash];
+        names.extend(self.range.as_ref());
         names.extend(index.range.as_ref());
         let projected: Vec<&String> = match &index.projected {
             Projected::All => image.keys().collect(),
@@ -219,8 +258,19 @@ pub fn key_value(image: &Image, name: &str) -> Option<String> {
 }
 
 /// Write units of an item of `size` bytes: one per KB, at least one.
-fn units_of(size: usize) -> f64 {
+pub fn write_units(size: usize) -> f64 {
     size.div_ceil(1024).max(1) as f64
+}
+
+/// Read units of `size` bytes read at once (an item, or a query's items
+/// summed): one per 4 KB, at least one; half that eventually consistent.
+pub fn read_units(size: usize, consistent: bool) -> f64 {
+    let units = size.div_ceil(4096).max(1) as f64;
+    if consistent {
+        units
+    } else {
+        units / 2.0
+    }
 }
 
 /// An item's size by DynamoDB's rules: each attribute's name and value.
@@ -232,17 +282,44 @@ pub fn item_size(image: &Image) -> usize {
 }
 
 fn attribute_size(name: &str, value: &Value) -> usize {
-    let size = match value.as_object().and_then(|v| v.iter().next()) {
-        Some((kind, v)) => match kind.as_str() {
-            "S" => v.as_str().map_or(0, str::len),
-            // About one byte per two digits, plus one.
-            "N" => v.as_str().map_or(1, |n| n.len().div_ceil(2) + 1),
-            "BOOL" | "NULL" => 1,
-            _ => v.to_string().len(),
-        },
-        None => 0,
+    name.len() + value_size(value)
+}
+
+fn value_size(value: &Value) -> usize {
+    let Some((kind, v)) = value.as_object().and_then(|v| v.iter().next()) else {
+        return 0;
     };
-    name.len() + size
+    let number = |n: &str| {
+        // Leading and trailing zeros are not stored.
+        let digits = n.trim_start_matches('-').replace('.', "");
+        let significant = digits.trim_start_matches('0').trim_end_matches('0').len();
+        significant.div_ceil(2) + 1
+    };
+    let strings = || v.as_array().into_iter().flatten().filter_map(Value::as_str);
+    match kind.as_str() {
+        "S" => v.as_str().map_or(0, str::len),
+        "N" => v.as_str().map_or(1, number),
+        // Base64 in JSON; the raw bytes are what count.
+        "B" => v.as_str().map_or(0, |b| b.len() / 4 * 3),
+        "BOOL" | "NULL" => 1,
+        "SS" => strings().map(str::len).sum(),
+        "NS" => strings().map(number).sum(),
+        "L" => {
+            3 + v
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|e| 1 + value_size(e))
+                .sum::<usize>()
+        }
+        "M" => {
+            let entries = v.as_object().into_iter().flatten();
+            3 + entries
+                .map(|(k, e)| 1 + attribute_size(k, e))
+                .sum::<usize>()
+        }
+        _ => v.to_string().len(),
+    }
 }
 
 #[cfg(test)]
@@ -279,6 +356,12 @@ mod tests {
             .collect()
     }
 
+    /// An item of `bytes` bytes by the rules: one string attribute `d`.
+    fn item_of(bytes: usize) -> Option<Image> {
+        let value = "x".repeat(bytes - 1);
+        json!({"d": {"S": value}}).as_object().cloned()
+    }
+
     #[test]
     fn an_index_is_written_only_when_its_key_or_a_projected_attribute_changes() {
         let layout = layout();
@@ -287,17 +370,23 @@ mod tests {
             after: pet("available", 4),
         };
         assert_eq!(
-            scopes(&layout.writes(&stock, true)),
+            scopes(&layout.writes(&stock, true, true)),
             vec![("table", "PET#1"), ("GSI2", "PET#STATUS#available#0")]
         );
-        assert_eq!(layout.writes(&stock, true)[0].units, 2.0);
+        // The table write doubled by the transaction, the index's not.
+        let units: Vec<f64> = layout
+            .writes(&stock, true, true)
+            .iter()
+            .map(|w| w.units)
+            .collect();
+        assert_eq!(units, vec![2.0, 1.0]);
         let mut quiet = stock.clone();
         quiet.after = pet("available", 5);
         if let Some(after) = quiet.after.as_mut() {
             after.insert("openOrders".into(), json!({"N": "1"}));
         }
         assert_eq!(
-            scopes(&layout.writes(&quiet, false)),
+            scopes(&layout.writes(&quiet, false, true)),
             vec![("table", "PET#1")]
         );
         let moved = ItemChange {
@@ -305,7 +394,7 @@ mod tests {
             after: pet("pending", 0),
         };
         assert_eq!(
-            scopes(&layout.writes(&moved, false)),
+            scopes(&layout.writes(&moved, false, true)),
             vec![
                 ("table", "PET#1"),
                 ("GSI1", "PET#0"),
@@ -317,20 +406,74 @@ mod tests {
             before: None,
             after: pet("sold", 0),
         };
-        assert_eq!(layout.writes(&created, true).len(), 3);
+        assert_eq!(layout.writes(&created, true, true).len(), 3);
         let deleted = ItemChange {
             before: pet("sold", 0),
             after: None,
         };
-        assert_eq!(layout.writes(&deleted, true).len(), 3);
+        assert_eq!(layout.writes(&deleted, true, true).len(), 3);
+    }
+
+    #[test]
+    fn a_refused_write_consumes_the_item_as_it_stood_and_writes_no_index() {
+        let layout = layout();
+        let refused = ItemChange {
+            before: pet("available", 5),
+            after: pet("available", 5),
+        };
+        let writes = layout.writes(&refused, false, false);
+        assert_eq!(scopes(&writes), vec![("table", "PET#1")]);
+        assert_eq!(writes[0].units, 1.0);
+        // A cancelled transaction: its prepare phase, once.
+        assert_eq!(layout.writes(&refused, true, false)[0].units, 1.0);
+    }
+
+    /// AWS's own worked examples (read-write-operations.html,
+    /// transaction-apis.html).
+    #[test]
+    fn units_follow_aws_worked_examples() {
+        // "A 3,500-byte item consumes the same throughput as a 4 KB one":
+        // 1 unit strongly consistent, 0.5 eventually.
+        assert_eq!(read_units(3500, true), 1.0);
+        assert_eq!(read_units(3500, false), 0.5);
+        // An 8 KB item: 2 units strongly, 1 eventually.
+        assert_eq!(read_units(8 * 1024, true), 2.0);
+        assert_eq!(read_units(8 * 1024, false), 1.0);
+        // A 10 KB item is read as 12 KB.
+        assert_eq!(read_units(10 * 1024, true), 3.0);
+        // BatchGetItem of 1.5 KB and 6.5 KB: each rounded, 4 + 8 = 12 KB.
+        let batch = read_units(1536, true) + read_units(6656, true);
+        assert_eq!(batch, 3.0);
+        // A Query sums first: 1.5 KB + 6.5 KB = 8 KB, 2 units.
+        assert_eq!(read_units(1536 + 6656, true), 2.0);
+        // Writes: 500 bytes, 1 unit; 3.5 KB, 4 units.
+        assert_eq!(write_units(500), 1.0);
+        assert_eq!(write_units(3584), 4.0);
+        // A 1.5 KB item in a transaction: 2 KB, twice: 4 units.
+        let change = ItemChange {
+            before: None,
+            after: item_of(1536),
+        };
+        let plain = Layout {
+            hash: "d".into(),
+            range: None,
+            indexes: Vec::new(),
+        };
+        assert_eq!(plain.writes(&change, true, true)[0].units, 4.0);
+        assert_eq!(plain.writes(&change, false, true)[0].units, 2.0);
     }
 
     #[test]
     fn sizes_follow_dynamodbs_rules() {
-        let image = json!({"name": {"S": "Rex"}, "n": {"N": "12345"}, "b": {"BOOL": true}});
+        let image = json!({"name": {"S": "Rex"}, "n": {"N": "12345"}, "b": {"BOOL": true},
+                           "z": {"N": "1000"}});
         let image = image.as_object().cloned().unwrap_or_default();
-        assert_eq!(item_size(&image), (4 + 3) + (1 + 4) + (1 + 1));
-        assert_eq!(units_of(0), 1.0);
-        assert_eq!(units_of(1025), 2.0);
+        // "1000" has one significant digit: 1 byte + 1.
+        assert_eq!(item_size(&image), (4 + 3) + (1 + 4) + (1 + 1) + (1 + 2));
+        let nested = json!({"m": {"M": {"a": {"S": "xy"}}}, "l": {"L": [{"N": "7"}]}});
+        let nested = nested.as_object().cloned().unwrap_or_default();
+        assert_eq!(item_size(&nested), (1 + 3 + 1 + 1 + 2) + (1 + 3 + 1 + 2));
+        assert_eq!(write_units(0), 1.0);
+        assert_eq!(write_units(1025), 2.0);
     }
 }
