@@ -284,10 +284,12 @@ def cost_tables(model):
             f"`{basis['tracing']}` ({100 * basis['traced_share']:.0f}% of requests traced at scale), "
             f"{num(basis['cold_starts_per_million'], 0)} cold starts per million requests assumed, each "
             f"billing {num(basis['init_ms'], 1)} ms of init (the full-CPU figure); "
-            f"{num(basis['events_per_change'], 2)} events per change. Logged per request besides the "
-            f"function's own lines: its metrics (EMF) line {num(basis['metrics_line_bytes'], 0)} bytes, "
-            f"Lambda's `platform.start` and `platform.report` {num(basis['platform_log_bytes'], 0)}, the "
-            f"API's access log line {num(basis['access_log_bytes'], 0)}.")
+            f"{num(basis['events_per_change'], 2)} events per change. The function's own lines per "
+            f"request are counted with the service logging as in Lambda (its metrics line, the one "
+            f"line at `INFO`, is {num(basis['metrics_line_bytes'], 0)} bytes in the real bootstraps' "
+            f"cold-start runs); besides them, Lambda's `platform.start` and `platform.report` "
+            f"{num(basis['platform_log_bytes'], 0)} bytes, the API's access log line "
+            f"{num(basis['access_log_bytes'], 0)}.")
     monthly = [[m["item"], num(m["quantity"], 0), usd(m["usd_per_month"], 2)] for m in model["monthly"]]
     out += "\n\nBy the month, whatever the traffic:\n\n" + table(["item", "quantity", "$ a month"], monthly)
     prices = [[p["item"], "$" + f"{p['usd']:.10f}".rstrip("0").rstrip("."), p["per"]]

@@ -23,9 +23,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// What the counted service needs in its environment to log as in Lambda:
-/// the JSON lines of `telemetry::json` on stdout, at the level Lambda runs
-/// (as `tools/coldstart` spawns the functions).
-pub const LAMBDA_LOGGING: [&str; 2] = ["AWS_LAMBDA_FUNCTION_NAME=petstore-local", "RUST_LOG=info"];
+/// the JSON lines of `telemetry::json` and the metrics line on stdout, at the
+/// level and in the format the template gives Lambda (as `tools/coldstart`
+/// spawns the functions); `store`, the longer of the two functions' names,
+/// is the metrics line's `Function`.
+pub const LAMBDA_LOGGING: [&str; 3] = [
+    "AWS_LAMBDA_FUNCTION_NAME=store",
+    "AWS_LAMBDA_LOG_FORMAT=JSON",
+    "AWS_LAMBDA_LOG_LEVEL=INFO",
+];
 
 /// DynamoDB Streams calls, which `petstore-local`'s events consumer makes
 /// through the same endpoint.

@@ -290,10 +290,10 @@ fn operation_cost(operation: &str, calls: &OperationCalls, basis: &CostBasis) ->
     let lambda = lambda_per_million(calls.request_ms, basis.memory_mb)
         + init_gb_seconds * p.lambda_per_gb_second;
     let dynamodb = dynamodb_per_million(calls);
-    let log_bytes = calls.log_bytes_per_request
-        + basis.metrics_line_bytes
-        + basis.platform_log_bytes
-        + basis.access_log_bytes;
+    // The metrics line is among the counted service's own lines (it logs as
+    // a function does); `metrics_line_bytes` is the real bootstraps' for
+    // comparison, not added again.
+    let log_bytes = calls.log_bytes_per_request + basis.platform_log_bytes + basis.access_log_bytes;
     let logs = 1e6 * log_bytes / f64::powi(1024.0, 3) * p.logs_per_gb;
     let xray = basis.traced_share * p.xray_per_million_traces;
     let changes = !operation.starts_with("GET ");
@@ -453,11 +453,20 @@ fn monthly(root: &Path, basis: &CostBasis) -> Vec<MonthlyCost> {
     // `unmatched` is the pets function's (it takes every other path).
     let pets = routes.len() as f64 - store + 1.0;
     let functions = 2.0;
-    // `Requests` by Function, by Function × Route, by Function × StatusClass
-    // (2xx, 4xx, 5xx); `Latency` and the nine counters by Function.
-    let metrics = functions + (pets + store) + functions * 3.0 + functions * 10.0;
+    // `Latency` (its sample count is the requests) by Function, by Function ×
+    // Route, by Function × StatusClass (2xx, 4xx, 5xx); the counters by
+    // Function.
+    // The runner links nothing of ours: the count is read from the source.
+    let counters = std::fs::read_to_string(root.join("shared/src/metrics.rs"))
+        .ok()
+        .and_then(|source| {
+            let (_, rest) = source.split_once("const COUNTERS: usize = ")?;
+            rest.split(';').next()?.trim().parse::<f64>().ok()
+        })
+        .unwrap_or(0.0);
+    let metrics = functions + (pets + store) + functions * 3.0 + functions * counters;
     let mut monthly = vec![MonthlyCost {
-        item: "CloudWatch custom metrics (EMF): Requests by Function, Route and StatusClass; Latency and 9 counts by Function".into(),
+        item: format!("CloudWatch custom metrics (EMF): Latency by Function, Route and StatusClass; {counters} counts by Function"),
         quantity: metrics,
         usd_per_month: metrics * PRICES.metric_per_month,
     }];

@@ -53,10 +53,16 @@ async fn main() -> ExitCode {
 
 async fn app(endpoint: &str) -> Result<petstore::App, BoxError> {
     let config = petstore::config::Config::from_env()?;
-    Ok(petstore::App::new(
-        config,
-        petstore::local_client(endpoint).await,
-    ))
+    let app = petstore::App::new(config, petstore::local_client(endpoint).await);
+    // Run with a Lambda function's environment (`make bench` counts the bytes
+    // a request logs that way), it logs as that function does: its metrics
+    // line, which is then the request's one line, on stdout.
+    Ok(match std::env::var("AWS_LAMBDA_FUNCTION_NAME") {
+        Ok(function) => app.with_metrics(petstore::metrics::Emitter::stdout(Box::leak(
+            function.into_boxed_str(),
+        ))),
+        Err(_) => app,
+    })
 }
 
 /// What every local stack starts with: its tables, the sample events' key,
