@@ -374,11 +374,13 @@ fn mix_cost(
 /// resolved through a `!Ref` to its parameter's default.
 pub fn template_setting(template: &str, name: &str) -> Option<String> {
     let prefix = format!("{name}:");
+    // The first `Name: value`: a parameter of the same name (`Tracing:`
+    // under `Parameters:`) is a heading with no value on its line.
     let raw = template
         .lines()
+        .filter_map(|line| line.trim().strip_prefix(&prefix))
         .map(str::trim)
-        .find_map(|line| line.strip_prefix(&prefix))?
-        .trim()
+        .find(|value| !value.is_empty())?
         .to_string();
     let Some(parameter) = raw.strip_prefix("!Ref ") else {
         return Some(raw);
@@ -511,7 +513,8 @@ mod tests {
 
     const TEMPLATE: &str = concat!(
         "Parameters:\n  FunctionMemoryMb:\n    Type: Number\n    Default: 256\n",
-        "Globals:\n  Function:\n    MemorySize: !Ref FunctionMemoryMb\n    Tracing: Active\n",
+        "  Tracing:\n    Type: String\n    Default: Active\n",
+        "Globals:\n  Function:\n    MemorySize: !Ref FunctionMemoryMb\n    Tracing: !Ref Tracing\n",
         "Resources:\n  HttpApi:\n    Properties:\n      AccessLogSettings:\n        Format: >-\n",
         "          {\"requestId\":\"$context.requestId\",\n",
         "          \"status\":\"$context.status\"}\n  Next:\n",
