@@ -34,10 +34,19 @@
 //!   `Query` the sizes of the items it evaluated (before any filter) summed,
 //!   then rounded up to 4 KB, at least one such step (read-write-operations.html).
 
-use crate::capture::{Image, ItemChange};
 use crate::client::Error;
 use crate::dynamo::DynamoDb;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
+
+/// An item in DynamoDB's JSON (`{"PK": {"S": "PET#1"}, ...}`).
+pub type Image = Map<String, Value>;
+
+/// One item of a write: absent before (created) or after (deleted).
+#[derive(Debug, Clone, Default)]
+pub struct ItemChange {
+    pub before: Option<Image>,
+    pub after: Option<Image>,
+}
 
 /// What an index copies of an item besides the keys.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,23 +12,13 @@
 //! counts send one request at a time, and the partition model's workers
 //! each write their own items.
 
-use crate::capacity::{item_size, read_units, Layout};
+use crate::capacity::{item_size, read_units, Image, ItemChange, Layout};
 use crate::client::Error;
 use crate::dynamo::DynamoDb;
 use crate::proxy::Tap;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-
-/// An item in DynamoDB's JSON (`{"PK": {"S": "PET#1"}, ...}`).
-pub type Image = Map<String, Value>;
-
-/// One item of a write: absent before (created) or after (deleted).
-#[derive(Debug, Clone, Default)]
-pub struct ItemChange {
-    pub before: Option<Image>,
-    pub after: Option<Image>,
-}
 
 /// One write call on one table (a transaction over two tables is two).
 #[derive(Debug, Clone)]
