@@ -244,14 +244,6 @@ impl Recorder {
     }
 
     fn targets(&self, service: &str, operation: &str, body: &Value) -> Vec<Target> {
-        let str_of =
-            |v: &Value, field: &str| v.get(field).and_then(Value::as_str).map(String::from);
-        let item_target = |part: Option<&str>, table: Option<&str>, item: &Value| Target {
-            part: part.map(String::from),
-            table: self.table(table),
-            leading_keys: partition_key(item).into_iter().collect(),
-            ..Target::default()
-        };
         match (service, operation) {
             ("dynamodb", "TransactWriteItems" | "TransactGetItems") => {
                 let items = body["TransactItems"]
@@ -262,68 +254,19 @@ impl Recorder {
                     .iter()
                     .filter_map(|wrapper| wrapper.as_object()?.iter().next())
                     .map(|(part, item)| {
-                        let key = item.get("Key").or_else(|| item.get("Item"));
-                        item_target(
-                            Some(part),
-                            item["TableName"].as_str(),
-                            key.unwrap_or(&Value::Null),
-                        )
+                        self.item_target(Some(part), item["TableName"].as_str(), item)
                     })
                     .collect()
             }
-            ("dynamodb", "BatchGetItem") => {
-                let tables = body["RequestItems"]
-                    .as_object()
-                    .cloned()
-                    .unwrap_or_default();
-                tables
-                    .iter()
-                    .map(|(table, request)| {
-                        let keys = request["Keys"].as_array().cloned().unwrap_or_default();
-                        Target {
-                            table: self.table(Some(table)),
-                            leading_keys: keys.iter().filter_map(partition_key).collect(),
-                            ..Target::default()
-                        }
-                    })
-                    .collect()
-            }
-            ("dynamodb", "BatchWriteItem") => {
-                let tables = body["RequestItems"]
-                    .as_object()
-                    .cloned()
-                    .unwrap_or_default();
-                let mut targets = Vec::new();
-                for (table, writes) in &tables {
-                    for write in writes.as_array().cloned().unwrap_or_default() {
-                        if let Some((part, request)) =
-                            write.as_object().and_then(|w| w.iter().next())
-                        {
-                            let key = request.get("Key").or_else(|| request.get("Item"));
-                            targets.push(item_target(
-                                Some(part),
-                                Some(table),
-                                key.unwrap_or(&Value::Null),
-                            ));
-                        }
-                    }
-                }
-                targets
-            }
+            ("dynamodb", "BatchGetItem") => self.batch_get_targets(body),
+            ("dynamodb", "BatchWriteItem") => self.batch_write_targets(body),
             ("dynamodb", "Query" | "Scan") => vec![Target {
                 table: self.table(body["TableName"].as_str()),
                 index: str_of(body, "IndexName"),
                 leading_keys: query_partition(body).into_iter().collect(),
                 ..Target::default()
             }],
-            ("dynamodb", _) => {
-                let key = body.get("Key").or_else(|| body.get("Item"));
-                vec![item_target(
-                    None,
-                    body["TableName"].as_str(),
-                    key.unwrap_or(&Value::Null),
-                )]
-            }
+            ("dynamodb", _) => vec![self.item_target(None, body["TableName"].as_str(), body)],
             ("dynamodbstreams", "ListStreams") => vec![Target {
                 table: self.table(body["TableName"].as_str()),
                 ..Target::default()
@@ -336,22 +279,73 @@ impl Recorder {
                     ..Target::default()
                 }]
             }
-            ("events", "PutEvents") => {
-                let entries = body["Entries"].as_array().cloned().unwrap_or_default();
-                let buses: HashSet<String> = entries
-                    .iter()
-                    .map(|e| str_of(e, "EventBusName").unwrap_or_else(|| "default".into()))
-                    .collect();
-                buses
-                    .into_iter()
-                    .map(|bus| Target {
-                        bus: Some(self.named(&bus)),
-                        ..Target::default()
-                    })
-                    .collect()
-            }
+            ("events", "PutEvents") => self.put_events_targets(body),
             _ => Vec::new(),
         }
+    }
+
+    /// One item of a request (`part`: its kind in a transaction or batch),
+    /// whose `Key` or `Item` gives the leading key.
+    fn item_target(&self, part: Option<&str>, table: Option<&str>, request: &Value) -> Target {
+        let key = request.get("Key").or_else(|| request.get("Item"));
+        Target {
+            part: part.map(String::from),
+            table: self.table(table),
+            leading_keys: partition_key(key.unwrap_or(&Value::Null))
+                .into_iter()
+                .collect(),
+            ..Target::default()
+        }
+    }
+
+    fn batch_get_targets(&self, body: &Value) -> Vec<Target> {
+        let tables = body["RequestItems"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        tables
+            .iter()
+            .map(|(table, request)| {
+                let keys = request["Keys"].as_array().cloned().unwrap_or_default();
+                Target {
+                    table: self.table(Some(table)),
+                    leading_keys: keys.iter().filter_map(partition_key).collect(),
+                    ..Target::default()
+                }
+            })
+            .collect()
+    }
+
+    fn batch_write_targets(&self, body: &Value) -> Vec<Target> {
+        let tables = body["RequestItems"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let mut targets = Vec::new();
+        for (table, writes) in &tables {
+            for write in writes.as_array().cloned().unwrap_or_default() {
+                if let Some((part, request)) = write.as_object().and_then(|w| w.iter().next()) {
+                    targets.push(self.item_target(Some(part), Some(table), request));
+                }
+            }
+        }
+        targets
+    }
+
+    /// One target per bus the entries name (`default` when they name none).
+    fn put_events_targets(&self, body: &Value) -> Vec<Target> {
+        let entries = body["Entries"].as_array().cloned().unwrap_or_default();
+        let buses: HashSet<String> = entries
+            .iter()
+            .map(|e| str_of(e, "EventBusName").unwrap_or_else(|| "default".into()))
+            .collect();
+        buses
+            .into_iter()
+            .map(|bus| Target {
+                bus: Some(self.named(&bus)),
+                ..Target::default()
+            })
+            .collect()
     }
 
     /// A stream's ARN, with the variable that named its table
@@ -367,6 +361,11 @@ impl Recorder {
             variable,
         }
     }
+}
+
+/// The string field `field` of `v`.
+fn str_of(v: &Value, field: &str) -> Option<String> {
+    v.get(field).and_then(Value::as_str).map(String::from)
 }
 
 /// The partition key of an item or key: every table of ours calls it `PK`.
