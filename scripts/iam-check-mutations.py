@@ -42,6 +42,12 @@ MUTATIONS = [
         "one index gone: a customer's own orders",
     ),
     (
+        "StoreFunction",
+        "              Action: dynamodb:Scan\n",
+        "StoreFunction: dynamodb:Scan on DataTable/index/GSI5 ",
+        "the inventory index's scan swapped for a query: the inventory lists",
+    ),
+    (
         "PetsFunction",
         '                - !Sub "${DataTable.Arn}/index/GSI1"\n',
         "PetsFunction: dynamodb:Query on DataTable/index/GSI1 ",
@@ -71,6 +77,8 @@ def mutate(text, logical, line):
     if line.endswith("Condition:"):
         # Keep the statement valid: one action stays, the ones that matter go.
         replacement = "                - dynamodb:BatchWriteItem\n              Resource: !GetAtt DataTable.Arn\n              Condition:"
+    elif "dynamodb:Scan" in line:
+        replacement = "              Action: dynamodb:Query\n"
     elif "RateLimitTable" in line:
         replacement = "                - dynamodb:GetItem\n              Resource: !GetAtt RateLimitTable.Arn\n"
     else:

@@ -69,9 +69,12 @@ EXPECTED_DENIALS = [
     ),
     # A customer's own orders are the store function's index only.
     ("PetsFunction", "dynamodb:Query", "DataTable/index/GSI4", ["ORDER#OWNER#1"]),
-    # Neither data function scans, or reads the table beside its keys.
+    # Neither data function scans the table; only the store function scans,
+    # and only the inventory index (one entry per pet).
     ("PetsFunction", "dynamodb:Scan", "DataTable", []),
     ("StoreFunction", "dynamodb:Scan", "DataTable", []),
+    ("PetsFunction", "dynamodb:Scan", "DataTable/index/GSI5", []),
+    ("StoreFunction", "dynamodb:Scan", "DataTable/index/GSI1", []),
     # The events function reads the table only through its stream.
     ("EventsFunction", "dynamodb:GetItem", "DataTable", ["PET#1"]),
     ("EventsFunction", "dynamodb:PutItem", "DataTable", ["PET#1"]),

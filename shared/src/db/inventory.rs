@@ -1,18 +1,20 @@
 //! Inventory entries: the `stock` of each pet item, read and set.
 //!
-//! Stock changes on every order, so it is in no index: an index holding it
-//! would take a write per order on the pet's partition (see `db/mod.rs`). A
-//! list of entries is a page of pet ids from the pet lists' index, then one
-//! `BatchGetItem` of those pets' stock and status from the table.
+//! Stock changes on every order, so the only index holding it is the
+//! inventory index (`GSI5`, [`pets::INVENTORY_INDEX`]), whose partition key
+//! is each pet's own: an order writes its pet's entry and no partition shared
+//! with other pets' orders (see `db/mod.rs`). A list of entries is that
+//! sparse index scanned, a page's worth of entries a round trip (half a read
+//! unit for a page of 20), in the index's order: stable from page to page,
+//! not by id.
 
-use super::pets::{self, PetCheck, PetFilter};
+use super::pets::{self, PetCheck, INVENTORY_INDEX};
 use super::query::{Projection, PAGE_ROUND_TRIPS};
 use super::shards::item_id;
 use super::write::{Step, Write};
-use super::{from_item, Changes, Db, DbError, Page};
+use super::{classify, from_item, s, Changes, Db, DbError, Page};
 use crate::records::{Id, InventoryItem, PetStatus, StockQuantity};
 use crate::rules;
-use std::collections::HashMap;
 
 /// The attributes of a pet item an inventory entry is made of.
 #[derive(serde::Deserialize)]
@@ -25,12 +27,6 @@ struct StockRow {
 const STOCK_FIELDS: Projection = Projection {
     expression: "id, stock, #status",
     names: &[("#status", "status")],
-};
-
-/// What a list's index query reads: the ids, for the batch read of stock.
-const IDS: Projection = Projection {
-    expression: "id",
-    names: &[],
 };
 
 fn inventory_item(row: StockRow) -> Result<InventoryItem, DbError> {
@@ -60,48 +56,68 @@ impl Db {
             .transpose()
     }
 
+    /// A page of inventory entries after the entry of pet `after`, in the
+    /// inventory index's order, those with `status` only when given.
+    ///
+    /// Each round trip scans the next `limit + 1` entries (a status is a
+    /// filter on them, so a round may keep few or none) until the page holds
+    /// more than `limit`, the index ends, or [`PAGE_ROUND_TRIPS`] are spent;
+    /// the cursor is the last entry returned, or the last one examined.
     pub async fn list_inventory(
         &self,
         status: Option<PetStatus>,
         limit: usize,
         after: Option<u64>,
     ) -> Result<Page<InventoryItem>, DbError> {
-        let filter = PetFilter {
-            status,
-            category_id: None,
-        };
-        // The batch read of their stock is the page's last round trip.
-        let round_trips = PAGE_ROUND_TRIPS - 1;
-        let page = self
-            .query_page_within(filter.query(IDS), limit, after, round_trips)
-            .await?;
-        let ids = page
-            .items
-            .iter()
-            .map(item_id)
-            .collect::<Result<Vec<_>, _>>()?;
-        let keys = ids.iter().map(|id| pets::key(Id::clamped(*id))).collect();
-        let mut rows: HashMap<u64, StockRow> = HashMap::with_capacity(ids.len());
-        for item in self
-            .batch_get("list inventory", keys, Some(STOCK_FIELDS))
-            .await?
-        {
-            let row: StockRow = from_item(item)?;
-            rows.insert(row.id.get(), row);
+        let mut rows: Vec<StockRow> = Vec::with_capacity(limit + 1);
+        let mut examined_to = after;
+        let mut index_ended = false;
+        for _ in 0..PAGE_ROUND_TRIPS {
+            let mut request = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .index_name(INVENTORY_INDEX)
+                .limit(i32::try_from(limit + 1).unwrap_or(i32::MAX))
+                .projection_expression(STOCK_FIELDS.expression)
+                .set_exclusive_start_key(examined_to.map(pets::inventory_entry_key));
+            for (placeholder, name) in STOCK_FIELDS.names {
+                request = request.expression_attribute_names(*placeholder, *name);
+            }
+            if let Some(status) = status {
+                request = request
+                    .filter_expression("#status = :status")
+                    .expression_attribute_values(":status", s(status.as_str()));
+            }
+            let out = request.send().await.map_err(classify)?;
+            for item in out.items.unwrap_or_default() {
+                rows.push(from_item(item)?);
+            }
+            match out.last_evaluated_key {
+                Some(key) => examined_to = Some(item_id(&key)?),
+                None => {
+                    index_ended = true;
+                    break;
+                }
+            }
+            if rows.len() > limit {
+                break;
+            }
         }
-        // In the index's order. A pet deleted since, or whose status moved
-        // out of the filter since (the index lags the table by a moment), has
-        // left this list: it is skipped, and the cursor still goes on from
-        // the page's last id.
-        let items = ids
-            .iter()
-            .filter_map(|id| rows.remove(id))
-            .filter(|row| status.is_none_or(|wanted| row.status == wanted))
-            .map(inventory_item)
-            .collect::<Result<Vec<_>, _>>()?;
+        let next_after = if rows.len() > limit {
+            rows.truncate(limit);
+            rows.last().map(|row| row.id.get())
+        } else if index_ended {
+            None
+        } else {
+            examined_to
+        };
         Ok(Page {
-            items,
-            next_after: page.next_after,
+            items: rows
+                .into_iter()
+                .map(inventory_item)
+                .collect::<Result<Vec<_>, _>>()?,
+            next_after,
         })
     }
 }

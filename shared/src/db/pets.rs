@@ -45,6 +45,9 @@ struct PetItem<'a> {
     gsi2: String,
     #[serde(rename = "GSI3PK")]
     gsi3: String,
+    /// The pet's entry in the inventory index: a partition of its own.
+    #[serde(rename = "GSI5PK")]
+    gsi5: String,
     #[serde(flatten)]
     pet: &'a StoredPet,
 }
@@ -63,6 +66,23 @@ pub(crate) fn pk(id: Id) -> String {
 
 pub(crate) fn key(id: Id) -> Item {
     HashMap::from([("PK".to_string(), s(pk(id))), ("SK".to_string(), s(SK))])
+}
+
+/// The inventory index ([`INVENTORY_INDEX`]): one partition per pet, its key
+/// the pet's own (`GSI5PK` = `PK`), so a stock change writes no partition
+/// another pet's orders write. Read by scanning, a page in index order.
+pub(crate) const INVENTORY_INDEX: &str = "GSI5";
+
+/// The key of pet `id`'s entry in [`INVENTORY_INDEX`], where a scan resumes
+/// after it. From the raw id: a cursor names an id that may be gone.
+pub(crate) fn inventory_entry_key(id: u64) -> Item {
+    let pk = s(format!("PET#{id}"));
+    HashMap::from([
+        ("GSI5PK".to_string(), pk.clone()),
+        ("id".to_string(), n(id)),
+        ("PK".to_string(), pk),
+        ("SK".to_string(), s(SK)),
+    ])
 }
 
 /// GSI1's list of every pet; sharded.
@@ -157,6 +177,7 @@ impl Db {
             gsi1: self.shards.key(Kind::Pet, ALL, id),
             gsi2: self.shards.key(Kind::Pet, &status_list(pet.pet.status), id),
             gsi3: category_partition(pet.pet.category_id),
+            gsi5: pk(pet.pet.id),
             pet,
         })?;
         Expr::new().absent().put(&self.table, item)

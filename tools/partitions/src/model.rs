@@ -69,6 +69,18 @@ fn read_partitions(layout: &Layout, call: &ReadCall) -> Vec<(String, String, f64
             let units = call.units;
             partition.map_or_else(Vec::new, |p| vec![(scope.to_string(), p, units)])
         }
+        // A scan reads consecutive entries of one physical partition, not
+        // the partitions of the keys it returns: its units go to where it
+        // started, so every first page of a scanned list lands on one place,
+        // as in DynamoDB.
+        "Scan" => {
+            let scope = request["IndexName"].as_str().unwrap_or("table");
+            let start = layout
+                .hash_of(scope)
+                .and_then(|hash| key_of(&request["ExclusiveStartKey"], hash))
+                .unwrap_or_else(|| "its start".to_string());
+            vec![(scope.to_string(), format!("scan from {start}"), call.units)]
+        }
         "GetItem" => key_of(&request["Key"], &layout.hash)
             .map(|p| vec![("table".to_string(), p, call.units)])
             .unwrap_or_default(),
