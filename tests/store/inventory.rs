@@ -3,6 +3,7 @@
 
 use super::{inventory, order, pet, pet_status, set_stock};
 use crate::helpers::TestApp;
+use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::json;
 
 #[tokio::test]
@@ -204,4 +205,48 @@ async fn inventory_lists_show_each_stock_change_and_resume_past_a_deleted_pet() 
     let mut expected = ids.to_vec();
     expected.sort_unstable();
     assert_eq!(seen, expected);
+}
+
+#[tokio::test]
+async fn a_backfill_gives_pets_written_before_the_inventory_index_their_entries() {
+    // Given a pet whose item predates the inventory index (no GSI5PK)
+    let app = TestApp::spawn().await;
+    let (old, new) = (pet(&app, "available").await, pet(&app, "sold").await);
+    let db = &app.app.db;
+    let key = |id: u64| {
+        std::collections::HashMap::from([
+            ("PK".to_string(), AttributeValue::S(format!("PET#{id}"))),
+            ("SK".to_string(), AttributeValue::S("PET".to_string())),
+        ])
+    };
+    let removed = db
+        .client()
+        .update_item()
+        .table_name(db.table())
+        .set_key(Some(key(old)))
+        .update_expression("REMOVE GSI5PK")
+        .send()
+        .await;
+    assert!(removed.is_ok(), "{removed:?}");
+    let listed = |body: serde_json::Value| -> Vec<u64> {
+        let mut ids: Vec<u64> = body
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|item| item["petId"].as_u64())
+            .collect();
+        ids.sort_unstable();
+        ids
+    };
+    assert_eq!(listed(app.get("/store/inventory").await.json()), [new]);
+
+    // When the backfill runs, twice
+    let first = db.backfill_inventory_index().await;
+    let again = db.backfill_inventory_index().await;
+
+    // Then the first gives that one pet its entry, the second finds none to give
+    assert_eq!((first.ok(), again.ok()), (Some(1), Some(0)));
+    let mut both = vec![old, new];
+    both.sort_unstable();
+    assert_eq!(listed(app.get("/store/inventory").await.json()), both);
 }

@@ -15,6 +15,7 @@ use super::write::{Step, Write};
 use super::{classify, from_item, s, Changes, Db, DbError, Page};
 use crate::records::{Id, InventoryItem, PetStatus, StockQuantity};
 use crate::rules;
+use std::collections::HashMap;
 
 /// The attributes of a pet item an inventory entry is made of.
 #[derive(serde::Deserialize)]
@@ -119,6 +120,64 @@ impl Db {
                 .collect::<Result<Vec<_>, _>>()?,
             next_after,
         })
+    }
+}
+
+impl Db {
+    /// Gives every pet item without one its inventory index entry (`GSI5PK`),
+    /// for a table whose pets were written before the index existed; returns
+    /// how many it gave. An operator's tool (`petstore-admin data
+    /// backfill-inventory`): it scans the whole table, a page at a time, and
+    /// writes each such pet once, on the condition that the pet is still
+    /// there and still without it. Safe to run again, and beside traffic.
+    pub async fn backfill_inventory_index(&self) -> Result<usize, DbError> {
+        let mut written = 0;
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression("SK = :pet AND attribute_not_exists(GSI5PK)")
+                .expression_attribute_values(":pet", s(pets::SK))
+                .projection_expression("PK")
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(classify)?;
+            for item in out.items.unwrap_or_default() {
+                let Some(pk) = item.get("PK").cloned() else {
+                    continue;
+                };
+                let key = HashMap::from([
+                    ("PK".to_string(), pk.clone()),
+                    ("SK".to_string(), s(pets::SK)),
+                ]);
+                let update = self
+                    .client
+                    .update_item()
+                    .table_name(&self.table)
+                    .set_key(Some(key))
+                    .update_expression("SET GSI5PK = :pk")
+                    .condition_expression("attribute_exists(PK) AND attribute_not_exists(GSI5PK)")
+                    .expression_attribute_values(":pk", pk)
+                    .send()
+                    .await;
+                match update {
+                    Ok(_) => written += 1,
+                    // Deleted, or given its entry meanwhile: nothing to do.
+                    Err(err)
+                        if err
+                            .as_service_error()
+                            .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
+                    Err(err) => return Err(classify(err)),
+                }
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(written);
+            }
+        }
     }
 }
 

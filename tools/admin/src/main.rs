@@ -1,4 +1,4 @@
-//! `petstore-admin`: API keys, from a shell.
+//! `petstore-admin`: API keys, and the data table's upkeep, from a shell.
 //!
 //! ```text
 //! petstore-admin keys create [--plan free|pro|business|enterprise] [--role customer|staff]
@@ -7,6 +7,7 @@
 //! petstore-admin keys rotate ID
 //! petstore-admin keys revoke ID
 //! petstore-admin keys unban ID
+//! petstore-admin data backfill-inventory
 //! ```
 //!
 //! Every command prints JSON lines on stdout, one per key, with its `id`,
@@ -16,7 +17,9 @@
 //! stored). `rotate` gives the same key identity (id, plan, role, limits,
 //! name, and so its counters, bans and orders) a new secret and retires the
 //! old one: warm functions accept the old secret until their key cache entry
-//! expires (`KEY_CACHE_SECONDS`). The tables
+//! expires (`KEY_CACHE_SECONDS`). `data backfill-inventory` gives every pet
+//! written before the inventory index existed its entry there, and prints
+//! how many it gave (`{"backfilled": N}`). The tables
 //! come from the same environment as the functions (`TABLE_NAME`,
 //! `RATE_LIMIT_TABLE_NAME`); with `AWS_ENDPOINT_URL_DYNAMODB` set it talks to
 //! that endpoint (DynamoDB Local) and creates the tables if missing, otherwise
@@ -37,7 +40,8 @@ use std::process::ExitCode;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// API keys of the pet store: create, list, rotate, revoke, unban.
+/// API keys of the pet store (create, list, rotate, revoke, unban), and the
+/// data table's upkeep.
 #[derive(Parser)]
 #[command(name = "petstore-admin")]
 struct Cli {
@@ -50,6 +54,16 @@ enum Group {
     /// Manage API keys (JSON lines on stdout, one per key).
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Upkeep of the data table (a JSON line on stdout).
+    #[command(subcommand)]
+    Data(DataCommand),
+}
+
+#[derive(Subcommand)]
+enum DataCommand {
+    /// Give every pet without one its inventory index entry (GSI5PK): for a
+    /// table whose pets were written before that index existed.
+    BackfillInventory,
 }
 
 #[derive(Subcommand)]
@@ -102,13 +116,17 @@ enum Command {
     Rotate(Id),
     Revoke(Id),
     Unban(Id),
+    BackfillInventory,
 }
 
 /// `args` without the program name. A key request that cannot be made
 /// (limits on a plan that has its own) fails here too, as a usage error.
 fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, clap::Error> {
     let program = std::iter::once("petstore-admin".to_string());
-    let Group::Keys(command) = Cli::try_parse_from(program.chain(args))?.group;
+    let command = match Cli::try_parse_from(program.chain(args))?.group {
+        Group::Keys(command) => command,
+        Group::Data(DataCommand::BackfillInventory) => return Ok(Command::BackfillInventory),
+    };
     Ok(match command {
         KeysCommand::Create(create) => {
             let limits = create.per_minute.zip(create.per_day);
@@ -191,6 +209,10 @@ async fn run(command: Command) -> Result<(), BoxError> {
             }
             let was_banned = app.limiter.unban(id).await?;
             println!("{}", json!({ "id": id, "wasBanned": was_banned }));
+        }
+        Command::BackfillInventory => {
+            let backfilled = app.db.backfill_inventory_index().await?;
+            println!("{}", json!({ "backfilled": backfilled }));
         }
     }
     Ok(())
@@ -275,6 +297,10 @@ mod tests {
         assert_eq!(parse_line("keys rotate 42"), Ok(Command::Rotate(id(42))));
         assert_eq!(parse_line("keys revoke 42"), Ok(Command::Revoke(id(42))));
         assert_eq!(parse_line("keys unban 42"), Ok(Command::Unban(id(42))));
+        assert_eq!(
+            parse_line("data backfill-inventory"),
+            Ok(Command::BackfillInventory)
+        );
     }
 
     #[test]
