@@ -199,6 +199,7 @@ async fn measure_all(
         root: &settings.root,
         out: &settings.out,
     });
+    let targets = targets::check(&cold_start, in_process_overhead.as_ref(), &size, &cost);
     Ok(BenchResults {
         machine,
         settings: RunSettings {
@@ -206,7 +207,7 @@ async fn measure_all(
             ..settings.run.clone()
         },
         cost,
-        targets: targets::check(&cold_start, in_process_overhead.as_ref(), &size),
+        targets,
         cold_start,
         warm: timings.warm,
         oha: timings.oha,

@@ -3,17 +3,22 @@
 //! "A read is one DynamoDB round trip" is not among them: the calls table
 //! (calls per request) shows it, as latency here is DynamoDB Local's.
 
-use crate::results::{ColdStart, FunctionSizes, Overhead, TargetCheck};
+use crate::results::{ColdStart, Costs, FunctionSizes, Overhead, TargetCheck};
 use std::collections::BTreeMap;
 
 const COLD_READY_P50_MS: f64 = 15.0;
 const OVERHEAD_P99_US: f64 = 50.0;
 const ZIP_MB: f64 = 3.0;
+/// #25's: the read mix all in, at the template's defaults, and the write
+/// units of placing an order by DynamoDB's rules (rate limiter included).
+const READ_MIX_USD_PER_MILLION: f64 = 2.30;
+const PLACE_ORDER_WRITE_UNITS: f64 = 10.0;
 
 pub fn check(
     cold_starts: &[ColdStart],
     overhead: Option<&Overhead>,
     sizes: &BTreeMap<String, FunctionSizes>,
+    cost: &Costs,
 ) -> Vec<TargetCheck> {
     let cold = cold_starts.iter().map(|cold| {
         TargetCheck::at_most(
@@ -42,5 +47,25 @@ pub fn check(
             ZIP_MB,
         ))
     });
-    cold.chain(overhead).chain(zips).collect()
+    let read_mix = cost
+        .mixes
+        .iter()
+        .filter(|mix| mix.mix == "read")
+        .map(|mix| {
+            TargetCheck::at_most(
+                format!("read mix all in <= ${READ_MIX_USD_PER_MILLION:.2} per million"),
+                mix.usd_per_million.total,
+                READ_MIX_USD_PER_MILLION,
+            )
+        });
+    let place_order = TargetCheck::at_most(
+        format!("placing an order <= {PLACE_ORDER_WRITE_UNITS} write units"),
+        cost.write_units_place_order,
+        PLACE_ORDER_WRITE_UNITS,
+    );
+    cold.chain(overhead)
+        .chain(zips)
+        .chain(read_mix)
+        .chain([place_order])
+        .collect()
 }

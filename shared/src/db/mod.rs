@@ -1,29 +1,33 @@
 //! DynamoDB single-table access: items, keys and expressions, nothing else.
 //!
-//! One table, keys `PK` and `SK`, and four overloaded GSIs sorted by the
-//! record's numeric `id`, so every list is in id order and a cursor is the
-//! last id returned. Nothing on a request path scans.
+//! One table, keys `PK` and `SK`, and five overloaded GSIs sorted by the
+//! record's numeric `id`: four for the lists, so every list but the
+//! inventory is in id order and a cursor is the last id returned; and the
+//! inventory index, one entry per pet. Nothing on a request path scans the
+//! table.
 //!
-//! | record | PK | SK | GSI1PK | GSI2PK | GSI3PK | GSI4PK |
-//! |---|---|---|---|---|---|---|
-//! | pet (+ its stock) | `PET#<id>` | `PET` | `PET#<s>` | `PET#STATUS#<status>#<s>` | `PET#CATEGORY#<categoryId>` | |
-//! | category | `CATEGORY#<id>` | `CATEGORY` | `CATEGORY#<s>` | | | |
-//! | category name claim | `CATEGORYNAME#<lowercased name>` | `CATEGORYNAME` | | | | |
-//! | order (+ `ownerId`) | `ORDER#<id>` | `ORDER` | `ORDER#<s>` | `ORDER#COMPLETE#<bool>#<s>` | `ORDER#PET#<petId>` | `ORDER#OWNER#<keyId>` |
-//! | API key | `APIKEY#<sha256 hex of the key>` | `APIKEY` | `APIKEY` | | | |
-//! | idempotency record | `IDEMPOTENCY#<keyId>#<sha256 hex of the key>` | `IDEMPOTENCY` | | | | |
+//! | record | PK | SK | GSI1PK | GSI2PK | GSI3PK | GSI4PK | GSI5PK |
+//! |---|---|---|---|---|---|---|---|
+//! | pet (+ its stock) | `PET#<id>` | `PET` | `PET#<s>` | `PET#STATUS#<status>#<s>` | `PET#CATEGORY#<categoryId>` | | `PET#<id>` |
+//! | category | `CATEGORY#<id>` | `CATEGORY` | `CATEGORY#<s>` | | | | |
+//! | category name claim | `CATEGORYNAME#<lowercased name>` | `CATEGORYNAME` | | | | | |
+//! | order (+ `ownerId`) | `ORDER#<id>` | `ORDER` | `ORDER#<s>` | `ORDER#COMPLETE#<bool>#<s>` | `ORDER#PET#<petId>` | `ORDER#OWNER#<keyId>` | |
+//! | API key | `APIKEY#<sha256 hex of the key>` | `APIKEY` | `APIKEY` | | | | |
+//! | idempotency record | `IDEMPOTENCY#<keyId>#<sha256 hex of the key>` | `IDEMPOTENCY` | | | | | |
 //!
 //! `<s>` is a shard: a fixed hash of the id modulo the kind's shard count, so
 //! the lists every order lands in are spread over several partitions and a
 //! page merges them ([`shards`]). A second list filter is a filter expression
-//! on the first one's query; the inventory is a page of pet ids, then one
-//! batch read of their stock ([`inventory`]).
+//! on the first one's query; the inventory lists scan the inventory index
+//! (GSI5), a status being a filter there ([`inventory`]).
 //!
 //! Why the layout is this way:
-//! - `stock` and `openOrders` live on the pet item and are in no index
-//!   ([`tables::INDEXES`]): every stock rule is a condition on one item, and
-//!   an order writes no index partition shared with other pets' orders. A
-//!   category keeps `petCount`, so "in use" is a condition, not a query.
+//! - `stock` and `openOrders` live on the pet item ([`tables::INDEXES`]):
+//!   every stock rule is a condition on one item. `openOrders` is in no
+//!   index; `stock` only in the inventory index, whose partition key is each
+//!   pet's own, so an order writes no index partition shared with other
+//!   pets' orders. A category keeps `petCount`, so "in use" is a condition,
+//!   not a query.
 //! - DynamoDB gives a partition key at most 1,000 write units a second, so no
 //!   key takes a growing share of the writes: the all-orders lists are
 //!   sharded, a customer's orders are its own partition, and one pet selling
