@@ -1,5 +1,5 @@
 //! What a million requests cost, all in, by AWS's published rules: one model,
-//! its prices in one table ([`PRICES`]).
+//! its prices in one table ([`PRICES`], `prices.rs`).
 //!
 //! Per request: API Gateway (HTTP API), Lambda (the request, and GB-seconds
 //! of its measured duration in 1 ms steps at the template's memory, plus its
@@ -11,109 +11,17 @@
 //! events function that publishes them). Custom metrics are billed by the
 //! month, not by the request: [`Costs::monthly`].
 
-use crate::results::{
-    ColdStart, CostBasis, Costs, MixCost, MonthlyCost, OperationCalls, Price, ServiceCosts,
-};
+use crate::log_lines;
+use crate::monthly;
+use crate::prices::{PRICES, PRICES_AS_OF};
+use crate::results::{ColdStart, CostBasis, Costs, MixCost, OperationCalls, ServiceCosts};
 use std::collections::BTreeMap;
 use std::path::Path;
-
-pub const PRICES_AS_OF: &str =
-    "us-east-1 list prices, arm64, standard table class and log class, as of 2026-11";
-
-/// The price table: every dollar figure the model uses.
-pub struct Prices {
-    /// HTTP API requests, first 300 million a month; a request of more than
-    /// 512 KB counts once per 512 KB (ours are far smaller).
-    pub http_api_per_million: f64,
-    pub lambda_per_million_requests: f64,
-    /// arm64, first 6 billion GB-seconds a month.
-    pub lambda_per_gb_second: f64,
-    /// On-demand, per million write and read request units.
-    pub dynamodb_per_million_writes: f64,
-    pub dynamodb_per_million_reads: f64,
-    /// Standard log class, per GB ingested (GB of 1024³ bytes).
-    pub logs_per_gb: f64,
-    /// Per million traces recorded.
-    pub xray_per_million_traces: f64,
-    /// Per custom metric a month, first 10,000.
-    pub metric_per_month: f64,
-    /// Per million custom events put on a bus (each 64 KB chunk one event).
-    pub eventbridge_per_million_events: f64,
-}
-
-/// Sources: aws.amazon.com/api-gateway/pricing, /lambda/pricing,
-/// /dynamodb/pricing/on-demand, /cloudwatch/pricing, /xray/pricing,
-/// /eventbridge/pricing.
-pub const PRICES: Prices = Prices {
-    http_api_per_million: 1.00,
-    lambda_per_million_requests: 0.20,
-    lambda_per_gb_second: 0.000_013_333_4,
-    dynamodb_per_million_writes: 0.625,
-    dynamodb_per_million_reads: 0.125,
-    logs_per_gb: 0.50,
-    xray_per_million_traces: 5.00,
-    metric_per_month: 0.30,
-    eventbridge_per_million_events: 1.00,
-};
-
-impl Prices {
-    fn table(&self) -> Vec<Price> {
-        let price = |item: &str, usd: f64, per: &str| Price {
-            item: item.into(),
-            usd,
-            per: per.into(),
-        };
-        vec![
-            price(
-                "API Gateway HTTP API",
-                self.http_api_per_million,
-                "million requests",
-            ),
-            price(
-                "Lambda requests",
-                self.lambda_per_million_requests,
-                "million requests",
-            ),
-            price(
-                "Lambda duration, arm64",
-                self.lambda_per_gb_second,
-                "GB-second",
-            ),
-            price(
-                "DynamoDB on-demand writes",
-                self.dynamodb_per_million_writes,
-                "million write units",
-            ),
-            price(
-                "DynamoDB on-demand reads",
-                self.dynamodb_per_million_reads,
-                "million read units",
-            ),
-            price("CloudWatch Logs ingestion", self.logs_per_gb, "GB"),
-            price(
-                "X-Ray traces recorded",
-                self.xray_per_million_traces,
-                "million traces",
-            ),
-            price(
-                "CloudWatch custom metrics",
-                self.metric_per_month,
-                "metric-month",
-            ),
-            price(
-                "EventBridge custom events",
-                self.eventbridge_per_million_events,
-                "million events",
-            ),
-        ]
-    }
-}
 
 /// Lambda's active tracing records 1 request a second and 5% of the rest
 /// (docs.aws.amazon.com/lambda/latest/dg/services-xray.html): at scale, 5%
 /// per request, and the reservoir by the month.
 const XRAY_SHARE: f64 = 0.05;
-const SECONDS_PER_MONTH: f64 = 30.0 * 86_400.0;
 /// Cold starts assumed per million requests: a steady load on warm
 /// instances; Lambda bills the init phase of each.
 const COLD_STARTS_PER_MILLION: f64 = 1_000.0;
@@ -123,26 +31,6 @@ const COLD_STARTS_PER_MILLION: f64 = 1_000.0;
 const EVENTS_BATCH: f64 = 100.0;
 const EVENTS_CALL_SECONDS: f64 = 0.030;
 const EVENTS_MEMORY_GB: f64 = 0.125;
-
-/// Lambda's JSON-format lines of one invocation (docs.aws.amazon.com/lambda/
-/// latest/dg/monitoring-cloudwatchlogs-logformat.html, "JSON format for
-/// system logs"): `platform.start` and `platform.report`, the latter with
-/// its X-Ray fields under active tracing; sized with realistic values.
-const PLATFORM_START: &str = r#"{"time":"2026-11-08T16:39:49.543Z","type":"platform.start","record":{"requestId":"e11d8a9e-31b1-4df5-8d6c-0f3b0b3ba8b0","version":"$LATEST"}}"#;
-const PLATFORM_REPORT: &str = r#"{"time":"2026-11-08T16:39:49.567Z","type":"platform.report","record":{"requestId":"e11d8a9e-31b1-4df5-8d6c-0f3b0b3ba8b0","metrics":{"durationMs":4.87,"billedDurationMs":5,"memorySizeMB":256,"maxMemoryUsedMB":22},"status":"success"}}"#;
-const PLATFORM_TRACING: &str = r#","tracing":{"spanId":"61c5c0e4b5a4d1a9","type":"X-Amzn-Trace-Id","value":"Root=1-654bb6e5-1e4bd6ad4a2c8b3e5f6a7b8c;Parent=61c5c0e4b5a4d1a9;Sampled=1"}"#;
-
-/// Realistic values of the access log's `$context` variables.
-const CONTEXT_VALUES: &[(&str, &str)] = &[
-    ("$context.requestId", "Vx1bKjLQoAMEVTw="),
-    ("$context.identity.sourceIp", "203.0.113.7"),
-    ("$context.httpMethod", "POST"),
-    ("$context.path", "/store/orders/1732550400123"),
-    ("$context.routeKey", "$default"),
-    ("$context.status", "201"),
-    ("$context.responseLatency", "23"),
-    ("$context.integrationErrorMessage", "-"),
-];
 
 /// The mixes the costs are given for: operation (as `calls.rs` names it)
 /// and weight.
@@ -202,23 +90,14 @@ pub fn costs(inputs: &Inputs<'_>) -> Costs {
     let tracing = template_setting(&template, "Tracing").unwrap_or_else(|| "PassThrough".into());
     // An HTTP API sends no trace header, so PassThrough records nothing.
     let traced_share = if tracing == "Active" { XRAY_SHARE } else { 0.0 };
-    let metrics_line_bytes = metrics_line_bytes(inputs.out).unwrap_or_else(|| {
+    let metrics_line_bytes = log_lines::metrics_line_bytes(inputs.out).unwrap_or_else(|| {
         notes.push("no metrics (EMF) lines in target/bench/cold-*.log (tools/coldstart did not run): not counted".into());
         0.0
     });
     // Lambda's own lines are INFO: a `SystemLogLevel` of WARN or ERROR drops them.
     let system_level = template_setting(&template, "SystemLogLevel").unwrap_or_default();
-    let platform = if ["WARN", "ERROR", "FATAL"].contains(&system_level.as_str()) {
-        0
-    } else {
-        let tracing = if traced_share > 0.0 {
-            PLATFORM_TRACING.len()
-        } else {
-            0
-        };
-        PLATFORM_START.len() + PLATFORM_REPORT.len() + tracing + 2
-    };
-    let access_log_bytes = access_log_bytes(&template).unwrap_or_else(|| {
+    let platform = log_lines::platform_bytes(&system_level, traced_share > 0.0);
+    let access_log_bytes = log_lines::access_log_bytes(&template).unwrap_or_else(|| {
         notes.push("no access log format in template.yaml: none counted".into());
         0
     });
@@ -264,7 +143,7 @@ pub fn costs(inputs: &Inputs<'_>) -> Costs {
         mixes,
         write_units_place_order: units("POST /store/orders"),
         write_units_per_order: per_order,
-        monthly: monthly(inputs.root, &basis),
+        monthly: monthly::costs(inputs.root, &basis),
         basis,
     }
 }
@@ -395,42 +274,6 @@ pub fn template_setting(template: &str, name: &str) -> Option<String> {
         .map(|value| value.trim().trim_matches('"').to_string())
 }
 
-/// The API's access log line as the template's format writes it, with
-/// realistic values, newline included.
-fn access_log_bytes(template: &str) -> Option<usize> {
-    let mut lines = template
-        .lines()
-        .skip_while(|line| !line.trim_start().starts_with("AccessLogSettings:"));
-    let format_line = lines.find(|line| line.trim_start().starts_with("Format:"))?;
-    let indent = format_line.len() - format_line.trim_start().len();
-    // A folded block (`>-`): its lines joined by spaces.
-    let folded: Vec<&str> = lines
-        .take_while(|line| line.len() - line.trim_start().len() > indent)
-        .map(str::trim)
-        .collect();
-    let mut line = folded.join(" ");
-    for (variable, value) in CONTEXT_VALUES {
-        line = line.replace(variable, value);
-    }
-    (!line.is_empty()).then_some(line.len() + 1)
-}
-
-/// The mean size of the functions' metrics (EMF) lines in the logs
-/// `tools/coldstart` left (`cold-<function>.log`): every request writes one.
-fn metrics_line_bytes(out: &Path) -> Option<f64> {
-    let mut sizes = Vec::new();
-    for function in ["pets", "store"] {
-        let log =
-            std::fs::read_to_string(out.join(format!("cold-{function}.log"))).unwrap_or_default();
-        sizes.extend(
-            log.lines()
-                .filter(|l| l.contains("\"_aws\""))
-                .map(|l| l.len() + 1),
-        );
-    }
-    (!sizes.is_empty()).then(|| sizes.iter().sum::<usize>() as f64 / sizes.len() as f64)
-}
-
 /// Init as billed: spawn to the first `next`, the full-CPU figure (a floor:
 /// Lambda's share of a CPU makes it longer).
 fn mean_init_ms(cold_starts: &[ColdStart]) -> f64 {
@@ -444,67 +287,6 @@ fn mean_init_ms(cold_starts: &[ColdStart]) -> f64 {
         return 0.0;
     }
     http.iter().sum::<f64>() / http.len() as f64
-}
-
-/// Custom metrics (metric × dimension values, as `shared/src/metrics.rs`
-/// emits them) and X-Ray's reservoir, by the month.
-fn monthly(root: &Path, basis: &CostBasis) -> Vec<MonthlyCost> {
-    let openapi = std::fs::read_to_string(root.join("openapi.yaml")).unwrap_or_default();
-    let routes = routes(&openapi);
-    let store = routes.iter().filter(|r| r.contains(" /store/")).count() as f64;
-    // `unmatched` is the pets function's (it takes every other path).
-    let pets = routes.len() as f64 - store + 1.0;
-    let functions = 2.0;
-    // `Latency` (its sample count is the requests) by Function, by Function ×
-    // Route, by Function × StatusClass (2xx, 4xx, 5xx); the counters by
-    // Function.
-    // The runner links nothing of ours: the count is read from the source.
-    let counters = std::fs::read_to_string(root.join("shared/src/metrics.rs"))
-        .ok()
-        .and_then(|source| {
-            let (_, rest) = source.split_once("const COUNTERS: usize = ")?;
-            rest.split(';').next()?.trim().parse::<f64>().ok()
-        })
-        .unwrap_or(0.0);
-    let metrics = functions + (pets + store) + functions * 3.0 + functions * counters;
-    let mut monthly = vec![MonthlyCost {
-        item: format!("CloudWatch custom metrics (EMF): Latency by Function, Route and StatusClass; {counters} counts by Function"),
-        quantity: metrics,
-        usd_per_month: metrics * PRICES.metric_per_month,
-    }];
-    if basis.traced_share > 0.0 {
-        // The 1 request a second reservoir of each function under steady traffic.
-        let traces = 3.0 * SECONDS_PER_MONTH;
-        monthly.push(MonthlyCost {
-            item: "X-Ray: each function's 1 trace a second reservoir (pets, store, events), at steady traffic".into(),
-            quantity: traces,
-            usd_per_month: traces / 1e6 * PRICES.xray_per_million_traces,
-        });
-    }
-    monthly
-}
-
-/// `METHOD /path` of every operation in the contract, but the docs' own.
-fn routes(openapi: &str) -> Vec<String> {
-    let mut path = "";
-    let mut routes = Vec::new();
-    for line in openapi.lines() {
-        if let Some(p) = line.strip_prefix("  /").and_then(|p| p.strip_suffix(':')) {
-            path = p;
-        } else if let Some(method) = line.strip_prefix("    ").and_then(|m| m.strip_suffix(':')) {
-            let methods = ["get", "put", "post", "patch", "delete"];
-            if methods.contains(&method)
-                && !path.is_empty()
-                && !path.starts_with("openapi")
-                && path != "docs"
-            {
-                routes.push(format!("{} /{path}", method.to_uppercase()));
-            }
-        } else if !line.starts_with(' ') && !line.is_empty() {
-            path = "";
-        }
-    }
-    routes
 }
 
 #[cfg(test)]
@@ -531,7 +313,8 @@ mod tests {
             Some("Active")
         );
         let line = r#"{"requestId":"Vx1bKjLQoAMEVTw=", "status":"201"}"#;
-        assert_eq!(access_log_bytes(TEMPLATE), Some(line.len() + 1));
+        let access_log = log_lines::access_log_bytes(TEMPLATE);
+        assert_eq!(access_log, Some(line.len() + 1));
     }
 
     #[test]
