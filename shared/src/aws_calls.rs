@@ -26,9 +26,12 @@
 //! resource in `template.yaml` (`TABLE_NAME: !Ref DataTable`) rather than
 //! guessing from the names the tests make up.
 
+mod request_json;
+
 use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents, SharedInterceptor};
 use futures::future::Either;
+use request_json::{partition_key, query_partition, str_of};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -361,42 +364,6 @@ impl Recorder {
             variable,
         }
     }
-}
-
-/// The string field `field` of `v`.
-fn str_of(v: &Value, field: &str) -> Option<String> {
-    v.get(field).and_then(Value::as_str).map(String::from)
-}
-
-/// The partition key of an item or key: every table of ours calls it `PK`.
-fn partition_key(item: &Value) -> Option<String> {
-    item.get("PK").and_then(attribute_string)
-}
-
-/// A string or number attribute value (`{"S": "PET#1"}`), as text.
-fn attribute_string(value: &Value) -> Option<String> {
-    value
-        .get("S")
-        .or_else(|| value.get("N"))
-        .and_then(Value::as_str)
-        .map(String::from)
-}
-
-/// The partition key value a query's key condition sets: the value compared
-/// with `=` to a key attribute (ours end in `PK`: `PK`, `GSI1PK`, ...).
-fn query_partition(body: &Value) -> Option<String> {
-    let condition = body["KeyConditionExpression"].as_str()?;
-    let names = &body["ExpressionAttributeNames"];
-    let values = &body["ExpressionAttributeValues"];
-    condition.split(" AND ").find_map(|clause| {
-        let (left, right) = clause.split_once('=')?;
-        let (left, right) = (left.trim(), right.trim());
-        let attribute = names.get(left).and_then(Value::as_str).unwrap_or(left);
-        match attribute.ends_with("PK") && right.starts_with(':') {
-            true => attribute_string(values.get(right)?),
-            false => None,
-        }
-    })
 }
 
 #[cfg(test)]
