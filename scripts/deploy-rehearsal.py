@@ -69,6 +69,8 @@ from moto.moto_server.threaded_moto_server import ThreadedMotoServer  # noqa: E4
 from samtranslator.translator.transform import transform  # noqa: E402
 from samtranslator.yaml_helper import yaml_parse  # noqa: E402
 
+from cfn_intrinsics import NO_VALUE, Intrinsics  # noqa: E402
+
 # CloudFormation's own limits on what it is given (the translated template).
 MAX_TEMPLATE_URL_BYTES = 1_000_000
 MAX_RESOURCES = 500
@@ -161,15 +163,15 @@ def depends_on(resource: dict) -> set[str]:
     return references(resource) | set([explicit] if isinstance(explicit, str) else explicit)
 
 
-NO_VALUE = object()
-
-
-class Resolver:
+class Resolver(Intrinsics):
     """CloudFormation's intrinsic functions over the created stack: what a
     deferred resource's properties are once the stack exists."""
 
+    strict = True
+
     def __init__(self, template: dict, parameters: dict[str, str]) -> None:
         self.template = template
+        self.conditions = template.get("Conditions", {})
         self.parameters = parameters
         self.physical: dict[str, str] = {}
         self.attributes: dict[tuple[str, str], Callable[[], str]] = {}
@@ -200,61 +202,6 @@ class Resolver:
         if getter is None:
             raise KeyError(f"Fn::GetAtt {name}.{attribute}: the rehearsal cannot read it")
         return getter()
-
-    def condition(self, name: str) -> bool:
-        return bool(self.resolve(self.template["Conditions"][name]))
-
-    def resolve(self, node: Any) -> Any:
-        if isinstance(node, list):
-            items = [self.resolve(item) for item in node]
-            return [item for item in items if item is not NO_VALUE]
-        if not isinstance(node, dict):
-            return node
-        if len(node) == 1:
-            (key, value), = node.items()
-            if key == "Ref":
-                return self.ref(value)
-            if key == "Fn::GetAtt":
-                name, attribute = value if isinstance(value, list) else value.split(".", 1)
-                return self.get_att(name, attribute)
-            if key == "Fn::Sub":
-                return self.sub(value)
-            if key == "Fn::If":
-                return self.resolve(value[1] if self.condition(value[0]) else value[2])
-            if key == "Fn::Equals":
-                a, b = (self.resolve(v) for v in value)
-                return str(a) == str(b)
-            if key == "Fn::Not":
-                return not self.resolve(value[0])
-            if key == "Fn::And":
-                return all(self.resolve(v) for v in value)
-            if key == "Fn::Or":
-                return any(self.resolve(v) for v in value)
-            if key == "Condition":
-                return self.condition(value)
-            if key == "Fn::Join":
-                return value[0].join(str(v) for v in self.resolve(value[1]))
-            if key.startswith("Fn::"):
-                raise KeyError(f"{key}: the rehearsal does not resolve it")
-        resolved = {k: self.resolve(v) for k, v in node.items()}
-        return {k: v for k, v in resolved.items() if v is not NO_VALUE}
-
-    def sub(self, value: Any) -> str:
-        text, variables = (value[0], value[1]) if isinstance(value, list) else (value, {})
-        variables = {k: self.resolve(v) for k, v in variables.items()}
-
-        def one(match: re.Match) -> str:
-            name = match.group(1)
-            if name.startswith("!"):
-                return "${" + name[1:] + "}"
-            if name in variables:
-                return str(variables[name])
-            if "." in name and name.split(".")[0] not in self.parameters:
-                resource, attribute = name.split(".", 1)
-                return str(self.get_att(resource, attribute))
-            return str(self.ref(name))
-
-        return re.sub(r"\$\{([^}]*)\}", one, text)
 
 
 # --- The emulator -----------------------------------------------------------

@@ -43,6 +43,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cfn_intrinsics import NO_VALUE, Intrinsics
+
 ROOT = Path(__file__).resolve().parent.parent
 STACK = "petstore"
 ACCOUNT = "123456789012"
@@ -50,7 +52,6 @@ REGION = "us-east-1"
 PARTITION = "aws"
 # What DynamoDB gives a stream's label; any fixed value serves.
 STREAM_LABEL = "2026-01-01T00:00:00.000"
-NO_VALUE = object()
 
 # The denials the template promises (docs/security.md), proved with the same
 # simulator: (function, action, resource as "<Table>" or "<Table>/index/<i>",
@@ -115,7 +116,7 @@ def translate(template_path):
     return transform(template, {"AWS::Region": REGION}, OfflinePolicyLoader())
 
 
-class Stack:
+class Stack(Intrinsics):
     """The translated template with its intrinsics resolved as one deployed stack."""
 
     def __init__(self, cfn):
@@ -171,56 +172,6 @@ class Stack:
         if attribute in ("Name", "QueueName"):
             return self.physical_name(logical)
         return f"{logical}.{attribute}"
-
-    def condition(self, name):
-        return self.resolve(self.conditions[name])
-
-    def sub(self, text, variables):
-        def one(match):
-            name = match.group(1)
-            if name in variables:
-                return str(variables[name])
-            if "." in name and not name.startswith("AWS::"):
-                return str(self.get_att(*name.split(".", 1)))
-            return str(self.ref(name))
-
-        return re.sub(r"\$\{([^}!]+)\}", one, text)
-
-    def resolve(self, value):
-        if isinstance(value, list):
-            items = [self.resolve(v) for v in value]
-            return [v for v in items if v is not NO_VALUE]
-        if not isinstance(value, dict):
-            return value
-        if len(value) == 1:
-            (key, arg), = value.items()
-            if key == "Ref":
-                return self.ref(arg)
-            if key == "Fn::GetAtt":
-                logical, attribute = arg if isinstance(arg, list) else arg.split(".", 1)
-                return self.get_att(logical, attribute)
-            if key == "Fn::Sub":
-                text, variables = (arg, {}) if isinstance(arg, str) else arg
-                return self.sub(text, {k: self.resolve(v) for k, v in variables.items()})
-            if key == "Fn::Join":
-                separator, parts = arg
-                return separator.join(str(p) for p in self.resolve(parts))
-            if key == "Fn::If":
-                name, yes, no = arg
-                return self.resolve(yes if self.condition(name) else no)
-            if key == "Fn::Equals":
-                left, right = (self.resolve(a) for a in arg)
-                return str(left) == str(right)
-            if key == "Fn::Not":
-                return not self.resolve(arg[0])
-            if key == "Fn::And":
-                return all(self.resolve(a) for a in arg)
-            if key == "Fn::Or":
-                return any(self.resolve(a) for a in arg)
-            if key == "Condition":
-                return self.condition(arg)
-        resolved = {k: self.resolve(v) for k, v in value.items()}
-        return {k: v for k, v in resolved.items() if v is not NO_VALUE}
 
 
 class Deployment:
