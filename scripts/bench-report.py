@@ -256,6 +256,35 @@ def partitions(f):
                          "orders/s at 3,000 RCU"], rows) + tail
 
 
+def quotas(f):
+    """Where the account's default quotas bind, for each mix, and the increases the target needs."""
+    results = need(f["results"], "results.json")
+    model = need(results.get("quotas"), "the quota model (results.json quotas)")
+    mixes = model["by_mix"]
+    names = []
+    for m in mixes:
+        names += [b["quota"] for b in m["binds"] if b["quota"] not in names]
+    at = {(m["mix"], b["quota"]): b["binds_at_requests_per_second"] for m in mixes for b in m["binds"]}
+    rank = {(m["mix"], b["quota"]): i + 1 for m in mixes for i, b in enumerate(m["binds"])}
+    rows = [[q] + [f"{num(at[(m['mix'], q)], 0)} ({rank[(m['mix'], q)]})" if (m["mix"], q) in at else "-"
+                   for m in mixes] for q in names]
+    out = table(["quota"] + [f"{m['mix']} mix, requests/s (order)" for m in mixes], rows)
+    out += ("\n\nA request's time in Lambda as the model takes it: " + ", ".join(
+        f"{m['mix']} {num(m['lambda_ms_per_request'], 1)} ms" for m in mixes)
+        + f" (the measured request less DynamoDB Local's time, plus {num(model['dynamodb_round_trip_ms'], 0)} ms "
+        f"per DynamoDB call, as on AWS). Defaults of {model['region']}.")
+    needs = [[n["service"], n["quota"], f"`{n['code']}`" if n["code"] else "template parameter",
+              f"{num(n['default'], 0)} {n['unit']}", num(n["needed"], 0),
+              num(n["request"], 0) if n["request"] else "enough"] for n in model["needs"]]
+    out += (f"\n\n**For {num(model['target_orders_per_second'], 0)} orders/s with "
+            f"{num(model['target_reads_per_second'], 0)} reads/s** "
+            f"({num(model['target_requests_per_second'], 0)} requests/s in all):\n\n")
+    out += table(["service", "quota", "code", "default", "needed", "ask for"], needs)
+    out += (f"\n\nLambda's scaling rate (1,000 environments per function every 10 s, fixed) "
+            f"takes about {num(model['lambda_ramp_seconds'], 0)} s to reach that concurrency from none.")
+    return out
+
+
 def cost(f):
     """The all-in cost per million requests of each mix, by service."""
     results = need(f["results"], "results.json")
@@ -318,7 +347,7 @@ MARKERS = {
     "run": run_header, "coldstart": coldstart, "memory_size": memory_size,
     "full_cpu": full_cpu, "load": load_runs, "calls": calls, "abuse": abuse,
     "overhead": overhead, "sizes": sizes, "targets": targets,
-    "partitions": partitions, "cost": cost, "notes": notes,
+    "partitions": partitions, "quotas": quotas, "cost": cost, "notes": notes,
 }
 
 

@@ -35,6 +35,7 @@ pub mod oha;
 pub mod prices;
 pub mod processes;
 pub mod proxy;
+pub mod quotas;
 pub mod report;
 pub mod results;
 pub mod sizes;

@@ -13,7 +13,9 @@ use petstore_bench::results::{
     BenchResults, ColdStart, LoadRun, Machine, Mix, OhaCheck, OperationCalls, RunSettings,
     COLD_START_FILE, OVERHEAD_FILE, PARTITIONS_FILE, PARTITIONS_TABLE_FILE, RESULTS_FILE,
 };
-use petstore_bench::{abuse, api_key, calls, cost, env_or, machine, report, sizes, targets};
+use petstore_bench::{
+    abuse, api_key, calls, cost, env_or, machine, quotas, report, sizes, targets,
+};
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -200,6 +202,11 @@ async fn measure_all(
         out: &settings.out,
     });
     let targets = targets::check(&cold_start, in_process_overhead.as_ref(), &size, &cost);
+    let template = std::fs::read_to_string(settings.root.join("template.yaml")).unwrap_or_default();
+    let quotas = quotas::quotas(&calls, cost.basis.events_per_change, &template);
+    if quotas.is_none() {
+        notes.push("a mix's operations were not all counted: no quota model".into());
+    }
     Ok(BenchResults {
         machine,
         settings: RunSettings {
@@ -215,6 +222,7 @@ async fn measure_all(
         in_process_overhead,
         size,
         partitions,
+        quotas,
         abuse: BTreeMap::new(),
         notes,
         elapsed_seconds: started.elapsed().as_secs_f64(),

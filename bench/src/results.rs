@@ -47,6 +47,10 @@ pub struct BenchResults {
     /// (`tools/partitions`), carried as it wrote them.
     #[serde(default)]
     pub partitions: Option<serde_json::Value>,
+    /// The account's quotas on a request's path (`quotas.rs`); `None` when
+    /// a mix was not measured.
+    #[serde(default)]
+    pub quotas: Option<Quotas>,
     /// What abusive requests cost, by kind (see [`crate::abuse`]).
     #[serde(default)]
     pub abuse: BTreeMap<String, OperationCalls>,
@@ -412,4 +416,53 @@ mod tests {
         assert!(matches!(runs["a"], OhaRun::Measured(_)));
         assert!(matches!(runs["b"], OhaRun::Failed { .. }));
     }
+}
+
+/// Where the account's default quotas bind (`quotas.rs`).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Quotas {
+    /// The DynamoDB latency assumed per call on AWS.
+    pub dynamodb_round_trip_ms: f64,
+    /// The region whose defaults are used.
+    pub region: String,
+    pub target_orders_per_second: f64,
+    pub target_reads_per_second: f64,
+    /// The target in requests a second, both mixes together.
+    pub target_requests_per_second: f64,
+    pub by_mix: Vec<MixQuotas>,
+    /// What the target needs of each quota, and the increase to ask for.
+    pub needs: Vec<QuotaNeed>,
+    /// How long Lambda's scaling rate takes to reach the target's concurrency.
+    pub lambda_ramp_seconds: f64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct MixQuotas {
+    pub mix: String,
+    /// A request's time in Lambda on AWS, as the model takes it.
+    pub lambda_ms_per_request: f64,
+    /// In the order they bind, the first first.
+    pub binds: Vec<QuotaBinding>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct QuotaBinding {
+    pub quota: String,
+    /// What one request of the mix uses of it.
+    pub per_request: f64,
+    /// The mix's requests a second at which the default is used up.
+    pub binds_at_requests_per_second: f64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct QuotaNeed {
+    pub service: String,
+    pub quota: String,
+    /// Service Quotas' code; `None` for the template's own setting.
+    pub code: Option<String>,
+    pub unit: String,
+    pub default: f64,
+    pub needed: f64,
+    /// The value to ask for, when the default is short.
+    pub request: Option<f64>,
 }
