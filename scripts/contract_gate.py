@@ -104,6 +104,8 @@ def openapi_findings(report, declared):
         where = (change.get("revision") or change.get("base") or {}).get("pointer", "")
         rules = [v["ruleId"] for v in change.get("verdicts", [])]
         messages = "; ".join(v.get("message", "") for v in change.get("verdicts", []))
+        if len(messages) > 300:  # a changed pattern is quoted whole, twice
+            messages = messages[:300] + "..."
         text = f"{change['path']} ({', '.join(rules) or change['kind']}): {messages or change.get('property')}"
         if change.get("property") == "enum":
             before = set(map(str, (change.get("base") or {}).get("value") or []))
@@ -169,7 +171,8 @@ def asyncapi_findings(report):
             continue
         found = re.match(r"^/channels/([^/]+)/messages/([^/]+)/payload(/.*)?$", path)
         if not found:
-            if change.get("type") == "breaking" and not path.startswith(("/components/", "/operations/")):
+            # info.version's own change is what declares a release, not a break.
+            if change.get("type") == "breaking" and not path.startswith(("/components/", "/operations/", "/info/")):
                 breaking.append(f"{path}: {change['action']} (breaking, by @asyncapi/diff)")
             continue
         message, rest = found.group(2), found.group(3) or ""
