@@ -40,6 +40,7 @@ LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
 .PHONY: help run run-lambda invoke test-run-lambda test iam-check key build bench bench-report check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status check-circles venv lint-template lint-openapi conformance clients docs-browser cors-browser lint-asyncapi deploy-rehearsal
+.PHONY: contract-check contract-release release-check deploy-role-check lint-workflows
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
@@ -64,7 +65,7 @@ invoke: venv ## Send a sample event to its function on the running run-lambda st
 test-run-lambda: venv dynamodb-install ## Check run-lambda: the sample events and tests/lambda.rs through several instances of each function, then Ctrl-C
 	scripts/test-run-lambda.sh
 
-test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on DynamoDB Local, every AWS call they make checked against the deployed IAM policies, the template and OpenAPI lints, the deploy rehearsal in moto, the conformance run, the generated clients, the real function binaries behind cargo lambda watch, /docs and CORS in a headless browser
+test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on DynamoDB Local, every AWS call they make checked against the deployed IAM policies, the gate on breaking contract changes, the workflow lints and the deploy roles' trust, the template and OpenAPI lints, the deploy rehearsal in moto, the conformance run, the generated clients, the real function binaries behind cargo lambda watch, /docs and CORS in a headless browser
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(MAKE) check-circles
@@ -75,6 +76,7 @@ test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on Dyna
 	$(RECORD_AWS_CALLS) scripts/test-local-stacks.sh
 	$(RECORD_AWS_CALLS) $(MAKE) test-run-lambda
 	$(MAKE) iam-check
+	$(MAKE) contract-check lint-workflows deploy-role-check
 	$(MAKE) lint-template deploy-rehearsal lint-openapi lint-asyncapi check-docs conformance clients docs-browser cors-browser
 	@scripts/test-summary.sh .local/cargo-test.log
 
@@ -124,6 +126,23 @@ docs-browser: venv dynamodb-install node_modules/.package-lock.json ## Open /doc
 
 cors-browser: venv dynamodb-install node_modules/.package-lock.json ## Call the API from pages on two other origins in headless chromium: the one ALLOWED_ORIGINS lists may (and reads the rate-limit headers), the other is blocked
 	scripts/cors-browser.sh
+
+# The release pipeline (docs/releases.md).
+contract-check: venv node_modules/.package-lock.json ## Fail on a change to openapi.yaml or asyncapi.yaml that breaks a client, against the last released contract (contract/released/); then the gate's own fixtures
+	$(VENV)/bin/python scripts/contract_gate.py
+	$(VENV)/bin/python scripts/contract-check-fixtures.py
+
+contract-release: venv ## Move the released-contract baseline (contract/released/) to the documents, once CHANGELOG.md has the version's heading
+	$(VENV)/bin/python scripts/contract_gate.py --move-baseline
+
+release-check: venv node_modules/.package-lock.json ## What a version tag's run checks first (make release-check TAG=v1.1.0): the gate, the tag is the documents' version, CHANGELOG.md has it, the baseline moved
+	$(VENV)/bin/python scripts/contract_gate.py --release "$(TAG)"
+
+deploy-role-check: venv node_modules/.package-lock.json ## Prove the pipeline's deploy roles with the IAM simulator: main and v tags admitted, pull requests, forks, other repositories denied; each role confined to its stage; a loosened role fails it
+	$(VENV)/bin/python scripts/deploy-role-check.py
+
+lint-workflows: venv ## Lint .github/workflows offline (check-jsonschema against GitHub's schema, zizmor), and show a broken workflow fails it
+	scripts/lint-workflows.sh
 
 venv: $(VENV_STAMP) ## Install the pinned Python tools into .venv (requirements-dev.txt)
 
