@@ -30,6 +30,15 @@ impl NewCategory {
                 .transpose()?,
         })
     }
+
+    /// The category this body makes, with the id the service gave it.
+    pub fn into_category(self, id: Id) -> Category {
+        Category {
+            id,
+            name: self.name,
+            description: self.description,
+        }
+    }
 }
 
 #[cfg(test)]

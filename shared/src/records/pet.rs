@@ -80,6 +80,16 @@ impl NewPet {
                 .unwrap_or(PetStatus::Available),
         })
     }
+
+    /// The pet this body makes, with the id the service gave it.
+    pub fn into_pet(self, id: Id) -> Pet {
+        Pet {
+            id,
+            name: self.name,
+            category_id: self.category_id,
+            status: self.status,
+        }
+    }
 }
 
 /// The body of `PATCH /pets/{petId}`: a JSON merge patch of NewPet's fields.
