@@ -83,6 +83,7 @@ impl Projection {
     }
 
     /// The attributes it reads.
+    #[cfg(test)]
     pub(crate) fn attributes(&self) -> impl Iterator<Item = &str> {
         self.names.iter().map(|(_, name)| name.as_str())
     }

@@ -20,7 +20,7 @@ mod pet;
 mod quantity;
 mod text;
 
-pub use beyond_schema::{BeyondSchema, Conformance};
+pub use beyond_schema::{BeyondSchema, Conformance, ALL as RULES_BEYOND_SCHEMA};
 pub use caller::{Caller, OrderScope, Role};
 pub use category::{Category, NewCategory};
 pub use id::{Id, MAX_ID};
