@@ -8,6 +8,12 @@ a valid key is made unique before it is sent (its first characters kept, so
 a key at the length limit stays at it); an invalid key is left as it is, for
 the negative tests. Reuse, replays and the 422 are tested in
 tests/idempotency.rs.
+
+Every hook here serves a rule beyond the schema that a record's validation
+module lists in its RULES (shared/src/records/beyond_schema.rs), by name:
+register each with @schemathesis.hook("<hook point>") on a function named
+for what it does. A unit test there fails when a listed hook is missing here,
+or a hook here serves no listed rule.
 """
 
 import re
@@ -21,8 +27,9 @@ MAX_LENGTH = 255
 VALID = re.compile(r"[!-~]([ -~]*[!-~])?\Z")
 
 
-@schemathesis.hook
-def before_call(ctx, case, **kwargs):
+@schemathesis.hook("before_call")
+def unique_idempotency_keys(ctx, case, **kwargs):
+    """Serves the rule IdempotencyKey's RULES lists (records/idempotency_key.rs)."""
     headers = case.headers or {}
     for name, key in list(headers.items()):
         if name.lower() != HEADER or not isinstance(key, str):

@@ -13,15 +13,15 @@ impl Db {
         &self,
         operation: &'static str,
         keys: Vec<Item>,
-        projection: Option<Projection>,
+        projection: Option<&Projection>,
     ) -> Result<Vec<Item>, DbError> {
         let mut found = Vec::with_capacity(keys.len());
         for chunk in keys.chunks(100) {
             let mut request = KeysAndAttributes::builder().set_keys(Some(chunk.to_vec()));
             if let Some(projection) = projection {
-                request = request.projection_expression(projection.expression);
-                for (placeholder, name) in projection.names {
-                    request = request.expression_attribute_names(*placeholder, *name);
+                request = request.projection_expression(&projection.expression);
+                for (placeholder, name) in &projection.names {
+                    request = request.expression_attribute_names(placeholder, name);
                 }
             }
             let mut pending = Some(request.build().map_err(DbError::internal)?);

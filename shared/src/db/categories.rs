@@ -7,10 +7,11 @@ use super::write::{Check, OnFailure, Step, Write};
 use super::{from_item, n, new_id, s, to_item, Changes, Db, DbError, Item, Page};
 use crate::records::{Category, Id, Name, NewCategory};
 use crate::rules::{self, Guard, RuleViolation};
-use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
+use aws_sdk_dynamodb::types::TransactWriteItem;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 pub(crate) const SK: &str = "CATEGORY";
 /// GSI1's list of every category; sharded.
@@ -34,6 +35,21 @@ fn name_key(name: &Name) -> Item {
         ),
         ("SK".to_string(), s(NAME_SK)),
     ])
+}
+
+/// What a category list reads: the Category record's attributes.
+static CATEGORY_FIELDS: LazyLock<Projection> = LazyLock::new(Projection::of::<Category>);
+
+/// The list of every category: GSI1, sharded.
+pub(crate) fn list_query() -> IndexQuery<'static> {
+    IndexQuery {
+        index: "GSI1",
+        partition: ALL.into(),
+        sharded: Some(Kind::Category),
+        descending: false,
+        filter: None,
+        projection: &CATEGORY_FIELDS,
+    }
 }
 
 /// A category as stored: the record plus how many pets are in it.
@@ -117,11 +133,7 @@ impl Changes {
     ) -> Result<Category, DbError> {
         let new = &new;
         self.run("create category", move || async move {
-            let category = Category {
-                id: new_id(now),
-                name: new.name.clone(),
-                description: new.description.clone(),
-            };
+            let category = new.clone().into_category(new_id(now));
             let item = to_item(&CategoryItem {
                 pk: pk(category.id),
                 sk: SK,
@@ -160,18 +172,7 @@ impl Db {
         limit: usize,
         after: Option<u64>,
     ) -> Result<Page<Category>, DbError> {
-        let query = IndexQuery {
-            index: "GSI1",
-            partition: ALL.into(),
-            sharded: Some(Kind::Category),
-            descending: false,
-            filter: None,
-            projection: Projection {
-                expression: "id, #name, description",
-                names: &[("#name", "name")],
-            },
-        };
-        self.query_page(query, limit, after)
+        self.query_page(list_query(), limit, after)
             .await?
             .try_map(from_item)
     }
@@ -184,19 +185,11 @@ impl Changes {
         let new = &new;
         self.run("replace category", move || async move {
             let current = self.existing_category(id).await?.category;
-            let updated = Category {
-                id,
-                name: new.name.clone(),
-                description: new.description.clone(),
-            };
+            let updated = new.clone().into_category(id);
             let expr = Expr::new()
                 .exists()
                 .when(&Guard::NameIs(current.name.clone()))
-                .set("name", s(new.name.as_str()));
-            let expr = match &new.description {
-                Some(description) => expr.set("description", to_item_value(description)?),
-                None => expr.remove("description"),
-            };
+                .replace(&updated)?;
             let mut write =
                 Write::new().checked(CategoryCheck::AsRead, expr.update(&self.table, key(id))?);
             if new.name.folded() != current.name.folded() {
@@ -227,8 +220,4 @@ impl Changes {
         })
         .await
     }
-}
-
-fn to_item_value<T: Serialize>(value: &T) -> Result<AttributeValue, DbError> {
-    serde_dynamo::to_attribute_value(value).map_err(DbError::internal)
 }

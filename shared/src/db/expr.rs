@@ -1,9 +1,11 @@
 //! The one place guards and changes become DynamoDB syntax: condition and
 //! update expressions, their placeholders, and the write items they go in.
 
-use super::{n, s, DbError, Item};
+use super::{n, s, shape, to_item, DbError, Item};
 use crate::rules::Guard;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use std::collections::HashMap;
 
 /// One item's write under construction: its condition, its update clauses,
@@ -147,6 +149,25 @@ impl Expr {
         self
     }
 
+    /// Writes `record` over the stored one, as creating it would have: sets
+    /// each attribute of its stored shape ([`shape::fields`]) but its `id`
+    /// (part of the item's keys, never changed), in field order, and
+    /// removes each one an absent optional field leaves out. What else the
+    /// item holds (keys, counters, an owner) is left as it is.
+    pub(crate) fn replace<T: Serialize + DeserializeOwned>(
+        self,
+        record: &T,
+    ) -> Result<Expr, DbError> {
+        let mut item = to_item(record)?;
+        let fields = shape::fields::<T>()
+            .iter()
+            .filter(|field| **field != shape::ID);
+        Ok(fields.fold(self, |expr, field| match item.remove(*field) {
+            Some(value) => expr.set(field, value),
+            None => expr.remove(field),
+        }))
+    }
+
     fn condition_expression(&self) -> Option<String> {
         (!self.condition.is_empty()).then(|| self.condition.join(" AND "))
     }
@@ -251,5 +272,29 @@ mod tests {
         );
         assert_eq!(expr.values.get(":v1"), Some(&n(2)));
         assert_eq!(expr.condition_expression(), None);
+    }
+
+    #[test]
+    fn a_replace_writes_every_field_but_the_id_and_removes_absent_ones(
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        use crate::records::{Category, Description, Id, Name};
+        let mut category = Category {
+            id: Id::clamped(7),
+            name: Name::parse("Dogs", "name")?,
+            description: Some(Description::parse("Loyal")?),
+        };
+        let expr = Expr::new().exists().replace(&category)?;
+        assert_eq!(
+            expr.update_expression(),
+            "SET #name = :v0, #description = :v1"
+        );
+        assert_eq!(expr.values.get(":v1"), Some(&s("Loyal")));
+        category.description = None;
+        let expr = Expr::new().replace(&category)?;
+        assert_eq!(
+            expr.update_expression(),
+            "SET #name = :v0 REMOVE #description"
+        );
+        Ok(())
     }
 }

@@ -16,6 +16,7 @@ use super::{classify, from_item, s, Changes, Db, DbError, Page};
 use crate::records::{Id, InventoryItem, PetStatus, StockQuantity};
 use crate::rules;
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 /// The attributes of a pet item an inventory entry is made of.
 #[derive(serde::Deserialize)]
@@ -25,10 +26,8 @@ struct StockRow {
     status: PetStatus,
 }
 
-const STOCK_FIELDS: Projection = Projection {
-    expression: "id, stock, #status",
-    names: &[("#status", "status")],
-};
+/// What an inventory list reads: a [`StockRow`]'s attributes.
+pub(crate) static STOCK_FIELDS: LazyLock<Projection> = LazyLock::new(Projection::of::<StockRow>);
 
 fn inventory_item(row: StockRow) -> Result<InventoryItem, DbError> {
     Ok(InventoryItem {
@@ -80,10 +79,10 @@ impl Db {
                 .table_name(&self.table)
                 .index_name(INVENTORY_INDEX)
                 .limit(i32::try_from(limit + 1).unwrap_or(i32::MAX))
-                .projection_expression(STOCK_FIELDS.expression)
+                .projection_expression(&STOCK_FIELDS.expression)
                 .set_exclusive_start_key(examined_to.map(pets::inventory_entry_key));
-            for (placeholder, name) in STOCK_FIELDS.names {
-                request = request.expression_attribute_names(*placeholder, *name);
+            for (placeholder, name) in &STOCK_FIELDS.names {
+                request = request.expression_attribute_names(placeholder, name);
             }
             if let Some(status) = status {
                 request = request

@@ -52,6 +52,7 @@ pub mod orders;
 mod page;
 pub mod pets;
 pub mod query;
+mod shape;
 pub mod shards;
 pub mod stored;
 pub mod tables;

@@ -20,9 +20,10 @@ use super::{from_item, n, new_id, s, to_item, Changes, Db, DbError, Item, Page};
 use crate::records::{Id, NewOrder, Order, OrderPatch, OrderScope};
 use crate::rules::{self, OrderDecision};
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 pub(crate) const SK: &str = "ORDER";
 
@@ -48,10 +49,6 @@ fn pet_partition(pet: Id) -> String {
 
 fn owner_partition(owner: Id) -> String {
     format!("ORDER#OWNER#{owner}")
-}
-
-fn timestamp(t: DateTime<Utc>) -> AttributeValue {
-    s(t.to_rfc3339_opts(SecondsFormat::Millis, true))
 }
 
 #[derive(Serialize)]
@@ -85,11 +82,8 @@ pub struct StoredOrder {
     pub owner_id: Option<Id>,
 }
 
-/// What an order list returns.
-const ORDER_FIELDS: Projection = Projection {
-    expression: "id, petId, quantity, shipDate, complete",
-    names: &[],
-};
+/// What an order list reads: the Order record's attributes.
+static ORDER_FIELDS: LazyLock<Projection> = LazyLock::new(Projection::of::<Order>);
 
 /// Which orders a list asks for.
 #[derive(Debug, Clone, Copy, Default)]
@@ -107,7 +101,7 @@ impl OrderFilter {
     /// spread by customer already, and a pet's orders stay one partition:
     /// each of them also writes the pet's own item, twice the units, so the
     /// item reaches DynamoDB's limit first (see `README.md`, "Flash sale").
-    fn query(&self, scope: OrderScope) -> IndexQuery<'static> {
+    pub(crate) fn query(&self, scope: OrderScope) -> IndexQuery<'static> {
         let (index, partition, sharded, filter) = match (scope, self.pet_id, self.complete) {
             (OrderScope::OwnedBy(owner), pet, complete) => {
                 ("GSI4", owner_partition(owner), None, filter(pet, complete))
@@ -126,7 +120,7 @@ impl OrderFilter {
             sharded,
             descending: true,
             filter,
-            projection: ORDER_FIELDS,
+            projection: &ORDER_FIELDS,
         }
     }
 }
@@ -301,17 +295,13 @@ impl Db {
         let order = &decision.updated;
         let mut expr = Expr::new()
             .when(&decision.guard)
-            .when_all(&rules::scope_guard(scope));
-        if let Some(ship_date) = order.ship_date {
-            expr = expr.set("shipDate", timestamp(ship_date));
-        }
+            .when_all(&rules::scope_guard(scope))
+            .replace(order)?;
         if order.complete {
             let list = self
                 .shards
                 .key(Kind::Order, &completion_list(true), order.id.get());
-            expr = expr
-                .set("complete", AttributeValue::Bool(true))
-                .set("GSI2PK", s(list));
+            expr = expr.set("GSI2PK", s(list));
         }
         expr.update(self.table(), key(order.id))
     }

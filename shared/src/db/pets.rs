@@ -11,6 +11,7 @@ use aws_sdk_dynamodb::types::TransactWriteItem;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 /// A pet as stored: the record plus its stock.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,11 +55,8 @@ struct PetItem<'a> {
 
 pub(crate) const SK: &str = "PET";
 
-/// The attributes of a Pet record.
-const PET_FIELDS: Projection = Projection {
-    expression: "id, #name, categoryId, #status",
-    names: &[("#name", "name"), ("#status", "status")],
-};
+/// What a pet list reads: the Pet record's attributes.
+pub(crate) static PET_FIELDS: LazyLock<Projection> = LazyLock::new(Projection::of::<Pet>);
 
 pub(crate) fn pk(id: Id) -> String {
     format!("PET#{id}")
@@ -109,7 +107,7 @@ impl PetFilter {
     ///
     /// Pets by category stay one partition each: no order writes there
     /// (stock is in no index), and a page of them costs one query.
-    pub(crate) fn query<'a>(&self, projection: Projection) -> IndexQuery<'a> {
+    pub(crate) fn query<'a>(&self, projection: &'static Projection) -> IndexQuery<'a> {
         let (index, partition, sharded, filter) = match (self.category_id, self.status) {
             (Some(category), status) => (
                 "GSI3",
@@ -141,9 +139,13 @@ pub(crate) fn pet_from(item: Item) -> Result<StoredPet, DbError> {
 
 /// Moves pet `id` to `status`, keeping its status index in step.
 fn with_status(expr: Expr, shards: &Shards, id: Id, status: PetStatus) -> Expr {
-    let list = shards.key(Kind::Pet, &status_list(status), id.get());
     expr.set("status", s(status.as_str()))
-        .set("GSI2PK", s(list))
+        .set("GSI2PK", s(status_list_key(shards, id, status)))
+}
+
+/// Pet `id`'s partition of GSI2's list of the pets with `status`.
+fn status_list_key(shards: &Shards, id: Id, status: PetStatus) -> String {
+    shards.key(Kind::Pet, &status_list(status), id.get())
 }
 
 /// The conditions of a pet's writes.
@@ -214,12 +216,7 @@ impl Changes {
         let new = &new;
         self.run("create pet", move || async move {
             let pet = StoredPet {
-                pet: Pet {
-                    id: new_id(now),
-                    name: new.name.clone(),
-                    category_id: new.category_id,
-                    status: new.status,
-                },
+                pet: new.clone().into_pet(new_id(now)),
                 stock: rules::initial_stock(new.status),
                 open_orders: 0,
             };
@@ -270,7 +267,7 @@ impl Db {
         limit: usize,
         after: Option<u64>,
     ) -> Result<Page<Pet>, DbError> {
-        self.query_page(filter.query(PET_FIELDS), limit, after)
+        self.query_page(filter.query(&PET_FIELDS), limit, after)
             .await?
             .try_map(from_item)
     }
@@ -291,23 +288,20 @@ impl Changes {
             let current = self.existing_pet(id).await?;
             let target = change(&current.pet);
             let moves_from = rules::check_transition(current.pet.status, target.status)?;
-            let updated = Pet {
-                id,
-                name: target.name,
-                category_id: target.category_id,
-                status: target.status,
-            };
+            let updated = target.into_pet(id);
             if updated == current.pet {
                 return Ok(Step::Answer(updated));
             }
             let (old, new) = (current.pet.category_id, updated.category_id);
-            let expr = Expr::new()
+            let update = Expr::new()
                 .exists()
                 .when(&moves_from)
                 .when(&Guard::CategoryIs(old))
-                .set("name", s(updated.name.as_str()))
-                .set("categoryId", n(new));
-            let update = with_status(expr, &self.shards, id, updated.status)
+                .replace(&updated)?
+                .set(
+                    "GSI2PK",
+                    s(status_list_key(&self.shards, id, updated.status)),
+                )
                 .set("GSI3PK", s(category_partition(new)))
                 .update(&self.table, key(id))?;
             let mut write = Write::new().checked(PetCheck::AsRead, update);

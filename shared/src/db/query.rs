@@ -3,8 +3,9 @@
 
 use super::page::Page;
 use super::shards::{item_id, merge, next_round, Kind, PartitionRead};
-use super::{classify, n, s, Db, DbError, Item};
+use super::{classify, n, s, shape, Db, DbError, Item};
 use aws_sdk_dynamodb::types::AttributeValue;
+use serde::de::DeserializeOwned;
 use std::collections::HashMap;
 
 /// Where the next page starts: the id of the last record returned, tagged with
@@ -53,10 +54,39 @@ impl Cursor {
 }
 
 /// A projection expression and the names its placeholders stand for.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Projection {
-    pub expression: &'static str,
-    pub names: &'static [(&'static str, &'static str)],
+    pub expression: String,
+    pub names: Vec<(String, String)>,
+}
+
+impl Projection {
+    /// The attributes record type `T` is stored as ([`shape::fields`]), each
+    /// through a placeholder (as in `expr.rs`, so a reserved word such as
+    /// `name` or `status` needs no special care): a list reads exactly what
+    /// its record holds.
+    pub(crate) fn of<T: DeserializeOwned>() -> Projection {
+        Projection::of_attributes(shape::fields::<T>())
+    }
+
+    fn of_attributes(attributes: &[&str]) -> Projection {
+        let names: Vec<(String, String)> = attributes
+            .iter()
+            .map(|attribute| (format!("#{attribute}"), attribute.to_string()))
+            .collect();
+        let expression = names
+            .iter()
+            .map(|(placeholder, _)| placeholder.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        Projection { expression, names }
+    }
+
+    /// The attributes it reads.
+    #[cfg(test)]
+    pub(crate) fn attributes(&self) -> impl Iterator<Item = &str> {
+        self.names.iter().map(|(_, name)| name.as_str())
+    }
 }
 
 /// A filter expression and the names and values its placeholders stand for.
@@ -81,7 +111,7 @@ pub(crate) struct IndexQuery<'a> {
     pub filter: Option<Filter<'a>>,
     /// The attributes to read: just what the response needs, since parsing
     /// each attribute of each item is most of a list's CPU time.
-    pub projection: Projection,
+    pub projection: &'static Projection,
 }
 
 /// The most round trips to DynamoDB one page of a list makes, however
@@ -190,9 +220,9 @@ impl Db {
                 request = request.expression_attribute_values(k, v.clone());
             }
         }
-        request = request.projection_expression(query.projection.expression);
-        for (placeholder, name) in query.projection.names {
-            request = request.expression_attribute_names(*placeholder, *name);
+        request = request.projection_expression(&query.projection.expression);
+        for (placeholder, name) in &query.projection.names {
+            request = request.expression_attribute_names(placeholder, name);
         }
         let out = request.send().await.map_err(classify)?;
         // The key DynamoDB stopped at holds the index's sort key, the id.

@@ -195,3 +195,79 @@ pub async fn table_exists(client: &Client, table: &str) -> Result<bool, DbError>
         Err(err) => Err(classify(err)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::INDEXES;
+    use crate::db::orders::OrderFilter;
+    use crate::db::pets::{PetFilter, INVENTORY_INDEX, PET_FIELDS};
+    use crate::db::query::Projection as Reads;
+    use crate::db::{categories, inventory, shape};
+    use crate::records::{Id, OrderScope, PetStatus};
+
+    /// Every list the service serves: its name, the index it reads and
+    /// the attributes it reads there, for each filter it can be given.
+    fn lists() -> Vec<(String, &'static str, &'static Reads)> {
+        let mut lists = Vec::new();
+        let statuses = [None].into_iter().chain(PetStatus::ALL.map(Some));
+        for status in statuses {
+            for category_id in [None, Some(Id::clamped(1))] {
+                let filter = PetFilter {
+                    status,
+                    category_id,
+                };
+                let query = filter.query(&PET_FIELDS);
+                lists.push((format!("pets {filter:?}"), query.index, query.projection));
+            }
+        }
+        for scope in [OrderScope::All, OrderScope::OwnedBy(Id::clamped(7))] {
+            for pet_id in [None, Some(Id::clamped(1))] {
+                for complete in [None, Some(false)] {
+                    let filter = OrderFilter { pet_id, complete };
+                    let query = filter.query(scope);
+                    let list = format!("orders {filter:?} {scope:?}");
+                    lists.push((list, query.index, query.projection));
+                }
+            }
+        }
+        let query = categories::list_query();
+        lists.push(("categories".into(), query.index, query.projection));
+        lists.push((
+            "inventory".into(),
+            INVENTORY_INDEX,
+            &inventory::STOCK_FIELDS,
+        ));
+        lists
+    }
+
+    // The index keys and the table's are always projected: `id` is every
+    // GSI's sort key.
+    #[test]
+    fn every_list_s_index_projects_every_attribute_the_list_reads() {
+        let lists = lists();
+        for (index, _) in INDEXES {
+            assert!(
+                lists.iter().any(|(_, read, _)| *read == index),
+                "no list reads {index}"
+            );
+        }
+        for (list, index, reads) in lists {
+            let projected = INDEXES
+                .iter()
+                .find(|(name, _)| *name == index)
+                .map(|(_, attributes)| *attributes)
+                .unwrap_or_default();
+            let missing: Vec<&str> = reads
+                .attributes()
+                .filter(|a| *a != shape::ID && !projected.contains(a))
+                .collect();
+            assert!(
+                missing.is_empty(),
+                "the {list} list reads {index}, which does not project {missing:?}: add them \
+                 to {index} in INDEXES (shared/src/db/tables.rs) and in template.yaml's \
+                 DataTable (tests/routes.rs holds the two equal). A deployed table cannot \
+                 change an index's projection in place: see docs/contributing.md"
+            );
+        }
+    }
+}

@@ -1,8 +1,18 @@
 //! Categories: the record and the body that creates or replaces one.
 
 use super::json::{optional, required, string, JsonObject};
-use super::{Description, Id, Name, ValidationError};
+use super::{BeyondSchema, Conformance, Description, Id, Name, ValidationError};
 use serde::{Deserialize, Serialize};
+
+/// The rules on a category that its schema cannot state ([`BeyondSchema`]).
+pub const RULES: &[BeyondSchema] = &[BeyondSchema {
+    field: "Category.name",
+    rule: "no other category has the name, compared folded (Name::folded)",
+    conformance: Conformance::Refused {
+        status: 409,
+        code: "CATEGORY_EXISTS",
+    },
+}];
 
 /// A category, as the API shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,6 +39,15 @@ impl NewCategory {
                 .map(|v| Description::parse(string(v, "description")?))
                 .transpose()?,
         })
+    }
+
+    /// The category this body makes, with the id the service gave it.
+    pub fn into_category(self, id: Id) -> Category {
+        Category {
+            id,
+            name: self.name,
+            description: self.description,
+        }
     }
 }
 

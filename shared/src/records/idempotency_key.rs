@@ -1,7 +1,14 @@
 //! The `Idempotency-Key` a client sends with a change (contract section 4b).
 
-use super::ValidationError;
+use super::{BeyondSchema, Conformance, ValidationError};
 use std::fmt;
+
+/// The rules on a key that its schema cannot state ([`BeyondSchema`]).
+pub const RULES: &[BeyondSchema] = &[BeyondSchema {
+    field: "Idempotency-Key (header)",
+    rule: "one key names one request: the same key with another request is refused",
+    conformance: Conformance::Hook("unique_idempotency_keys"),
+}];
 
 /// The longest key accepted.
 pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;

@@ -8,6 +8,7 @@
 //!
 //! This layer depends on nothing else in the crate.
 
+mod beyond_schema;
 mod caller;
 mod category;
 mod id;
@@ -19,6 +20,7 @@ mod pet;
 mod quantity;
 mod text;
 
+pub use beyond_schema::{BeyondSchema, Conformance, ALL as RULES_BEYOND_SCHEMA};
 pub use caller::{Caller, OrderScope, Role};
 pub use category::{Category, NewCategory};
 pub use id::{Id, MAX_ID};

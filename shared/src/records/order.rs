@@ -1,7 +1,7 @@
 //! Orders: the record and the bodies that place and change one.
 
 use super::json::{optional, required, JsonObject};
-use super::{Id, OrderQuantity, ValidationError};
+use super::{BeyondSchema, Conformance, Id, OrderQuantity, ValidationError};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
@@ -13,6 +13,26 @@ fn rfc3339<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::E
         None => s.serialize_none(),
     }
 }
+
+/// The rules on an order that its schema cannot state ([`BeyondSchema`]).
+pub const RULES: &[BeyondSchema] = &[
+    BeyondSchema {
+        field: "Order.petId",
+        rule: "names an existing pet",
+        conformance: Conformance::Refused {
+            status: 422,
+            code: "UNKNOWN_REFERENCE",
+        },
+    },
+    BeyondSchema {
+        field: "Order.complete",
+        rule: "goes from false to true only; a complete order takes no change",
+        conformance: Conformance::Refused {
+            status: 409,
+            code: "ORDER_COMPLETE",
+        },
+    },
+];
 
 /// An order, as the API shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

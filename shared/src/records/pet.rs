@@ -1,10 +1,30 @@
 //! Pets: the record, its status, and the bodies that create and change one.
 
 use super::json::{optional, required, string, JsonObject};
-use super::{Id, Name, ValidationError};
+use super::{BeyondSchema, Conformance, Id, Name, ValidationError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
+
+/// The rules on a pet that its schema cannot state ([`BeyondSchema`]).
+pub const RULES: &[BeyondSchema] = &[
+    BeyondSchema {
+        field: "Pet.categoryId",
+        rule: "names an existing category",
+        conformance: Conformance::Refused {
+            status: 422,
+            code: "UNKNOWN_REFERENCE",
+        },
+    },
+    BeyondSchema {
+        field: "Pet.status",
+        rule: "a change on PUT or PATCH is an allowed transition",
+        conformance: Conformance::Refused {
+            status: 409,
+            code: "INVALID_STATUS_TRANSITION",
+        },
+    },
+];
 
 /// A pet's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -79,6 +99,16 @@ impl NewPet {
                 .transpose()?
                 .unwrap_or(PetStatus::Available),
         })
+    }
+
+    /// The pet this body makes, with the id the service gave it.
+    pub fn into_pet(self, id: Id) -> Pet {
+        Pet {
+            id,
+            name: self.name,
+            category_id: self.category_id,
+            status: self.status,
+        }
     }
 }
 
