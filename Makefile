@@ -40,7 +40,7 @@ LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
 .PHONY: help run run-lambda invoke test-run-lambda test iam-check key build bench bench-report check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status check-circles venv lint-template lint-openapi conformance clients docs-browser cors-browser lint-asyncapi deploy-rehearsal
-.PHONY: contract-check contract-release release-check deploy-role-check lint-workflows
+.PHONY: contract-check contract-release release-check deploy-role-check lint-workflows restore-rehearsal
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
@@ -102,6 +102,12 @@ deploy-rehearsal: venv ## Create template.yaml's stack offline in moto's CloudFo
 	$(VENV)/bin/python scripts/deploy-rehearsal.py
 	$(VENV)/bin/python scripts/deploy-rehearsal.py --parameter-overrides \
 		PetsReservedConcurrency=50 StoreReservedConcurrency=50 DocsReservedConcurrency=10 EventsReservedConcurrency=10
+
+# The restore runbook's steps on the deploy rehearsal's stack, with the
+# operator's own commands (docs/restore.md, "The rehearsal").
+restore-rehearsal: venv ## Rehearse restoring the data table in moto: write, back up, damage, restore (backup and point in time), check
+	cargo build -p petstore-admin
+	$(VENV)/bin/python scripts/restore-rehearsal.py
 
 lint-openapi: node_modules/.package-lock.json ## Lint openapi.yaml with Spectral (spectral:oas, every rule)
 	npx --no-install spectral lint openapi.yaml --fail-severity=warn

@@ -12,6 +12,7 @@ mod helpers;
 // The areas.
 mod abuse;
 mod cors;
+mod data;
 mod docs;
 mod domain_events;
 mod events;

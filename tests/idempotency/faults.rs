@@ -10,8 +10,8 @@
 //! after a short pause when the answer was lost (the shopper drops some
 //! answers on purpose), sometimes twice at once. Afterwards the store must hold exactly
 //! the orders the shoppers were given, as they left them, with the stock
-//! conserved and the pets' statuses following it, and no answer was a 5xx
-//! other than 503.
+//! conserved and the pets' statuses following it, no answer was a 5xx
+//! other than 503, and `petstore-admin data check` finds the table sound.
 //!
 //! `IDEMPOTENCY_FAULT_SEED` changes the seed (the proxy's and the shoppers').
 //! The same shoppers without keys, `cargo test -p petstore-tests --test api
@@ -175,6 +175,8 @@ async fn under_database_faults_every_retried_change_takes_effect_once() {
             "pet {pet}: {inventory}\n{report}"
         );
     }
+    // And every invariant of the table holds (`petstore-admin data check`)
+    crate::data::check::assert_sound(&staff).await;
 }
 
 /// Not a check: the same shoppers without keys, to see what keys prevent.

@@ -83,6 +83,7 @@ async fn a_key_whose_record_another_transaction_holds_is_in_use() {
     proxy.cancel_next_transaction();
     through.post("/store/orders", body).await.assert_status(201);
     assert_eq!(stock(&staff, pet).await, 3);
+    crate::data::check::assert_sound(&staff).await;
 }
 
 #[tokio::test]
@@ -115,4 +116,5 @@ async fn a_retry_whose_record_cannot_be_read_is_503_never_a_false_refusal() {
     again.assert_status(204);
     assert_eq!(again.header("idempotent-replayed"), Some("true"));
     assert_eq!(stock(&staff, pet).await, 5);
+    crate::data::check::assert_sound(&staff).await;
 }

@@ -8,6 +8,10 @@
 //! petstore-admin keys revoke ID
 //! petstore-admin keys unban ID
 //! petstore-admin data backfill-inventory
+//! petstore-admin data check [--table NAME] [--segments N]
+//! petstore-admin data export [--table NAME] [--segments N] [--output FILE]
+//! petstore-admin data import [--table NAME] [--input FILE]
+//! petstore-admin data restore --to NEW_TABLE (--backup ARN | --from TABLE [--at RFC3339])
 //! ```
 //!
 //! Every command prints JSON lines on stdout, one per key, with its `id`,
@@ -19,7 +23,19 @@
 //! old one: warm functions accept the old secret until their key cache entry
 //! expires (`KEY_CACHE_SECONDS`). `data backfill-inventory` gives every pet
 //! written before the inventory index existed its entry there, and prints
-//! how many it gave (`{"backfilled": N}`). The tables
+//! how many it gave (`{"backfilled": N}`). `data check` reads the whole
+//! table (or `--table`'s, e.g. a restored one) and prints each broken
+//! invariant as a JSON line (`PK`, `SK`, `invariant`, `problem`), then a
+//! summary line (`items`, `broken`, `seconds`, `itemsPerSecond`); its exit
+//! status is 0 only when nothing is broken. `data export` writes the
+//! stage's pets, categories, name claims and orders as JSON lines (never its
+//! API keys or idempotency records), and `data import` puts them into
+//! another stage's empty table under its shard counts; both print a summary
+//! (`items`, `leftOut`), export's on stderr (docs/data.md). `data restore`
+//! restores a backup or a point in time into a new table and gives it the
+//! stream, TTL, point-in-time recovery, deletion protection and tags a
+//! restore leaves out, printing the new table's ARNs and each step's time
+//! (docs/restore.md). The tables
 //! come from the same environment as the functions (`TABLE_NAME`,
 //! `RATE_LIMIT_TABLE_NAME`); with `AWS_ENDPOINT_URL_DYNAMODB` set it talks to
 //! that endpoint (DynamoDB Local) and creates the tables if missing, otherwise
@@ -35,7 +51,11 @@ use petstore::ratelimit::keys::{parse_key_id, NewApiKey};
 use petstore::ratelimit::Plan;
 use petstore::records::{Id, Role};
 use petstore::App;
+use petstore_admin::check::{check_table, Report};
+use petstore_admin::scan::ScanOptions;
+use petstore_admin::{copy, restore};
 use serde_json::json;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -64,6 +84,67 @@ enum DataCommand {
     /// Give every pet without one its inventory index entry (GSI5PK): for a
     /// table whose pets were written before that index existed.
     BackfillInventory,
+    /// Read the whole table and report every item that breaks an invariant
+    /// the service keeps (exit status 1 if any does).
+    Check(CheckArgs),
+    /// Write the table's pets, categories, name claims and orders as JSON
+    /// lines (not its API keys or idempotency records).
+    Export(ExportArgs),
+    /// Put exported JSON lines into this stage's table, which must hold no data.
+    Import(ImportArgs),
+    /// Restore a backup or a point in time into a new table, with the
+    /// stream, TTL, point-in-time recovery, deletion protection and tags.
+    Restore(RestoreArgs),
+}
+
+#[derive(Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["backup", "from"])))]
+struct RestoreArgs {
+    /// The new table's name.
+    #[arg(long)]
+    to: String,
+    /// An on-demand backup's ARN to restore.
+    #[arg(long)]
+    backup: Option<String>,
+    /// The table whose point in time to restore.
+    #[arg(long)]
+    from: Option<String>,
+    /// The point in time (RFC 3339); the latest restorable time if absent.
+    #[arg(long, requires = "from", value_parser = instant)]
+    at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+#[derive(Args)]
+struct ExportArgs {
+    /// The table to read, if not the stage's own (TABLE_NAME).
+    #[arg(long)]
+    table: Option<String>,
+    /// Parallel scan segments (pages in flight).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    segments: u32,
+    /// Where to write the lines (default: stdout).
+    #[arg(long)]
+    output: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct ImportArgs {
+    /// The table to write, if not the stage's own (TABLE_NAME).
+    #[arg(long)]
+    table: Option<String>,
+    /// Where to read the lines (default: stdin).
+    #[arg(long)]
+    input: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct CheckArgs {
+    /// The table to read, if not the stage's own (TABLE_NAME): a restored one.
+    #[arg(long)]
+    table: Option<String>,
+    /// Parallel scan segments (pages in flight).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    segments: u32,
 }
 
 #[derive(Subcommand)]
@@ -117,6 +198,23 @@ enum Command {
     Revoke(Id),
     Unban(Id),
     BackfillInventory,
+    Check {
+        table: Option<String>,
+        segments: u32,
+    },
+    Export {
+        table: Option<String>,
+        segments: u32,
+        output: Option<PathBuf>,
+    },
+    Import {
+        table: Option<String>,
+        input: Option<PathBuf>,
+    },
+    Restore {
+        source: restore::Source,
+        to: String,
+    },
 }
 
 /// `args` without the program name. A key request that cannot be made
@@ -126,6 +224,35 @@ fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, clap::Error
     let command = match Cli::try_parse_from(program.chain(args))?.group {
         Group::Keys(command) => command,
         Group::Data(DataCommand::BackfillInventory) => return Ok(Command::BackfillInventory),
+        Group::Data(DataCommand::Check(check)) => {
+            return Ok(Command::Check {
+                table: check.table,
+                segments: check.segments,
+            })
+        }
+        Group::Data(DataCommand::Export(e)) => {
+            return Ok(Command::Export {
+                table: e.table,
+                segments: e.segments,
+                output: e.output,
+            })
+        }
+        Group::Data(DataCommand::Restore(r)) => {
+            let source = match (r.backup, r.from) {
+                (Some(arn), _) => restore::Source::Backup { arn },
+                (None, table) => restore::Source::PointInTime {
+                    table: table.unwrap_or_default(),
+                    at: r.at,
+                },
+            };
+            return Ok(Command::Restore { source, to: r.to });
+        }
+        Group::Data(DataCommand::Import(i)) => {
+            return Ok(Command::Import {
+                table: i.table,
+                input: i.input,
+            })
+        }
     };
     Ok(match command {
         KeysCommand::Create(create) => {
@@ -155,6 +282,12 @@ fn create_usage_error(problem: String) -> clap::Error {
     }
 }
 
+fn instant(raw: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    chrono::DateTime::parse_from_rfc3339(raw)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .map_err(|e| format!("`{raw}` is not an RFC 3339 time: {e}"))
+}
+
 fn key_id(raw: &str) -> Result<Id, String> {
     parse_key_id(raw).ok_or_else(|| format!("`{raw}` is not a key id"))
 }
@@ -182,7 +315,7 @@ async fn app() -> Result<App, BoxError> {
     }
 }
 
-async fn run(command: Command) -> Result<(), BoxError> {
+async fn run(command: Command) -> Result<ExitCode, BoxError> {
     let app = app().await?;
     let keys = app.limiter.keys();
     match command {
@@ -214,8 +347,91 @@ async fn run(command: Command) -> Result<(), BoxError> {
             let backfilled = app.db.backfill_inventory_index().await?;
             println!("{}", json!({ "backfilled": backfilled }));
         }
+        Command::Check { table, segments } => {
+            let table = table.unwrap_or_else(|| app.db.table().to_string());
+            return check(&app, &table, segments).await;
+        }
+        Command::Export {
+            table,
+            segments,
+            output,
+        } => {
+            let table = table.unwrap_or_else(|| app.db.table().to_string());
+            let scan = ScanOptions {
+                segments,
+                consistent: false,
+            };
+            let copied = match output {
+                Some(path) => {
+                    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+                    copy::export(app.db.client(), &table, scan, &mut file).await?
+                }
+                None => {
+                    copy::export(app.db.client(), &table, scan, &mut std::io::stdout().lock())
+                        .await?
+                }
+            };
+            eprintln!("{}", copied.summary());
+        }
+        Command::Restore { source, to } => {
+            let restored =
+                restore::restore(app.db.client(), &source, &to, RESTORE_PATIENCE).await?;
+            println!("{}", serde_json::to_string(&restored)?);
+        }
+        Command::Import { table, input } => {
+            let table = table.unwrap_or_else(|| app.db.table().to_string());
+            let (client, shards) = (app.db.client(), app.config.shards);
+            let copied = match input {
+                Some(path) => {
+                    let file = std::io::BufReader::new(std::fs::File::open(path)?);
+                    copy::import(client, &table, shards, file, IMPORT_PUTS).await?
+                }
+                None => {
+                    copy::import(client, &table, shards, std::io::stdin().lock(), IMPORT_PUTS)
+                        .await?
+                }
+            };
+            println!("{}", copied.summary());
+        }
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
+}
+
+/// How long a restore waits for each step (a large table's restore takes hours).
+const RESTORE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// Puts in flight at once during an import.
+const IMPORT_PUTS: usize = 16;
+
+/// `data check`: each finding, then the summary; failure if any finding.
+async fn check(app: &App, table: &str, segments: u32) -> Result<ExitCode, BoxError> {
+    let client = app.db.client();
+    let progress = petstore_admin::scan::progress(client, table).await;
+    let scan = ScanOptions {
+        segments,
+        consistent: true,
+    };
+    let report = check_table(client, table, app.config.shards, scan, &progress).await?;
+    for finding in &report.findings {
+        println!("{}", serde_json::to_string(finding)?);
+    }
+    let summary = json!({
+        "table": table,
+        "items": report.items,
+        "broken": report.findings.len(),
+        "seconds": report.elapsed.as_secs_f64(),
+        "itemsPerSecond": report.items_per_second().round(),
+    });
+    println!("{summary}");
+    Ok(exit_status(&report))
+}
+
+/// 0 only when every invariant holds.
+fn exit_status(report: &Report) -> ExitCode {
+    match report.sound() {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::FAILURE,
+    }
 }
 
 /// An error and its causes, outermost first: the operator needs the detail.
@@ -237,7 +453,7 @@ async fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     match run(command).await {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(status) => status,
         Err(error) => {
             eprintln!("petstore-admin: {}", with_causes(error.as_ref()));
             ExitCode::FAILURE
@@ -300,6 +516,58 @@ mod tests {
         assert_eq!(
             parse_line("data backfill-inventory"),
             Ok(Command::BackfillInventory)
+        );
+        assert_eq!(
+            parse_line("data check"),
+            Ok(Command::Check {
+                table: None,
+                segments: 8
+            })
+        );
+        assert_eq!(
+            parse_line("data export --output prod.jsonl"),
+            Ok(Command::Export {
+                table: None,
+                segments: 8,
+                output: Some(PathBuf::from("prod.jsonl"))
+            })
+        );
+        assert_eq!(
+            parse_line("data import --table dev --input prod.jsonl"),
+            Ok(Command::Import {
+                table: Some("dev".to_string()),
+                input: Some(PathBuf::from("prod.jsonl"))
+            })
+        );
+        assert_eq!(
+            parse_line("data restore --to restored --backup arn:b"),
+            Ok(Command::Restore {
+                source: restore::Source::Backup {
+                    arn: "arn:b".to_string()
+                },
+                to: "restored".to_string()
+            })
+        );
+        let at = chrono::DateTime::parse_from_rfc3339("2026-11-25T18:00:00Z").ok();
+        assert_eq!(
+            parse_line("data restore --to r --from petstore --at 2026-11-25T18:00:00Z"),
+            Ok(Command::Restore {
+                source: restore::Source::PointInTime {
+                    table: "petstore".to_string(),
+                    at: at.map(|t| t.with_timezone(&chrono::Utc))
+                },
+                to: "r".to_string()
+            })
+        );
+        assert!(parse_line("data restore --to r").is_err());
+        assert!(parse_line("data restore --to r --backup a --from t").is_err());
+        assert!(parse_line("data restore --to r --from t --at yesterday").is_err());
+        assert_eq!(
+            parse_line("data check --table restored --segments 16"),
+            Ok(Command::Check {
+                table: Some("restored".to_string()),
+                segments: 16
+            })
         );
     }
 

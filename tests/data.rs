@@ -1,0 +1,6 @@
+//! The data table's upkeep (`petstore-admin data ...`), on DynamoDB Local:
+//! `check` finds each broken invariant, `copy` carries a stage's data into
+//! another's table.
+
+pub mod check;
+mod copy;

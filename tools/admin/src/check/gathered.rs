@@ -1,0 +1,113 @@
+//! The facts the table invariants need across items, gathered as the scan
+//! passes each one: a few numbers per pet, category, claim and key, and the
+//! ids of the incomplete orders (not the items: 10 million of them would not
+//! fit in memory).
+
+use super::item::{Finding, Kind, Scanned, Whole};
+use aws_sdk_dynamodb::types::AttributeValue;
+use petstore::records::Name;
+use std::collections::HashMap;
+
+/// What a table invariant knows of a pet.
+#[derive(Debug)]
+pub struct PetFacts {
+    pub category: Option<u64>,
+    pub open_orders: Whole,
+}
+
+/// What a table invariant knows of a category.
+#[derive(Debug)]
+pub struct CategoryFacts {
+    /// Its name as names are compared (`Name::folded`), when it has a valid one.
+    pub folded_name: Option<String>,
+    pub pet_count: Whole,
+}
+
+#[derive(Debug, Default)]
+pub struct Gathered {
+    pub pets: HashMap<u64, PetFacts>,
+    /// The incomplete orders naming each pet id.
+    pub open_orders: HashMap<u64, Vec<u64>>,
+    pub categories: HashMap<u64, CategoryFacts>,
+    /// How many pets name each category id.
+    pub pets_in: HashMap<u64, u64>,
+    /// Each name claim's folded name, and the category id it names.
+    pub claims: HashMap<String, Option<u64>>,
+    /// Each API key id, and the PKs of the items holding it.
+    pub key_ids: HashMap<u64, Vec<String>>,
+}
+
+impl Gathered {
+    /// Takes what the table invariants need from one item.
+    pub fn add(&mut self, s: &Scanned) {
+        match s.kind {
+            Kind::Pet => self.add_pet(s),
+            Kind::Order => self.add_order(s),
+            Kind::Category => self.add_category(s),
+            Kind::NameClaim => {
+                let folded = s.pk().trim_start_matches("CATEGORYNAME#").to_string();
+                self.claims
+                    .insert(folded, s.whole("categoryId").non_negative());
+            }
+            Kind::ApiKey => {
+                if let Some(id) = s.id() {
+                    let pk = s.pk().to_string();
+                    self.key_ids.entry(id).or_default().push(pk);
+                }
+            }
+            Kind::Idempotency | Kind::Unknown => {}
+        }
+    }
+
+    fn add_pet(&mut self, s: &Scanned) {
+        let Some(id) = s.id() else { return };
+        let category = s.whole("categoryId").non_negative();
+        if let Some(category) = category {
+            *self.pets_in.entry(category).or_default() += 1;
+        }
+        let open_orders = s.whole("openOrders");
+        self.pets.insert(
+            id,
+            PetFacts {
+                category,
+                open_orders,
+            },
+        );
+    }
+
+    fn add_order(&mut self, s: &Scanned) {
+        let (Some(id), Some(pet)) = (s.id(), s.whole("petId").non_negative()) else {
+            return;
+        };
+        if !matches!(s.item.get("complete"), Some(AttributeValue::Bool(true))) {
+            self.open_orders.entry(pet).or_default().push(id);
+        }
+    }
+
+    fn add_category(&mut self, s: &Scanned) {
+        let Some(id) = s.id() else { return };
+        let folded_name = s
+            .text("name")
+            .and_then(|raw| Name::parse(raw, "name").ok())
+            .map(|name| name.folded());
+        self.categories.insert(
+            id,
+            CategoryFacts {
+                folded_name,
+                pet_count: s.whole("petCount"),
+            },
+        );
+    }
+
+    pub fn pet_finding(id: u64, invariant: &'static str, problem: String) -> Finding {
+        Finding::new(format!("PET#{id}"), "PET", invariant, problem)
+    }
+
+    pub fn order_finding(id: u64, invariant: &'static str, problem: String) -> Finding {
+        Finding::new(format!("ORDER#{id}"), "ORDER", invariant, problem)
+    }
+
+    pub fn category_finding(id: u64, invariant: &'static str, problem: String) -> Finding {
+        Finding::new(format!("CATEGORY#{id}"), "CATEGORY", invariant, problem)
+    }
+}

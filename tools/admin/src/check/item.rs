@@ -1,0 +1,154 @@
+//! One scanned item as the invariants read it: its kind, and its attributes.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use petstore::db::shards::{shard_of, Shards};
+use petstore::db::Item;
+use serde::Serialize;
+
+/// What an item is, by its sort key (`db/mod.rs`'s table of records).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Pet,
+    Order,
+    Category,
+    NameClaim,
+    ApiKey,
+    Idempotency,
+    Unknown,
+}
+
+impl Kind {
+    /// The kind an item with sort key `sk` is.
+    pub fn of_sk(sk: &str) -> Kind {
+        match sk {
+            "PET" => Kind::Pet,
+            "ORDER" => Kind::Order,
+            "CATEGORY" => Kind::Category,
+            "CATEGORYNAME" => Kind::NameClaim,
+            "APIKEY" => Kind::ApiKey,
+            "IDEMPOTENCY" => Kind::Idempotency,
+            _ => Kind::Unknown,
+        }
+    }
+
+    /// What every partition key of this kind starts with.
+    pub fn pk_prefix(self) -> Option<&'static str> {
+        match self {
+            Kind::Pet => Some("PET#"),
+            Kind::Order => Some("ORDER#"),
+            Kind::Category => Some("CATEGORY#"),
+            Kind::NameClaim => Some("CATEGORYNAME#"),
+            Kind::ApiKey => Some("APIKEY#"),
+            Kind::Idempotency => Some("IDEMPOTENCY#"),
+            Kind::Unknown => None,
+        }
+    }
+}
+
+/// A broken invariant: the item's key, the invariant's name, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    #[serde(rename = "PK")]
+    pub pk: String,
+    #[serde(rename = "SK")]
+    pub sk: String,
+    pub invariant: &'static str,
+    pub problem: String,
+}
+
+impl Finding {
+    pub fn new(pk: String, sk: &str, invariant: &'static str, problem: String) -> Finding {
+        Finding {
+            pk,
+            sk: sk.to_string(),
+            invariant,
+            problem,
+        }
+    }
+}
+
+/// One item of the table, as the item invariants see it.
+pub struct Scanned<'a> {
+    pub item: &'a Item,
+    pub kind: Kind,
+    /// The stage's shard counts: an index key's shard is one of them.
+    pub shards: Shards,
+}
+
+impl<'a> Scanned<'a> {
+    pub fn new(item: &'a Item, shards: Shards) -> Scanned<'a> {
+        let kind = Kind::of_sk(text(item, "SK").unwrap_or_default());
+        Scanned { item, kind, shards }
+    }
+
+    pub fn pk(&self) -> &str {
+        text(self.item, "PK").unwrap_or_default()
+    }
+
+    pub fn sk(&self) -> &str {
+        text(self.item, "SK").unwrap_or_default()
+    }
+
+    pub fn text(&self, name: &str) -> Option<&'a str> {
+        text(self.item, name)
+    }
+
+    pub fn whole(&self, name: &str) -> Whole {
+        whole(self.item, name)
+    }
+
+    /// The record's `id`, when it is a whole number.
+    pub fn id(&self) -> Option<u64> {
+        self.whole("id").non_negative()
+    }
+}
+
+/// A string attribute, if the item has one by that name.
+pub fn text<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
+    match item.get(name) {
+        Some(AttributeValue::S(value)) => Some(value),
+        _ => None,
+    }
+}
+
+/// A numeric attribute as a whole number, or why it is not one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Whole {
+    Absent,
+    Value(i128),
+    Not(String),
+}
+
+impl Whole {
+    pub fn non_negative(&self) -> Option<u64> {
+        match self {
+            Whole::Value(v) => u64::try_from(*v).ok(),
+            _ => None,
+        }
+    }
+}
+
+pub fn whole(item: &Item, name: &str) -> Whole {
+    match item.get(name) {
+        None => Whole::Absent,
+        Some(AttributeValue::N(raw)) => match raw.parse::<i128>() {
+            Ok(value) => Whole::Value(value),
+            Err(_) => Whole::Not(format!("{name} is {raw}, not a whole number")),
+        },
+        Some(other) => Whole::Not(format!("{name} is {other:?}, not a number")),
+    }
+}
+
+/// Whether `actual` is the key of record `id` in the sharded list `list`
+/// under some shard count up to the stage's `count`: a count may be raised
+/// at any time, and entries written under a smaller one stay where they are.
+pub fn in_some_shard(actual: Option<&str>, list: &str, id: u64, count: u16) -> bool {
+    let Some(shard) = actual
+        .and_then(|a| a.strip_prefix(list))
+        .and_then(|rest| rest.strip_prefix('#'))
+        .and_then(|s| s.parse::<u16>().ok())
+    else {
+        return false;
+    };
+    (1..=count.max(1)).any(|c| shard_of(id, c) == shard)
+}
