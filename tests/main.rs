@@ -27,3 +27,4 @@ mod roles;
 mod routes;
 mod shield;
 mod store;
+mod values;
