@@ -39,7 +39,7 @@ RECORD_AWS_CALLS := PETSTORE_AWS_CALLS=$(AWS_CALLS)
 LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
-.PHONY: help run run-lambda invoke test-run-lambda test iam-check key build bench bench-report check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status check-circles venv lint-template lint-openapi conformance clients docs-browser cors-browser lint-asyncapi deploy-rehearsal
+.PHONY: help run run-lambda invoke test-run-lambda test iam-check key build bench bench-report check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status check-circles venv lint-template lint-openapi conformance clients docs-browser cors-browser lint-asyncapi deploy-rehearsal front-rehearsal
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
@@ -100,6 +100,9 @@ deploy-rehearsal: venv ## Create template.yaml's stack offline in moto's CloudFo
 	$(VENV)/bin/python scripts/deploy-rehearsal.py
 	$(VENV)/bin/python scripts/deploy-rehearsal.py --parameter-overrides \
 		PetsReservedConcurrency=50 StoreReservedConcurrency=50 DocsReservedConcurrency=10 EventsReservedConcurrency=10
+
+front-rehearsal: venv ## Create the stack with the optional CloudFront+WAF front in moto (us-east-1, another region, a domain) and check the front; about a minute
+	$(VENV)/bin/python scripts/front-rehearsal.py
 
 lint-openapi: node_modules/.package-lock.json ## Lint openapi.yaml with Spectral (spectral:oas, every rule)
 	npx --no-install spectral lint openapi.yaml --fail-severity=warn

@@ -15,6 +15,7 @@ mod cors;
 mod docs;
 mod domain_events;
 mod events;
+mod front;
 mod idempotency;
 mod lambda;
 mod new_account;
