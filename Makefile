@@ -40,7 +40,7 @@ LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
 .PHONY: help run run-lambda invoke test-run-lambda test iam-check key build bench bench-report check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status check-circles venv lint-template lint-openapi conformance clients docs-browser cors-browser lint-asyncapi deploy-rehearsal
-.PHONY: contract-check contract-release release-check deploy-role-check lint-workflows restore-rehearsal
+.PHONY: contract-check contract-release release-check deploy-role-check lint-workflows restore-rehearsal front-rehearsal
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
@@ -108,6 +108,9 @@ deploy-rehearsal: venv ## Create template.yaml's stack offline in moto's CloudFo
 restore-rehearsal: venv ## Rehearse restoring the data table in moto: write, back up, damage, restore (backup and point in time), check
 	cargo build -p petstore-admin
 	$(VENV)/bin/python scripts/restore-rehearsal.py
+
+front-rehearsal: venv ## Create the stack with the optional CloudFront+WAF front in moto (us-east-1, another region, a domain) and check the front; about a minute
+	$(VENV)/bin/python scripts/front-rehearsal.py
 
 lint-openapi: node_modules/.package-lock.json ## Lint openapi.yaml with Spectral (spectral:oas, every rule)
 	npx --no-install spectral lint openapi.yaml --fail-severity=warn

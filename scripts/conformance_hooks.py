@@ -18,8 +18,10 @@ or a hook here serves no listed rule.
 
 import re
 import uuid
+from pathlib import Path
 
 import schemathesis
+import yaml
 
 HEADER = "idempotency-key"
 MAX_LENGTH = 255
@@ -37,3 +39,42 @@ def unique_idempotency_keys(ctx, case, **kwargs):
         if len(key) <= MAX_LENGTH and VALID.match(key):
             fresh = "." + uuid.uuid4().hex
             headers[name] = key[: MAX_LENGTH - len(fresh)] + fresh
+
+
+# --- Text beyond U+FFFF (contract section 1; added with the text rules) ------
+#
+# openapi.yaml's name and description patterns say what is refused up to
+# U+FFFF; the hidden characters beyond it (format tags, plane 15 and 16
+# private use) are listed in `x-refused-beyond-bmp`, since no pattern says
+# them so that ECMA-262 without the `u` flag (Spectral, JavaScript clients)
+# and code-point engines (Python, schemathesis's jsonschema-rs) agree.
+# hypothesis draws from the patterns, so a "valid" body may hold such a
+# character, which the service refuses as the document says: such bodies are
+# not sent. The refusals are tested in tests/values.rs and
+# shared/src/records/text_tests.rs.
+
+_TEXT = yaml.safe_load((Path(__file__).resolve().parent.parent / "openapi.yaml").read_text())[
+    "components"]["schemas"]["NewCategory"]["properties"]
+
+
+def _range(listed: str) -> str:
+    first, _, last = listed.partition("-")
+    first, last = chr(int(first[2:], 16)), chr(int((last or first)[2:], 16))
+    return re.escape(first) + ("-" + re.escape(last) if last != first else "")
+
+
+REFUSED_BEYOND_BMP = {
+    field: re.compile("[" + "".join(_range(r) for r in _TEXT[field]["x-refused-beyond-bmp"]) + "]")
+    for field in ("name", "description")
+}
+
+
+# Rule: the refused characters beyond U+FFFF (records/text.rs, RULES).
+@schemathesis.hook("filter_body")
+def bodies_without_refused_beyond_bmp(ctx, body):
+    if not isinstance(body, dict):
+        return True
+    return not any(
+        isinstance(body.get(field), str) and refused.search(body[field])
+        for field, refused in REFUSED_BEYOND_BMP.items()
+    )

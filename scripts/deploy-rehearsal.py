@@ -337,6 +337,11 @@ def route_keys(body: dict) -> list[tuple[str, dict]]:
     return routes
 
 
+# Stand-ins that other rehearsals add (scripts/front-rehearsal.py): a resource
+# type to a function of (emulator, resolver, created) giving its maker.
+EXTRA_MAKERS: dict[str, Callable[[Emulator, "Resolver", dict], Callable[[str, dict], None]]] = {}
+
+
 def create_deferred(emulator: Emulator, resolver: Resolver, deferred: dict[str, dict], checks: Checks) -> dict[str, Any]:
     """Each deferred resource, in dependency order, through its service's API."""
     apigw = emulator.client("apigatewayv2")
@@ -417,6 +422,8 @@ def create_deferred(emulator: Emulator, resolver: Resolver, deferred: dict[str, 
         "AWS::CloudWatch::Dashboard": dashboard,
         "AWS::Lambda::Permission": permission,
     }
+    for kind, extra in EXTRA_MAKERS.items():
+        makers[kind] = extra(emulator, resolver, created)
     pending = dict(deferred)
     while pending:
         ready = [n for n, r in pending.items() if not depends_on(r) & set(pending)]
@@ -424,10 +431,11 @@ def create_deferred(emulator: Emulator, resolver: Resolver, deferred: dict[str, 
             raise SystemExit(f"deploy-rehearsal: a cycle among {sorted(pending)}")
         for name in sorted(ready):
             resource = pending.pop(name)
+            # A resource its condition leaves out is not created, so it needs no stand-in.
+            if "Condition" in resource and not resolver.condition(resource["Condition"]):
+                continue
             maker = makers.get(resource["Type"])
             if not checks.check(maker is not None, f"{name}: no stand-in for {resource['Type']}, which moto's CloudFormation cannot create"):
-                continue
-            if "Condition" in resource and not resolver.condition(resource["Condition"]):
                 continue
             try:
                 maker(name, resolver.resolve(resource.get("Properties", {})))

@@ -31,6 +31,11 @@ pub struct Config {
     /// template's `AllowedOrigins` sets API Gateway's CORS instead (see
     /// [`crate::http::cors`]).
     pub allowed_origins: Vec<String>,
+    /// The secret the optional CloudFront front sends in
+    /// [`crate::http::front::ORIGIN_HEADER`] (`ORIGIN_SECRET`; template.yaml's
+    /// `FrontOriginSecret`). Set, every request without it is refused before
+    /// any other work; unset (the default), there is no front and no check.
+    pub origin_secret: Option<String>,
 }
 
 /// The rate limiter's thresholds; small values make the ban testable.
@@ -132,6 +137,7 @@ impl Config {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Config {
             allowed_origins,
+            origin_secret: lookup("ORIGIN_SECRET").filter(|secret| !secret.is_empty()),
             shards: Shards {
                 pets: shards("PET_LIST_SHARDS", defaults.pets)?,
                 orders: shards("ORDER_LIST_SHARDS", defaults.orders)?,

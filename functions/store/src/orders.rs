@@ -61,8 +61,10 @@ async fn place_order(
     caller: Caller,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
+    let now = Utc::now();
     let new = NewOrder::parse(&body)?;
-    let order = db.place_order(new, caller.key_id, Utc::now()).await?;
+    new.check_ship_window(&caller, now)?;
+    let order = db.place_order(new, caller.key_id, now).await?;
     petstore::metrics::order_placed(order.quantity.get());
     Ok(created(format!("/store/orders/{}", order.id), &order))
 }

@@ -1,4 +1,4 @@
-//! Category items, their case-insensitive name claims, and their pet counts.
+//! Category items, their name claims (unique under NFKC and case folding), and their pet counts.
 
 use super::expr::Expr;
 use super::query::{IndexQuery, Projection};
@@ -27,12 +27,11 @@ pub(crate) fn key(id: Id) -> Item {
 }
 
 /// The item that makes a name unique: creating it fails if the name is taken.
-fn name_key(name: &Name) -> Item {
+/// `folded` is [`Name::folded`] (or, for a claim made before names were
+/// compared under NFKC, [`Name::legacy_folded`]).
+fn name_key(folded: &str) -> Item {
     HashMap::from([
-        (
-            "PK".to_string(),
-            s(format!("CATEGORYNAME#{}", name.folded())),
-        ),
+        ("PK".to_string(), s(format!("CATEGORYNAME#{folded}"))),
         ("SK".to_string(), s(NAME_SK)),
     ])
 }
@@ -49,6 +48,18 @@ pub(crate) fn list_query() -> IndexQuery<'static> {
         descending: false,
         filter: None,
         projection: &CATEGORY_FIELDS,
+    }
+}
+
+/// Where `name`'s claim may be: under its folded form and, for a name stored
+/// before the NFKC comparison whose lower case differs from that, under the
+/// lower case. Freeing a name deletes both, so no stale claim is left.
+fn claim_keys(name: &Name) -> Vec<String> {
+    let (folded, legacy) = (name.folded(), name.legacy_folded());
+    if folded == legacy {
+        vec![folded]
+    } else {
+        vec![folded, legacy]
     }
 }
 
@@ -83,7 +94,8 @@ pub enum CategoryCheck {
     IdFree,
     /// The category is still as the decision read it.
     AsRead,
-    /// No other category has the name, in any case: its name claim is free.
+    /// No other category has the name, under NFKC and case folding: its
+    /// name claim is free.
     NameFree,
 }
 
@@ -113,14 +125,29 @@ impl Db {
             .update(&self.table, key(category))
     }
 
+    /// Claims `name` for category `id`: fails if another category holds it.
+    /// (`id`'s own claim may be there: a name stored before NFKC whose claim
+    /// keys cannot tell where it is.)
     fn name_claim_put(&self, name: &Name, id: Id) -> Result<TransactWriteItem, DbError> {
-        let mut item = name_key(name);
+        let mut item = name_key(&name.folded());
         item.insert("categoryId".into(), n(id));
-        Expr::new().absent().put(&self.table, item)
+        Expr::new().absent_or_claimed_by(id).put(&self.table, item)
     }
 
-    fn name_claim_delete(&self, name: &Name) -> Result<TransactWriteItem, DbError> {
-        Expr::new().delete(&self.table, name_key(name))
+    /// Frees `name` onto `write`: deletes its claim wherever it may be, but
+    /// under `kept` (a key the same transaction claims again).
+    fn name_claim_delete(
+        &self,
+        write: Write<CategoryCheck>,
+        name: &Name,
+        kept: Option<&str>,
+    ) -> Result<Write<CategoryCheck>, DbError> {
+        claim_keys(name)
+            .iter()
+            .filter(|key| Some(key.as_str()) != kept)
+            .try_fold(write, |write, key| {
+                Ok(write.unchecked(Expr::new().delete(&self.table, name_key(key))?))
+            })
     }
 }
 
@@ -192,9 +219,10 @@ impl Changes {
                 .replace(&updated)?;
             let mut write =
                 Write::new().checked(CategoryCheck::AsRead, expr.update(&self.table, key(id))?);
-            if new.name.folded() != current.name.folded() {
-                write = write
-                    .unchecked(self.name_claim_delete(&current.name)?)
+            let new_key = new.name.folded();
+            if claim_keys(&current.name) != [new_key.as_str()] {
+                write = self
+                    .name_claim_delete(write, &current.name, Some(&new_key))?
                     .checked(CategoryCheck::NameFree, self.name_claim_put(&new.name, id)?);
             }
             Ok(Step::Write(write, updated))
@@ -213,9 +241,8 @@ impl Changes {
                 .when(&unused)
                 .when(&Guard::NameIs(name.clone()))
                 .delete(&self.table, key(id))?;
-            let write = Write::new()
-                .checked(CategoryCheck::AsRead, delete)
-                .unchecked(self.name_claim_delete(name)?);
+            let write = Write::new().checked(CategoryCheck::AsRead, delete);
+            let write = self.name_claim_delete(write, name, None)?;
             Ok(Step::Write(write, ()))
         })
         .await

@@ -2,6 +2,7 @@
 //! update expressions, their placeholders, and the write items they go in.
 
 use super::{n, s, shape, to_item, DbError, Item};
+use crate::records::Id;
 use crate::rules::Guard;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
 use serde::de::DeserializeOwned;
@@ -65,6 +66,17 @@ impl Expr {
         let now = self.value(n(now));
         self.condition
             .push(format!("(attribute_not_exists(PK) OR {expires} < {now})"));
+        self
+    }
+
+    /// Conditions the write on no item having its key, or on the one there
+    /// naming `holder` as its `categoryId` (a name claim that category holds).
+    pub(crate) fn absent_or_claimed_by(mut self, holder: Id) -> Expr {
+        let category = self.name("categoryId");
+        let holder = self.value(n(holder));
+        self.condition.push(format!(
+            "(attribute_not_exists(PK) OR {category} = {holder})"
+        ));
         self
     }
 

@@ -13,6 +13,7 @@ pub mod cors;
 pub mod docs;
 pub mod error;
 pub mod extract;
+pub mod front;
 pub mod idempotency;
 pub mod observe;
 pub mod openapi;
@@ -36,6 +37,9 @@ use tower_http::request_id::PropagateRequestIdLayer;
 use tower_http::set_header::SetRequestHeaderLayer;
 
 /// A function's routes, ready to serve. A request passes, in this order:
+/// - [`front::guard`], only when `ORIGIN_SECRET` is set (the optional
+///   CloudFront front): a request without the front's secret is refused
+///   before anything else is done;
 /// - [`cors::around`], only when `ALLOWED_ORIGINS` lists origins (the local
 ///   stacks; API Gateway does it in AWS): a preflight from a listed origin is
 ///   answered here, before any key or count, and every answer to that origin
@@ -53,6 +57,7 @@ use tower_http::set_header::SetRequestHeaderLayer;
 ///   change writes) before the handler.
 pub fn service(routes: Router<App>, app: App) -> Router {
     let allowed_origins = app.config.allowed_origins.clone();
+    let origin_secret = app.config.origin_secret.clone();
     let request_id = HeaderName::from_static(request_id::REQUEST_ID);
     let edge = ServiceBuilder::new()
         .layer(SetRequestHeaderLayer::overriding(
@@ -82,7 +87,10 @@ pub fn service(routes: Router<App>, app: App) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(app)
         .layer(edge);
-    cors::around(served, &allowed_origins)
+    front::guard(
+        cors::around(served, &allowed_origins),
+        origin_secret.as_deref(),
+    )
 }
 
 /// The routes of the beta operations (`x-beta: true` in `openapi.yaml`).

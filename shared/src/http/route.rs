@@ -80,18 +80,22 @@ pub struct Sender {
 }
 
 impl Sender {
-    /// API Gateway's source IP in Lambda, the socket's locally, and the key.
+    /// The viewer's address behind the optional front ([`super::front`]),
+    /// else API Gateway's source IP in Lambda, the socket's locally; and the key.
     pub fn read<B>(req: &http::Request<B>) -> Sender {
-        let from_gateway = gateway(req)
-            .and_then(|g| g.source_ip)
-            .and_then(|ip| ip.parse().ok());
+        let from_front = req.extensions().get::<super::front::Viewer>().map(|v| v.0);
+        let from_gateway = || {
+            gateway(req)
+                .and_then(|g| g.source_ip)
+                .and_then(|ip| ip.parse().ok())
+        };
         let from_socket = || {
             req.extensions()
                 .get::<ConnectInfo<SocketAddr>>()
                 .map(|c| c.0.ip())
         };
         Sender {
-            source_ip: from_gateway.or_else(from_socket),
+            source_ip: from_front.or_else(from_gateway).or_else(from_socket),
             api_key: req
                 .headers()
                 .get("x-api-key")

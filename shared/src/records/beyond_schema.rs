@@ -39,7 +39,8 @@ pub enum Conformance {
 }
 
 /// Every record's rules beyond its schema.
-pub const ALL: [&[BeyondSchema]; 4] = [
+pub const ALL: [&[BeyondSchema]; 5] = [
+    super::text::RULES,
     super::pet::RULES,
     super::category::RULES,
     super::order::RULES,

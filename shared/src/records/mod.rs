@@ -18,6 +18,7 @@ mod json;
 mod order;
 mod pet;
 mod quantity;
+mod ship_date;
 mod text;
 
 pub use beyond_schema::{BeyondSchema, Conformance, ALL as RULES_BEYOND_SCHEMA};
@@ -30,6 +31,7 @@ pub use json::JsonObject;
 pub use order::{NewOrder, Order, OrderPatch};
 pub use pet::{NewPet, Pet, PetPatch, PetStatus};
 pub use quantity::{OrderQuantity, StockQuantity};
+pub use ship_date::{in_ship_window, SHIP_DATE_GRACE, SHIP_DATE_HORIZON};
 pub use text::{Description, Name};
 
 /// A field or parameter that is missing, of the wrong type or out of range;
