@@ -305,11 +305,16 @@ impl TestApp {
             }
         }
         let (method, path) = (request.method().clone(), request.uri().path().to_string());
-        let response = match &self.remote {
-            Some(remote) => remote.send(request).await,
-            None => TestResponse::read(self.router.clone(), request).await,
-        };
-        response.conforming(&method, &path)
+        match &self.remote {
+            Some(remote) => {
+                let response = remote.send(request).await;
+                if remote::is_dev_server_answer(&response) {
+                    return response;
+                }
+                response.conforming(&method, &path)
+            }
+            None => TestResponse::of(self.router.clone(), request).await,
+        }
     }
 
     /// Sends a request without a body.
