@@ -25,7 +25,9 @@ impl Collect {
 }
 
 impl Publisher for Collect {
+    /// Every event a test publishes is held to `asyncapi.yaml` here.
     async fn publish(&self, events: &[DomainEvent]) -> Vec<Result<(), String>> {
+        asyncapi::assert_conform(events);
         self.0
             .lock()
             .unwrap_or_else(|e| e.into_inner())

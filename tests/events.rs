@@ -8,6 +8,8 @@
 //! the status (and error code) it must get. Each replay gets a fresh store
 //! holding the events' key, and the records its event names (`{{petId}}`,
 //! ...), made as `make invoke` makes them (`petstore_local::sample_events`).
+//! Each answer, and so the expectation it met, is also held to the
+//! operation's closed schema in `openapi.yaml` (`helpers/contract.rs`).
 
 use crate::deploy::{template_routes, TemplateRoute};
 use crate::helpers::{repo_root, TestApp, TestResponse};
@@ -191,13 +193,19 @@ async fn replay(file: String, expected: Expected) -> Result<(), String> {
         "store" => petstore::http::service(store::routes(), app.app.clone()),
         other => return Err(format!("{file}: unknown function {other}")),
     };
+    let (method, path) = (request.method().clone(), request.uri().path().to_string());
+    let response = TestResponse::read(service, request).await;
+    let mut problems = Vec::new();
+    // The answer, and so the expectation it met, is one openapi.yaml describes.
+    if let Err(faults) = response.contract_faults(&method, &path) {
+        problems.push(faults);
+    }
     let TestResponse {
         status,
         headers,
         body,
-    } = TestResponse::of(service, request).await;
+    } = response;
     let text = String::from_utf8_lossy(&body);
-    let mut problems = Vec::new();
     if status != expected.status {
         problems.push(format!("status {} (expected {})", status, expected.status));
     }

@@ -12,8 +12,10 @@
 //! `AWS_ENDPOINT_URL_DYNAMODB`); every test gets its own tables, so tests run
 //! in parallel without seeing each other's records.
 
+mod contract;
 mod dynamodb;
 mod remote;
+pub mod schema;
 
 use axum::body::Body;
 use axum::extract::ConnectInfo;
@@ -302,8 +304,15 @@ impl TestApp {
                 request.headers_mut().insert(API_KEY_HEADER, value);
             }
         }
+        let (method, path) = (request.method().clone(), request.uri().path().to_string());
         match &self.remote {
-            Some(remote) => remote.send(request).await,
+            Some(remote) => {
+                let response = remote.send(request).await;
+                if remote::is_dev_server_answer(&response) {
+                    return response;
+                }
+                response.conforming(&method, &path)
+            }
             None => TestResponse::of(self.router.clone(), request).await,
         }
     }
@@ -376,8 +385,21 @@ pub struct TestResponse {
 }
 
 impl TestResponse {
-    /// What `service` answers to `request`, its body read.
+    /// What `service` answers to `request`, its body read, held to
+    /// `openapi.yaml` (see [`TestResponse::conforming`]).
     pub async fn of<B>(service: axum::Router, request: Request<B>) -> TestResponse
+    where
+        B: axum::body::HttpBody<Data = Bytes> + Send + 'static,
+        B::Error: Into<axum::BoxError>,
+    {
+        let (method, path) = (request.method().clone(), request.uri().path().to_string());
+        TestResponse::read(service, request)
+            .await
+            .conforming(&method, &path)
+    }
+
+    /// What `service` answers to `request`, its body read, unchecked.
+    pub async fn read<B>(service: axum::Router, request: Request<B>) -> TestResponse
     where
         B: axum::body::HttpBody<Data = Bytes> + Send + 'static,
         B::Error: Into<axum::BoxError>,
@@ -395,6 +417,22 @@ impl TestResponse {
             headers: parts.headers,
             body,
         }
+    }
+
+    /// This answer to `method path`, once held to `openapi.yaml`: the
+    /// operation documents its status, the body is that status's closed
+    /// schema, the required headers are there. Panics naming the operation
+    /// (method, path template, status) and each fault.
+    pub fn conforming(self, method: &Method, path: &str) -> TestResponse {
+        if let Err(faults) = self.contract_faults(method, path) {
+            panic!("{faults}");
+        }
+        self
+    }
+
+    /// What [`TestResponse::conforming`] checks, as a result.
+    pub fn contract_faults(&self, method: &Method, path: &str) -> Result<(), String> {
+        contract::check(method, path, self)
     }
 
     /// The body as JSON; panics, showing the body, if it is not JSON.

@@ -139,7 +139,7 @@ impl Instance {
             .expect("an HTTP/1 connection");
         tokio::spawn(connection);
         let mut request = Request::builder()
-            .method(method)
+            .method(method.clone())
             .uri(path)
             .header(header::HOST, "127.0.0.1")
             .header("x-api-key", key);
@@ -162,6 +162,7 @@ impl Instance {
             headers: parts.headers,
             body,
         }
+        .conforming(&method, path)
     }
 
     async fn get(&self, path: &str, key: &str) -> TestResponse {

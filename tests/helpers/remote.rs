@@ -12,6 +12,15 @@ use tokio::net::TcpStream;
 /// The variable that names the stack, e.g. `http://127.0.0.1:3000`.
 pub const STACK_URL: &str = "PETSTORE_LAMBDA_URL";
 
+/// Whether `response` is `cargo lambda watch`'s own (a `problem+json` 500
+/// it gives now and then while it recycles an instance), not the function's:
+/// the tests that meet it retry, and `openapi.yaml` does not describe it.
+pub fn is_dev_server_answer(response: &TestResponse) -> bool {
+    response
+        .header("content-type")
+        .is_some_and(|value| value.starts_with("application/problem+json"))
+}
+
 /// A stack's address.
 #[derive(Clone, Debug)]
 pub struct Remote {
