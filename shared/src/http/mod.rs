@@ -11,6 +11,7 @@ pub mod access;
 pub mod authorize;
 pub mod cors;
 pub mod docs;
+mod docs_assets;
 pub mod error;
 pub mod extract;
 pub mod idempotency;
@@ -33,13 +34,15 @@ use route::Route;
 use tower::ServiceBuilder;
 use tower_http::limit::{RequestBodyLimitLayer, ResponseBody as LimitedBody};
 use tower_http::request_id::PropagateRequestIdLayer;
-use tower_http::set_header::SetRequestHeaderLayer;
+use tower_http::set_header::{SetRequestHeaderLayer, SetResponseHeaderLayer};
 
 /// A function's routes, ready to serve. A request passes, in this order:
 /// - [`cors::around`], only when `ALLOWED_ORIGINS` lists origins (the local
 ///   stacks; API Gateway does it in AWS): a preflight from a listed origin is
 ///   answered here, before any key or count, and every answer to that origin
 ///   gets its CORS headers, refusals included;
+/// - [`answer_headers`]: `Cache-Control` and `X-Content-Type-Options` on
+///   every answer below, refusals and errors included;
 /// - the request id (API Gateway's, or fresh), on the request and the response;
 /// - [`route::resolve`]: the operation (method, route, who may call it) and
 ///   the sender (address, key), worked out once for every layer below;
@@ -82,7 +85,25 @@ pub fn service(routes: Router<App>, app: App) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(app)
         .layer(edge);
-    cors::around(served, &allowed_origins)
+    cors::around(answer_headers(served), &allowed_origins)
+}
+
+/// What every answer tells caches and browsers: `Cache-Control: no-store`
+/// unless the handler set its own (the `/docs` page and files), since every
+/// caller asks the same URL and the key travels in a header, so a shared
+/// cache could hand one caller's orders to another; and
+/// `X-Content-Type-Options: nosniff`. Two constant headers per answer.
+/// The `docs` function, which has no wrapper, adds it to its routes too.
+pub fn answer_headers(routes: Router) -> Router {
+    routes
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
 }
 
 /// The routes of the beta operations (`x-beta: true` in `openapi.yaml`).
