@@ -29,11 +29,20 @@ async fn every_json_answer_is_kept_by_no_cache() {
     let answers = [
         ("200", customer.get("/store/orders").await),
         ("200 public", app.without_key().get("/openapi.json").await),
-        ("201", staff.post("/categories", json!({"name": "Cats"})).await),
-        ("204", staff.delete(&format!("/categories/{category}")).await),
+        (
+            "201",
+            staff.post("/categories", json!({"name": "Cats"})).await,
+        ),
+        (
+            "204",
+            staff.delete(&format!("/categories/{category}")).await,
+        ),
         ("400", staff.post("/categories", json!({"name": ""})).await),
         ("401", app.without_key().get("/store/orders").await),
-        ("403", customer.post("/categories", json!({"name": "Fish"})).await),
+        (
+            "403",
+            customer.post("/categories", json!({"name": "Fish"})).await,
+        ),
         ("404", staff.get("/nowhere").await),
         ("405", staff.send(Method::PATCH, "/categories").await),
     ];

@@ -34,9 +34,10 @@ pub(super) fn fresh(ttl: Duration, since: UnixSeconds, now: UnixSeconds) -> bool
     now < since.saturating_add(ttl)
 }
 
-/// A least-recently-used cache holding at most `limit` entries (at least one).
+/// A least-recently-used cache holding at most `limit` entries (at least
+/// one). Sparse: it allocates as it fills, not at init (cold start).
 pub(super) fn bounded<K: std::hash::Hash + Eq, V>(limit: usize) -> LruCache<K, V> {
-    LruCache::new(NonZeroUsize::new(limit).unwrap_or(NonZeroUsize::MIN))
+    LruCache::sparse(NonZeroUsize::new(limit).unwrap_or(NonZeroUsize::MIN))
 }
 
 /// The subjects this process remembers, at most [`MEMORY_LIMIT`].
