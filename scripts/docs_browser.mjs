@@ -173,7 +173,7 @@ try {
       response,
       headers: { ...response.headers(), "content-security-policy": "default-src 'self'; script-src 'none'" },
     }))),
-    ...(await aBrokenPage("stylesheet 404", "**/docs/assets/swagger-ui.css", () => ({
+    ...(await aBrokenPage("stylesheet 404", "**/docs/assets/swagger-ui.*.css", () => ({
       status: 404,
       contentType: "application/json",
       body: '{"code":"NOT_FOUND","message":"gone","status":404}',

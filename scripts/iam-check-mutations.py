@@ -5,8 +5,9 @@ on the last recording, naming that function, the call and what is missing.
 A check that passed these would not stand between a policy edit and 500s in
 production.
 
-Each mutation removes one line of one function's policy, as an edit would:
-an action, an index, the API-key denial's condition pattern.
+Each mutation removes or changes one line of one function's policy, as an
+edit would: an action, an index, the API-key denial's condition pattern, the
+events function's stream (widened to every stream, or SAM's role back).
 
 Usage: iam-check-mutations.py RECORDING
 """
@@ -20,8 +21,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "template.yaml"
 
-# (function, the line removed from its resource's block, what the check must
-# then print, why).
+# What the check prints when the events function may read another stream.
+OTHER_STREAM_READ = ("EventsFunction: dynamodb:GetRecords on arn:aws:dynamodb:us-east-1:"
+                     "123456789012:table/another-table/stream/")
+
+# (resource, the line removed from its block, what the check must then
+# print, why); or (resource, line, expected, why, the line put instead).
 MUTATIONS = [
     (
         "PetsFunction",
@@ -59,6 +64,20 @@ MUTATIONS = [
         "PetsFunction: dynamodb:PutItem on DataTable (",
         "the API-key denial loses its write actions: the shield's promise breaks",
     ),
+    (
+        "EventsRole",
+        "                Resource: !GetAtt DataTable.StreamArn\n",
+        OTHER_STREAM_READ,
+        "the events function's stream reads widened to every stream",
+        '                Resource: "*"\n',
+    ),
+    (
+        "EventsFunction",
+        "      Role: !GetAtt EventsRole.Arn\n",
+        OTHER_STREAM_READ,
+        "the events function back on SAM's role (AWSLambdaDynamoDBExecutionRole)",
+        "",
+    ),
 ]
 
 
@@ -69,12 +88,14 @@ def resource_block(text, logical):
     return start, following.start() if following else len(text)
 
 
-def mutate(text, logical, line):
+def mutate(text, logical, line, instead=None):
     start, end = resource_block(text, logical)
     block = text[start:end]
     if line not in block:
         sys.exit(f"iam-check-mutations: {logical} has no {line!r} to remove; update MUTATIONS")
-    if line.endswith("Condition:"):
+    if instead is not None:
+        replacement = instead
+    elif line.endswith("Condition:"):
         # Keep the statement valid: one action stays, the ones that matter go.
         replacement = "                - dynamodb:BatchWriteItem\n              Resource: !GetAtt DataTable.Arn\n              Condition:"
     elif "dynamodb:Scan" in line:
@@ -91,9 +112,9 @@ def main():
     original = TEMPLATE.read_text()
     failed = []
     runs = []
-    for logical, line, expected, why in MUTATIONS:
+    for logical, line, expected, why, *instead in MUTATIONS:
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", dir=ROOT / ".local", delete=False) as f:
-            f.write(mutate(original, logical, line))
+            f.write(mutate(original, logical, line, *instead))
         # All at once: each run is mostly waiting on its simulator.
         run = subprocess.Popen(
             [sys.executable, str(ROOT / "scripts" / "iam-check.py"), "--quiet",

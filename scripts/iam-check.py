@@ -54,9 +54,11 @@ PARTITION = "aws"
 STREAM_LABEL = "2026-01-01T00:00:00.000"
 
 # The denials the template promises (docs/security.md), proved with the same
-# simulator: (function, action, resource as "<Table>" or "<Table>/index/<i>",
-# leading keys). A policy edit that allows one fails the check.
+# simulator: (function, action, resource as "<Table>", "<Table>/index/<i>" or
+# an ARN, leading keys). A policy edit that allows one fails the check.
 API_KEY = "APIKEY#" + "0" * 64
+# A stream of a table outside the stack: any stream but the data table's.
+OTHER_STREAM = f"arn:{PARTITION}:dynamodb:{REGION}:{ACCOUNT}:table/another-table/stream/{STREAM_LABEL}"
 EXPECTED_DENIALS = [
     *(
         (function, action, "DataTable", [API_KEY])
@@ -76,9 +78,14 @@ EXPECTED_DENIALS = [
     ("StoreFunction", "dynamodb:Scan", "DataTable", []),
     ("PetsFunction", "dynamodb:Scan", "DataTable/index/GSI5", []),
     ("StoreFunction", "dynamodb:Scan", "DataTable/index/GSI1", []),
-    # The events function reads the table only through its stream.
+    # The events function reads the table only through its stream, and no
+    # other stream (SAM's own role for a DynamoDB event would read them all).
     ("EventsFunction", "dynamodb:GetItem", "DataTable", ["PET#1"]),
     ("EventsFunction", "dynamodb:PutItem", "DataTable", ["PET#1"]),
+    *(
+        ("EventsFunction", f"dynamodb:{action}", OTHER_STREAM, [])
+        for action in ("DescribeStream", "GetRecords", "GetShardIterator")
+    ),
     # The docs function touches no table.
     ("DocsFunction", "dynamodb:GetItem", "DataTable", ["PET#1"]),
     ("DocsFunction", "dynamodb:UpdateItem", "RateLimitTable", ["KEY#1"]),
@@ -463,8 +470,11 @@ def main():
                 })["calls"].append(describe(call))
 
     for function, action, resource, keys in EXPECTED_DENIALS:
-        table, _, index = resource.partition("/")
-        arn = deployment.stack.arn(table) + (f"/{index}" if index else "")
+        if resource.startswith("arn:"):
+            arn = resource
+        else:
+            table, _, index = resource.partition("/")
+            arn = deployment.stack.arn(table) + (f"/{index}" if index else "")
         context = {"dynamodb:LeadingKeys": keys} if keys else {}
         key = json.dumps([function, action, arn, context, "expected denial"], sort_keys=True)
         checks[key] = {

@@ -83,7 +83,7 @@ instances() {
 }
 
 # Warm several instances of each function: bursts of requests at both.
-KEY="psk_events_demo_key"
+KEY="psk_events-demo-key_published-not-a-secret-0000"
 for _ in $(seq 1 30); do
   (($(instances pets) >= 2 && $(instances store) >= 2)) && break
   burst=()

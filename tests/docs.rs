@@ -69,7 +69,33 @@ async fn every_file_the_page_loads_is_served_by_the_docs_function() {
             "{path}: Content-Encoding says what the bytes are"
         );
         assert_eq!(response.header("x-content-type-options"), Some("nosniff"));
+        assert_eq!(
+            response.header("cache-control"),
+            Some("public, max-age=31536000, immutable"),
+            "{path}: named by its content, so cacheable for a year"
+        );
     }
+}
+
+#[tokio::test]
+async fn the_page_is_fetched_again_every_time_and_names_its_files_by_content() {
+    let app = TestApp::spawn().await;
+    let response = app.without_key().get("/docs").await;
+    assert_eq!(response.header("cache-control"), Some("no-cache"));
+    assert_eq!(response.header("x-content-type-options"), Some("nosniff"));
+    for path in referenced_assets(&response.text()) {
+        let name = path.rsplit('/').next().unwrap_or_default();
+        let parts: Vec<&str> = name.split('.').collect();
+        let hash = parts.get(parts.len().saturating_sub(2)).copied();
+        assert!(
+            hash.is_some_and(|h| h.len() == 12 && h.bytes().all(|b| b.is_ascii_hexdigit())),
+            "{path}: no content hash in its name"
+        );
+    }
+    // A name without its hash is no file: it would outlive a new release
+    let response = asset(Method::GET, "/docs/assets/swagger-ui.css").await;
+    response.assert_error(404, "NOT_FOUND");
+    assert_eq!(response.header("cache-control"), Some("no-store"));
 }
 
 #[tokio::test]

@@ -145,6 +145,8 @@ fn every_event_is_what_api_gateway_would_send_to_its_function() {
             event["headers"]["x-api-key"], EVENTS_API_KEY,
             "{file}: x-api-key"
         );
+        // Else the edge would refuse it unread, and every answer be a 401.
+        assert!(petstore::ratelimit::keys::is_well_formed(EVENTS_API_KEY));
         let template_params: BTreeSet<String> = route
             .path
             .as_deref()

@@ -156,9 +156,10 @@ impl Observed {
     async fn send_event(&self, key: &str, trace_header: &str) -> u16 {
         let events = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../events");
         let event = std::fs::read_to_string(events.join("pets-list.json")).expect("the event");
-        let mut request =
-            lambda_http::request::from_str(&event.replace("psk_events_demo_key", key))
-                .expect("an API Gateway event");
+        let mut request = lambda_http::request::from_str(
+            &event.replace("psk_events-demo-key_published-not-a-secret-0000", key),
+        )
+        .expect("an API Gateway event");
         let mut context = lambda_http::Context::default();
         context.xray_trace_id = Some(trace_header.to_string());
         request.extensions_mut().insert(context);

@@ -465,7 +465,7 @@ async fn a_role_round_trips_through_create_list_find_rotate_and_admission() {
 async fn a_key_stored_before_roles_is_a_customers() {
     // Given a key item as the service stored them before roles
     let app = TestApp::spawn().await;
-    let secret = "psk_from-before-roles";
+    let secret = "psk_from-before-roles-0000000000000000000000000";
     let item = [
         (
             "PK",

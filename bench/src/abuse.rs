@@ -185,7 +185,10 @@ async fn random_keys(meter: &mut Meter, addr: SocketAddr) -> Result<OperationCal
     meter.skip().await?;
     let mut sent = Sent::default();
     for _ in 0..FLOOD {
-        let key = format!("psk_{:032x}", rand::random::<u128>());
+        // The issued form (`psk_` + 43 base64url characters): any other
+        // string is refused unread, which would measure less than a flood costs.
+        let (high, low) = (rand::random::<u128>(), rand::random::<u64>() >> 20);
+        let key = format!("psk_{high:032x}{low:011x}");
         let mut conn = Conn::new(addr, Some(key));
         counted(&mut sent, meter, &mut conn, "/pets?limit=20").await?;
     }

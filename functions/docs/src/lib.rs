@@ -6,7 +6,10 @@
 //!
 //! These files are the same for everyone, hold no data and cost no DynamoDB
 //! call, so they are not metered (metering needs the DynamoDB client, which is
-//! what does not fit); browsers cache them for an hour.
+//! what does not fit). Each is served under a name that changes with its
+//! content (`swagger-ui.<hash>.css`, listed in `petstore::http::docs::DOCS_ASSETS`,
+//! which the page links to), so browsers and CDNs keep it a year
+//! (`immutable`): a new release's files have new names.
 //!
 //! The files are embedded at build time from `assets/`: Swagger UI's, copied
 //! gzipped from the npm package pinned in package-lock.json by
@@ -18,6 +21,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use http::{header, HeaderValue};
+use petstore::http::docs::served_name;
 use petstore::http::error::ApiError;
 
 /// One embedded file.
@@ -56,20 +60,24 @@ const ASSETS: &[Asset] = &[
     },
 ];
 
-/// The names of the files served under `/docs/assets/`.
+/// The names the files are served under in `/docs/assets/` (their content's
+/// hash in each).
 pub fn asset_names() -> impl Iterator<Item = &'static str> {
-    ASSETS.iter().map(|asset| asset.name)
+    ASSETS.iter().map(|asset| served_name(asset.name))
 }
 
-/// `GET /docs/assets/{file}`; any other method is the contract's 405.
+/// `GET /docs/assets/{file}`; any other method is the contract's 405. Every
+/// answer, the 404 and 405 included, carries the wrapper's cache headers.
 pub fn routes() -> Router {
-    Router::new()
-        .route("/docs/assets/{file}", get(asset))
-        .method_not_allowed_fallback(method_not_allowed)
+    petstore::http::answer_headers(
+        Router::new()
+            .route("/docs/assets/{file}", get(asset))
+            .method_not_allowed_fallback(method_not_allowed),
+    )
 }
 
 async fn asset(Path(file): Path<String>) -> Response {
-    let Some(asset) = ASSETS.iter().find(|asset| asset.name == file) else {
+    let Some(asset) = ASSETS.iter().find(|asset| served_name(asset.name) == file) else {
         return ApiError::NotFound(format!("the API reference has no file {file}")).into_response();
     };
     let mut response = asset.bytes.into_response();
@@ -78,13 +86,10 @@ async fn asset(Path(file): Path<String>) -> Response {
         header::CONTENT_TYPE,
         HeaderValue::from_static(asset.content_type),
     );
+    // Its name changes with its content: it never changes under this name.
     headers.insert(
         header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=3600"),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
+        HeaderValue::from_static("public, max-age=31536000, immutable"),
     );
     if asset.gzipped {
         // Every browser accepts gzip; RFC 9110 (12.5.3) lets a server send
@@ -99,5 +104,26 @@ async fn method_not_allowed() -> ApiError {
     // axum adds `Allow` on the way out of this fallback.
     ApiError::MethodNotAllowed {
         allow: String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sha2::{Digest, Sha256};
+
+    #[test]
+    fn every_file_is_served_under_its_contents_hash() {
+        for asset in ASSETS {
+            let digest = Sha256::digest(asset.bytes);
+            let hash: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+            let (stem, extension) = asset.name.rsplit_once('.').unwrap_or((asset.name, ""));
+            assert_eq!(
+                served_name(asset.name),
+                format!("{stem}.{hash}.{extension}"),
+                "run scripts/docs-assets.sh after changing {}",
+                asset.name
+            );
+        }
     }
 }

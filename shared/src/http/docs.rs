@@ -13,25 +13,46 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use http::{header, HeaderValue};
+use std::sync::LazyLock;
 
-/// The page. The paths are relative (`docs/assets/...` from `/docs`), so the
-/// page also works under an API stage prefix.
-const PAGE: &str = r#"<!doctype html>
+pub use super::docs_assets::DOCS_ASSETS;
+
+/// The page, its files named by their content (`docs_assets`), so they may
+/// be cached for a year while the page itself is fetched every time. The
+/// paths are relative (`docs/assets/...` from `/docs`), so the page also
+/// works under an API stage prefix.
+static PAGE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        r#"<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Pet Store API reference</title>
-<link rel="icon" type="image/png" href="docs/assets/favicon-32x32.png">
-<link rel="stylesheet" href="docs/assets/swagger-ui.css">
+<link rel="icon" type="image/png" href="docs/assets/{favicon}">
+<link rel="stylesheet" href="docs/assets/{css}">
 </head>
 <body>
 <div id="swagger-ui"></div>
-<script src="docs/assets/swagger-ui-bundle.js"></script>
-<script src="docs/assets/docs.js"></script>
+<script src="docs/assets/{bundle}"></script>
+<script src="docs/assets/{script}"></script>
 </body>
 </html>
-"#;
+"#,
+        favicon = served_name("favicon-32x32.png"),
+        css = served_name("swagger-ui.css"),
+        bundle = served_name("swagger-ui-bundle.js"),
+        script = served_name("docs.js"),
+    )
+});
+
+/// The name `file` is served under (its content's hash in it).
+pub fn served_name(file: &str) -> &'static str {
+    DOCS_ASSETS
+        .iter()
+        .find(|(name, _)| *name == file)
+        .map_or("missing", |(_, served)| served)
+}
 
 /// Same origin only. Swagger UI's stylesheet draws its icons as `data:` SVG
 /// images, hence `img-src data:`; everything else it needs is `'self'`.
@@ -44,15 +65,14 @@ pub fn routes() -> Router<App> {
 }
 
 async fn page() -> Response {
-    let mut response = Html(PAGE).into_response();
+    let mut response = Html(PAGE.as_str()).into_response();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(CONTENT_SECURITY_POLICY),
     );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
+    // Fetched again every time: a cached page would name the files of an
+    // earlier release, which the docs function no longer serves.
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
 }

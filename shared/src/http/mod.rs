@@ -11,6 +11,7 @@ pub mod access;
 pub mod authorize;
 pub mod cors;
 pub mod docs;
+mod docs_assets;
 pub mod error;
 pub mod extract;
 pub mod front;
@@ -34,9 +35,11 @@ use route::Route;
 use tower::ServiceBuilder;
 use tower_http::limit::{RequestBodyLimitLayer, ResponseBody as LimitedBody};
 use tower_http::request_id::PropagateRequestIdLayer;
-use tower_http::set_header::SetRequestHeaderLayer;
+use tower_http::set_header::{SetRequestHeaderLayer, SetResponseHeaderLayer};
 
 /// A function's routes, ready to serve. A request passes, in this order:
+/// - [`answer_headers`]: `Cache-Control` and `X-Content-Type-Options` on
+///   every answer, refusals and errors included;
 /// - [`front::guard`], only when `ORIGIN_SECRET` is set (the optional
 ///   CloudFront front): a request without the front's secret is refused
 ///   before anything else is done;
@@ -87,10 +90,29 @@ pub fn service(routes: Router<App>, app: App) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(app)
         .layer(edge);
-    front::guard(
+    // The answer headers outermost: the front's refusal carries them too.
+    answer_headers(front::guard(
         cors::around(served, &allowed_origins),
         origin_secret.as_deref(),
-    )
+    ))
+}
+
+/// What every answer tells caches and browsers: `Cache-Control: no-store`
+/// unless the handler set its own (the `/docs` page and files), since every
+/// caller asks the same URL and the key travels in a header, so a shared
+/// cache could hand one caller's orders to another; and
+/// `X-Content-Type-Options: nosniff`. Two constant headers per answer.
+/// The `docs` function, which has no wrapper, adds it to its routes too.
+pub fn answer_headers(routes: Router) -> Router {
+    routes
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
 }
 
 /// The routes of the beta operations (`x-beta: true` in `openapi.yaml`).

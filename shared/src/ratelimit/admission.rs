@@ -4,15 +4,15 @@
 use super::clock::UnixSeconds;
 use super::counter::{Counted, CounterError, Subject};
 use super::key_cache::Lookup;
-use super::keys::{ApiKeyHash, ApiKeyRecord};
-use super::memory::{lock, Decision};
+use super::keys::{self, ApiKeyHash, ApiKeyRecord};
+use super::memory::{lock, Decision, Refused};
 use super::plan::Plan;
 use super::status::RateStatus;
 use super::window::{seconds_until, Limits};
 use super::RateLimiter;
 use crate::db::DbError;
 use crate::records::Caller;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 
 /// What the wrapper does with a request.
 #[derive(Debug)]
@@ -50,13 +50,21 @@ pub enum Refusal {
 }
 
 impl RateLimiter {
-    /// Authenticates and counts one request.
+    /// Authenticates and counts one request, the cheapest refusals first: a
+    /// string that cannot be a key is no key (no look-up); a key this
+    /// process does not know valid gets no look-up while the source is
+    /// refused or banned here (the source's refusal answers it); only then
+    /// the look-up, and the count.
     pub async fn admit(&self, api_key: Option<&str>, source_ip: Option<IpAddr>) -> Admission {
         let now = self.clock.now();
-        let record = match api_key {
+        let record = match api_key.filter(|key| keys::is_well_formed(key)) {
             None => None,
-            Some(key) => match self.find_key(key, now).await {
-                Ok(lookup) => lookup.into_record(),
+            Some(key) => match self.find_key(key, source_ip, now).await {
+                Ok(Found::Lookup(lookup)) => lookup.into_record(),
+                Ok(Found::SourceRefused(counted)) => {
+                    let (subject, limits) = subject_of(None, source_ip);
+                    return self.admission(Ok(counted), &subject, limits, None, now);
+                }
                 Err(error) => {
                     tracing::warn!(error = ?error, "API key look-up failed");
                     return Admission {
@@ -67,10 +75,22 @@ impl RateLimiter {
                 }
             },
         };
-        let caller = record.as_ref().map(ApiKeyRecord::caller);
-        let plan = record.as_ref().map(|record| record.plan);
         let (subject, limits) = subject_of(record.as_ref(), source_ip);
-        let (status, verdict) = match self.count(&subject, limits, now).await {
+        let counted = self.count(&subject, limits, now).await;
+        self.admission(counted, &subject, limits, record.as_ref(), now)
+    }
+
+    /// What the wrapper is told of a request of `subject`, counted as `counted`.
+    fn admission(
+        &self,
+        counted: Result<Counted, CounterError>,
+        subject: &Subject,
+        limits: Limits,
+        record: Option<&ApiKeyRecord>,
+        now: UnixSeconds,
+    ) -> Admission {
+        let caller = record.map(ApiKeyRecord::caller);
+        let (status, verdict) = match counted {
             Ok(Counted::Admitted(usage)) => (
                 RateStatus::of(limits, usage, now),
                 Verdict::Admitted { caller },
@@ -105,20 +125,44 @@ impl RateLimiter {
         Admission {
             status,
             verdict,
-            plan,
+            plan: record.map(|record| record.plan),
         }
     }
 
-    /// The look-up of the key sent, from this process's cache while fresh.
-    async fn find_key(&self, key: &str, now: UnixSeconds) -> Result<Lookup, DbError> {
+    /// The look-up of the key sent, from this process's cache while fresh;
+    /// none while the source is refused or banned here.
+    async fn find_key(
+        &self,
+        key: &str,
+        source_ip: Option<IpAddr>,
+        now: UnixSeconds,
+    ) -> Result<Found, DbError> {
         let hash = ApiKeyHash::of(key);
         let ttl = self.config.key_cache_ttl;
         if let Some(lookup) = lock(&self.key_cache).get(&hash, ttl, now) {
-            return Ok(lookup);
+            return Ok(Found::Lookup(lookup));
+        }
+        if let Some(counted) = self.refused_from_memory(source_ip, now).await {
+            return Ok(Found::SourceRefused(counted));
         }
         let lookup = Lookup::of(self.keys.find(&hash).await?);
-        lock(&self.key_cache).insert(hash, lookup.clone(), ttl, now);
-        Ok(lookup)
+        lock(&self.key_cache).insert(hash, lookup.clone(), now);
+        Ok(Found::Lookup(lookup))
+    }
+
+    /// The refusal of a request from `source_ip` when this process knows the
+    /// source refused or banned (as a request without a valid key is):
+    /// counted as its refusal, reported like any other.
+    async fn refused_from_memory(
+        &self,
+        source_ip: Option<IpAddr>,
+        now: UnixSeconds,
+    ) -> Option<Counted> {
+        let (source, _) = subject_of(None, source_ip);
+        let refused = self
+            .recall(&source, |memory| memory.refusal(now, &self.config))
+            .flatten()?;
+        Some(self.answer(&source, refused, now).await)
     }
 
     /// Counts one request of `subject`, from memory when that suffices.
@@ -129,37 +173,84 @@ impl RateLimiter {
         now: UnixSeconds,
     ) -> Result<Counted, CounterError> {
         let config = &self.config;
-        let variant = match self.remember(subject, |memory| {
+        let decision = self.remember(subject, |memory| {
             memory.decide(now, config, subject.first_variant())
-        }) {
-            Decision::Banned(until) => return Ok(Counted::Banned(until)),
-            Decision::Refuse(usage, flush) => {
-                return self.after_refusal(subject, usage, flush, now).await
-            }
+        });
+        let variant = match decision {
             Decision::Ask(variant) => variant,
+            Decision::Refuse(refused) => return Ok(self.answer(subject, refused, now).await),
         };
         let counted = self.counters.count(subject, limits, now, variant).await?;
         let flush = self.remember(subject, |memory| {
             memory.learn(&counted, limits, now, config)
         });
-        match counted {
+        Ok(match counted {
             Counted::Limited(usage, _) => self.after_refusal(subject, usage, flush, now).await,
-            other => Ok(other),
+            other => other,
+        })
+    }
+
+    /// Answers a request that memory refused.
+    async fn answer(&self, subject: &Subject, refused: Refused, now: UnixSeconds) -> Counted {
+        match refused {
+            Refused::Banned(until) => Counted::Banned(until),
+            Refused::Limited(usage, flush) => self.after_refusal(subject, usage, flush, now).await,
         }
     }
 }
 
+/// What became of the key sent.
+enum Found {
+    Lookup(Lookup),
+    /// Not looked up: the source is refused or banned here, and so is this request.
+    SourceRefused(Counted),
+}
+
 /// The subject a request is counted against, and its limits: the key's
-/// identity for a valid key, else the source IP on the free plan.
+/// identity for a valid key, else the source on the free plan.
 pub(super) fn subject_of(
     record: Option<&ApiKeyRecord>,
     source_ip: Option<IpAddr>,
 ) -> (Subject, Limits) {
     match record {
         Some(record) => (Subject::Key(record.id), record.limits()),
-        None => {
-            let ip = source_ip.map_or_else(|| "unknown".to_string(), |ip| ip.to_string());
-            (Subject::Ip(ip), Limits::FREE)
+        None => (Subject::Ip(source_of(source_ip)), Limits::FREE),
+    }
+}
+
+/// The source a request without a valid key is counted as: an IPv4 address,
+/// or an IPv6 /64 (the least a site is given, so one holder gets one budget
+/// and one ban, not 2^64). An IPv4 address written as IPv6 is IPv4.
+fn source_of(source_ip: Option<IpAddr>) -> String {
+    match source_ip.map(|ip| ip.to_canonical()) {
+        None => "unknown".to_string(),
+        Some(IpAddr::V4(v4)) => v4.to_string(),
+        Some(IpAddr::V6(v6)) => {
+            let network = Ipv6Addr::from_bits(v6.to_bits() & !u128::from(u64::MAX));
+            format!("{network}/64")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(ip: &str) -> String {
+        source_of(ip.parse().ok())
+    }
+
+    #[test]
+    fn ipv6_sources_are_counted_per_64() {
+        assert_eq!(
+            source("2001:db8:1:2:aaaa:bbbb:cccc:dddd"),
+            "2001:db8:1:2::/64"
+        );
+        assert_eq!(source("2001:db8:1:2::1"), source("2001:db8:1:2:ffff::9"));
+        assert_ne!(source("2001:db8:1:2::1"), source("2001:db8:1:3::1"));
+        assert_eq!(source("::ffff:198.51.100.7"), "198.51.100.7");
+        assert_eq!(source("198.51.100.7"), "198.51.100.7");
+        assert_ne!(source("198.51.100.7"), source("198.51.100.8"));
+        assert_eq!(source_of(None), "unknown");
     }
 }

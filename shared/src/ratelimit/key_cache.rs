@@ -5,15 +5,16 @@
 //! callers nothing: an unknown key never displaces a valid one (each side
 //! makes room only among its own entries), and a repeated unknown key is
 //! answered from here, without a look-up, until its entry expires. Both sides
-//! are bounded; entries are trusted for `KEY_CACHE_SECONDS`.
+//! are bounded (the one used least recently goes first, in O(1)); entries
+//! are trusted for `KEY_CACHE_SECONDS`.
 
 use super::clock::UnixSeconds;
 use super::keys::{ApiKeyHash, ApiKeyRecord};
-use super::memory::fresh;
-use std::collections::HashMap;
+use super::memory::{bounded, fresh};
+use lru::LruCache;
 use std::time::Duration;
 
-/// How many keys each side of the cache holds before it makes room.
+/// How many keys each side of the cache holds.
 pub const KEY_CACHE_LIMIT: usize = 10_000;
 
 /// What a look-up found, as far as a request is concerned.
@@ -42,15 +43,23 @@ impl Lookup {
 }
 
 /// Look-ups, each with the instant it was made.
-#[derive(Default)]
 pub(super) struct KeyCache {
-    valid: HashMap<ApiKeyHash, (ApiKeyRecord, UnixSeconds)>,
-    invalid: HashMap<ApiKeyHash, UnixSeconds>,
+    valid: LruCache<ApiKeyHash, (ApiKeyRecord, UnixSeconds)>,
+    invalid: LruCache<ApiKeyHash, UnixSeconds>,
+}
+
+impl Default for KeyCache {
+    fn default() -> KeyCache {
+        KeyCache {
+            valid: bounded(KEY_CACHE_LIMIT),
+            invalid: bounded(KEY_CACHE_LIMIT),
+        }
+    }
 }
 
 impl KeyCache {
     /// The look-up of `hash`, if one made within `ttl` of `now` is held.
-    pub fn get(&self, hash: &ApiKeyHash, ttl: Duration, now: UnixSeconds) -> Option<Lookup> {
+    pub fn get(&mut self, hash: &ApiKeyHash, ttl: Duration, now: UnixSeconds) -> Option<Lookup> {
         if let Some((record, at)) = self.valid.get(hash) {
             return fresh(ttl, *at, now).then(|| Lookup::Valid(record.clone()));
         }
@@ -58,18 +67,17 @@ impl KeyCache {
         fresh(ttl, *at, now).then_some(Lookup::Invalid)
     }
 
-    /// Holds `lookup` of `hash`, made at `now`, making room on its side only.
-    pub fn insert(&mut self, hash: ApiKeyHash, lookup: Lookup, ttl: Duration, now: UnixSeconds) {
+    /// Holds `lookup` of `hash`, made at `now`; a full side forgets its own
+    /// least recently used entry, never one of the other side.
+    pub fn insert(&mut self, hash: ApiKeyHash, lookup: Lookup, now: UnixSeconds) {
         match lookup {
             Lookup::Valid(record) => {
-                self.invalid.remove(&hash);
-                make_room(&mut self.valid, |(_, at)| fresh(ttl, *at, now));
-                self.valid.insert(hash, (record, now));
+                self.invalid.pop(&hash);
+                self.valid.put(hash, (record, now));
             }
             Lookup::Invalid => {
-                self.valid.remove(&hash);
-                make_room(&mut self.invalid, |at| fresh(ttl, *at, now));
-                self.invalid.insert(hash, now);
+                self.valid.pop(&hash);
+                self.invalid.put(hash, now);
             }
         }
     }
@@ -77,17 +85,6 @@ impl KeyCache {
     #[cfg(test)]
     fn sizes(&self) -> (usize, usize) {
         (self.valid.len(), self.invalid.len())
-    }
-}
-
-/// Makes room in a full side: expired look-ups go first, and if all are
-/// fresh, the side starts afresh (still only its own entries).
-fn make_room<V>(side: &mut HashMap<ApiKeyHash, V>, keep: impl Fn(&V) -> bool) {
-    if side.len() >= KEY_CACHE_LIMIT {
-        side.retain(|_, v| keep(v));
-        if side.len() >= KEY_CACHE_LIMIT {
-            side.clear();
-        }
     }
 }
 
@@ -119,10 +116,10 @@ mod tests {
         assert!(record().is_some());
         let valid = ApiKeyHash::of("psk_valid");
         let lookup = Lookup::of(record());
-        cache.insert(valid.clone(), lookup.clone(), TTL, 100);
+        cache.insert(valid.clone(), lookup.clone(), 100);
         for n in 0..(3 * KEY_CACHE_LIMIT) {
             let made_up = ApiKeyHash::of(&format!("psk_made-up-{n}"));
-            cache.insert(made_up, Lookup::Invalid, TTL, 101);
+            cache.insert(made_up, Lookup::Invalid, 101);
         }
         assert_eq!(cache.get(&valid, TTL, 102), Some(lookup));
         let (valid_held, invalid_held) = cache.sizes();
@@ -135,7 +132,7 @@ mod tests {
         let mut cache = KeyCache::default();
         let unknown = ApiKeyHash::of("psk_unknown");
         assert_eq!(cache.get(&unknown, TTL, 100), None);
-        cache.insert(unknown.clone(), Lookup::Invalid, TTL, 100);
+        cache.insert(unknown.clone(), Lookup::Invalid, 100);
         assert_eq!(cache.get(&unknown, TTL, 129), Some(Lookup::Invalid));
         assert_eq!(cache.get(&unknown, TTL, 130), None);
     }

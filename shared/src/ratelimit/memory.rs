@@ -2,17 +2,26 @@
 //! windows, exhaustion, bans and unreported refusals it has seen (the keys it
 //! has looked up are in `key_cache`). Everything here is a hint or a lower
 //! bound; the tables decide.
+//!
+//! The memory is bounded: at most [`MEMORY_LIMIT`] subjects, the one used
+//! least recently forgotten first, in O(1) per request. A source flooding
+//! the process is the most recent, so a flood of distinct sources pushes out
+//! idle subjects, not the flooding one. Forgetting costs at most what a
+//! subject first seen costs (one failed conditional update, and the
+//! refusals not yet reported: a ban may come that much later); the limits
+//! stay exact, as the counter table decides them.
 
 use super::clock::UnixSeconds;
-use super::counter::{Counted, Stored, Variant};
+use super::counter::{Counted, Stored, Subject, Variant};
 use super::window::{Limits, RateWindow, Usage};
 use crate::config::LimitsConfig;
-use std::collections::HashMap;
+use lru::LruCache;
+use std::num::NonZeroUsize;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-/// How many subjects a process remembers before it forgets idle ones.
-const MEMORY_LIMIT: usize = 10_000;
+/// How many subjects a process remembers.
+pub const MEMORY_LIMIT: usize = 10_000;
 
 pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // The maps hold hints only: a panic elsewhere leaves them usable.
@@ -25,12 +34,40 @@ pub(super) fn fresh(ttl: Duration, since: UnixSeconds, now: UnixSeconds) -> bool
     now < since.saturating_add(ttl)
 }
 
-/// Makes room among the subjects: idle ones go, unless limited or banned.
-pub(super) fn make_room_for_subject<K>(subjects: &mut HashMap<K, Memory>, now: UnixSeconds) {
-    if subjects.len() >= MEMORY_LIMIT {
-        subjects.retain(|_, s| {
-            s.last_used >= now - 120 || s.banned_until > now || s.limited_until > now
-        });
+/// A least-recently-used cache holding at most `limit` entries (at least
+/// one). Sparse: it allocates as it fills, not at init (cold start).
+pub(super) fn bounded<K: std::hash::Hash + Eq, V>(limit: usize) -> LruCache<K, V> {
+    LruCache::sparse(NonZeroUsize::new(limit).unwrap_or(NonZeroUsize::MIN))
+}
+
+/// The subjects this process remembers, at most [`MEMORY_LIMIT`].
+pub(super) struct Subjects(LruCache<Subject, Memory>);
+
+impl Default for Subjects {
+    fn default() -> Subjects {
+        Subjects(bounded(MEMORY_LIMIT))
+    }
+}
+
+impl Subjects {
+    /// What is remembered of `subject`, made afresh if nothing is (which
+    /// forgets the least recently used subject when full).
+    pub fn entry(&mut self, subject: &Subject) -> &mut Memory {
+        self.0.get_or_insert_mut_ref(subject, Memory::default)
+    }
+
+    /// What is remembered of `subject`, if anything.
+    pub fn get_mut(&mut self, subject: &Subject) -> Option<&mut Memory> {
+        self.0.get_mut(subject)
+    }
+
+    pub fn forget(&mut self, subject: &Subject) {
+        self.0.pop(subject);
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.0.len()
     }
 }
 
@@ -53,7 +90,6 @@ pub(super) struct Memory {
     table_has_minute: bool,
     /// Refusals answered here and not yet reported.
     pending: u64,
-    last_used: UnixSeconds,
 }
 
 /// Refusals to report to the table.
@@ -66,30 +102,44 @@ pub(super) struct Flush {
 
 /// What to do with a request, decided from memory.
 pub(super) enum Decision {
+    Refuse(Refused),
+    /// Count it in the table, trying this variant first.
+    Ask(Variant),
+}
+
+/// A refusal decided from memory alone.
+pub(super) enum Refused {
     /// Banned until then: answer without asking.
     Banned(UnixSeconds),
     /// A window is exhausted: refuse with this usage, reporting refusals if due.
-    Refuse(Usage, Option<Flush>),
-    /// Count it in the table, trying this variant first.
-    Ask(Variant),
+    Limited(Usage, Option<Flush>),
 }
 
 impl Memory {
     /// Decides about one more request at `now`, from memory alone; `unseen`
     /// is the update to try when the stored windows were never seen.
     pub fn decide(&mut self, now: UnixSeconds, config: &LimitsConfig, unseen: Variant) -> Decision {
+        if let Some(refused) = self.refusal(now, config) {
+            return Decision::Refuse(refused);
+        }
         let (m, d) = (RateWindow::Minute.start(now), RateWindow::Day.start(now));
-        self.last_used = now;
-        self.in_minute(m);
+        Decision::Ask(match self.seen {
+            None => unseen,
+            seen => Variant::for_windows(seen, m, d),
+        })
+    }
+
+    /// The refusal of one more request at `now` when memory alone decides
+    /// it (banned, or a window known exhausted); `None` when the table must
+    /// be asked.
+    pub fn refusal(&mut self, now: UnixSeconds, config: &LimitsConfig) -> Option<Refused> {
+        self.in_minute(RateWindow::Minute.start(now));
         if self.banned_until > now && fresh(config.key_cache_ttl, self.ban_checked_at, now) {
-            Decision::Banned(self.banned_until)
+            Some(Refused::Banned(self.banned_until))
         } else if self.limited_until > now {
-            Decision::Refuse(self.usage, self.refuse(config))
+            Some(Refused::Limited(self.usage, self.refuse(config)))
         } else {
-            Decision::Ask(match self.seen {
-                None => unseen,
-                seen => Variant::for_windows(seen, m, d),
-            })
+            None
         }
     }
 
@@ -224,6 +274,65 @@ mod tests {
             Some((3, true)),
             "a ban may be due"
         );
+    }
+
+    fn source(n: u32) -> Subject {
+        Subject::Ip(std::net::Ipv4Addr::from(n).to_string())
+    }
+
+    #[test]
+    fn a_million_distinct_sources_stay_within_the_bound() {
+        // Given a banned source flooding the process
+        let config = config(30, 5);
+        let mut subjects = Subjects::default();
+        let flooding = source(u32::MAX);
+        subjects.entry(&flooding).learn_ban(10_000, 100);
+
+        // When a million other sources arrive, the flood going on among them
+        for n in 0..1_000_000 {
+            subjects
+                .entry(&source(n))
+                .decide(100, &config, Variant::NewDay);
+            if n % 1_000 == 0 {
+                let refusal = subjects.entry(&flooding).refusal(100, &config);
+                assert!(matches!(refusal, Some(Refused::Banned(10_000))));
+            }
+            assert!(subjects.len() <= MEMORY_LIMIT);
+        }
+
+        // Then at most MEMORY_LIMIT subjects are held, the flooding one among them
+        assert_eq!(subjects.len(), MEMORY_LIMIT);
+        let refusal = subjects.get_mut(&flooding).map(|m| m.refusal(100, &config));
+        assert!(matches!(refusal, Some(Some(Refused::Banned(10_000)))));
+        // The oldest of the million are forgotten
+        assert!(subjects.get_mut(&source(0)).is_none());
+    }
+
+    /// Not a check (timings vary): what one count's memory work costs with
+    /// 10,000 and 1,000,000 distinct sources. Run with
+    /// `cargo test -p petstore --release --lib cost_of_remembering -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn cost_of_remembering() {
+        let config = config(30, 5);
+        for distinct in [10_000u32, 1_000_000] {
+            let mut subjects = Subjects::default();
+            let started = std::time::Instant::now();
+            for n in 0..distinct {
+                subjects
+                    .entry(&source(n))
+                    .decide(100, &config, Variant::NewDay);
+            }
+            let per_count = started.elapsed() / distinct;
+            // The entry, its two list links, and the hash table's slot (two pointers).
+            let entry = std::mem::size_of::<(Subject, Memory)>() + 4 * std::mem::size_of::<usize>();
+            println!(
+                "{distinct} distinct sources: {per_count:?} per count, {} subjects held, \
+                 about {} KiB (+ each address's text)",
+                subjects.len(),
+                subjects.len() * entry / 1024
+            );
+        }
     }
 
     #[test]

@@ -19,7 +19,8 @@
 //! - `admission`: [`RateLimiter::admit`], the decision for one request (the
 //!   only meaning of "admit" here: the counter table *counts*);
 //! - `key_cache`: the keys a warm process has looked up, valid and invalid apart;
-//! - `memory`: what a warm process remembers of each subject;
+//! - `memory`: what a warm process remembers of each subject (both bounded,
+//!   least recently used out first);
 //! - `refusals`: what follows a 429 (reporting refusals, banning).
 //!
 //! # DynamoDB calls per request
@@ -32,7 +33,9 @@
 //! | refused (429), first time this process sees the window exhausted | 1 failed conditional `UpdateItem` |
 //! | refused, exhaustion already known here | none; every `REFUSAL_FLUSH_EVERY`th refusal, or sooner when a ban may be due, 1 `UpdateItem` reports them (+ 1 `UpdateItem` to ban) |
 //! | banned, known here | none; re-checked with 1 failed `UpdateItem` every `KEY_CACHE_SECONDS` |
-//! | no key / unknown / revoked key | as above, on the source IP's subject |
+//! | no key / unknown / revoked key | as above, on the source's subject (an IPv4 address or an IPv6 /64) |
+//! | a string that cannot be a key (not `psk_` + 43 base64url characters) | no look-up (no hash either); counted on the source's subject |
+//! | a key not known valid here, from a source refused or banned here | none: no look-up, refused like the source (refusals reported as above) |
 //!
 //! A refused request runs no handler: the edge counts first, and serves a
 //! read while counting only when this process knows the caller and that its
@@ -87,8 +90,7 @@ use aws_sdk_dynamodb::Client;
 use counter::{CounterError, Counters, Subject};
 use key_cache::KeyCache;
 use keys::{ApiKeyHash, ApiKeyRecord, KeyStore};
-use memory::{lock, make_room_for_subject, Memory};
-use std::collections::HashMap;
+use memory::{lock, Memory, Subjects};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
@@ -96,6 +98,7 @@ pub use admission::{Admission, Refusal, Verdict};
 pub use clock::{Clock, ManualClock, SystemClock, UnixSeconds};
 pub use counter::create_counter_table;
 pub use key_cache::KEY_CACHE_LIMIT;
+pub use memory::MEMORY_LIMIT;
 pub use plan::Plan;
 pub use status::RateStatus;
 pub use window::Limits;
@@ -107,7 +110,7 @@ pub struct RateLimiter {
     config: LimitsConfig,
     clock: Arc<dyn Clock>,
     key_cache: Mutex<KeyCache>,
-    subjects: Mutex<HashMap<Subject, Memory>>,
+    subjects: Mutex<Subjects>,
 }
 
 impl RateLimiter {
@@ -124,7 +127,7 @@ impl RateLimiter {
             config,
             clock,
             key_cache: Mutex::new(KeyCache::default()),
-            subjects: Mutex::new(HashMap::new()),
+            subjects: Mutex::new(Subjects::default()),
         }
     }
 
@@ -143,7 +146,7 @@ impl RateLimiter {
     pub async fn unban(&self, id: Id) -> Result<bool, CounterError> {
         let subject = Subject::Key(id);
         let was_banned = self.counters.unban(&subject, self.clock.now()).await?;
-        lock(&self.subjects).remove(&subject);
+        lock(&self.subjects).forget(&subject);
         Ok(was_banned)
     }
 
@@ -157,7 +160,7 @@ impl RateLimiter {
         source_ip: Option<IpAddr>,
     ) -> Option<Known> {
         let now = self.clock.now();
-        let record = match api_key {
+        let record = match api_key.filter(|key| keys::is_well_formed(key)) {
             None => None,
             Some(key) => {
                 let ttl = self.config.key_cache_ttl;
@@ -167,7 +170,7 @@ impl RateLimiter {
         };
         let (subject, limits) = admission::subject_of(record.as_ref(), source_ip);
         let room = lock(&self.subjects)
-            .get(&subject)
+            .get_mut(&subject)
             .is_some_and(|memory| memory.has_room(limits, now));
         let caller = record.as_ref().map(ApiKeyRecord::caller);
         room.then_some(Known { caller })
@@ -175,10 +178,12 @@ impl RateLimiter {
 
     /// Runs `f` on what this process remembers of `subject`.
     fn remember<R>(&self, subject: &Subject, f: impl FnOnce(&mut Memory) -> R) -> R {
-        let now = self.clock.now();
-        let mut subjects = lock(&self.subjects);
-        make_room_for_subject(&mut subjects, now);
-        f(subjects.entry(subject.clone()).or_default())
+        f(lock(&self.subjects).entry(subject))
+    }
+
+    /// Runs `f` on what this process remembers of `subject`, if anything.
+    fn recall<R>(&self, subject: &Subject, f: impl FnOnce(&mut Memory) -> R) -> Option<R> {
+        lock(&self.subjects).get_mut(subject).map(f)
     }
 }
 

@@ -2,37 +2,37 @@
 //! and banning a subject whose refusals reach `BAN_THRESHOLD`.
 
 use super::clock::UnixSeconds;
-use super::counter::{Counted, CounterError, Stored, Subject};
+use super::counter::{Counted, Stored, Subject};
 use super::memory::Flush;
 use super::window::Usage;
 use super::RateLimiter;
 
 impl RateLimiter {
     /// Answers a refusal of `subject`: reports refusals when `flush` says it
-    /// is time, and bans when they reach the threshold.
+    /// is time, and bans when they reach the threshold. A refusal stays a
+    /// 429 whatever happens to its report: a failed report only loses
+    /// counts towards a ban.
     pub(super) async fn after_refusal(
         &self,
         subject: &Subject,
         usage: Usage,
         flush: Option<Flush>,
         now: UnixSeconds,
-    ) -> Result<Counted, CounterError> {
+    ) -> Counted {
         let limited = Counted::Limited(usage, Stored::default());
         let Some(flush) = flush else {
-            return Ok(limited);
+            return limited;
         };
-        // A refusal stays a 429 whatever happens to its report: a failed
-        // report only loses counts towards a ban.
         let reported = self
             .counters
             .report_refusals(subject, flush.count, flush.minute, now, flush.same_minute)
             .await;
         let stored = match reported {
             Ok(Some(stored)) => stored,
-            Ok(None) => return Ok(limited),
+            Ok(None) => return limited,
             Err(error) => {
                 tracing::warn!(error = ?error, %subject, "refusals not reported");
-                return Ok(limited);
+                return limited;
             }
         };
         self.remember(subject, |memory| memory.learn_refusals(&stored));
@@ -50,13 +50,13 @@ impl RateLimiter {
                 }
                 Err(error) => {
                     tracing::warn!(error = ?error, %subject, "ban not recorded");
-                    return Ok(limited);
+                    return limited;
                 }
             }
         } else {
-            return Ok(limited);
+            return limited;
         };
         self.remember(subject, |memory| memory.learn_ban(until, now));
-        Ok(answer)
+        answer
     }
 }

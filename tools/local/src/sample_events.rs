@@ -22,7 +22,7 @@ use tower::ServiceExt;
 /// The `x-api-key` every sample event carries. Its secret is published (in
 /// `events/`), so only local stacks ever store it: a staff key whose limits
 /// no one reaches.
-pub const EVENTS_API_KEY: &str = "psk_events_demo_key";
+pub const EVENTS_API_KEY: &str = "psk_events-demo-key_published-not-a-secret-0000";
 
 /// Per minute, per day.
 const EVENTS_KEY_LIMITS: (u64, u64) = (1_000_000, 100_000_000);

@@ -35,6 +35,20 @@ pub use store::{KeyStore, RotateError};
 /// What every issued key starts with, so a leaked one is recognisable.
 const PREFIX: &str = "psk_";
 
+/// The base64url characters (no padding) of an issued key's 256 random bits.
+const SECRET_CHARS: usize = 43;
+
+/// Whether `key` has the form of an issued key: [`PREFIX`] and 43 base64url
+/// characters. Anything else cannot be one, so it is refused without a
+/// look-up (and without hashing it).
+pub fn is_well_formed(key: &str) -> bool {
+    key.len() == PREFIX.len() + SECRET_CHARS
+        && key.starts_with(PREFIX)
+        && key.as_bytes()[PREFIX.len()..]
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
 /// The SHA-256 of a key, in lower-case hex: the only form a key is stored in.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ApiKeyHash(String);
@@ -154,6 +168,26 @@ mod tests {
             ApiKeyHash::of("abc").as_str(),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+    }
+
+    #[test]
+    fn only_the_issued_form_is_a_key() {
+        let issued = format!("{PREFIX}{}", "A".repeat(SECRET_CHARS));
+        assert!(is_well_formed(&issued));
+        assert!(is_well_formed(
+            "psk_0123456789abcdefghijklmnopqrstuvwxyzABCDE-_"
+        ));
+        for not_a_key in [
+            "psk_".to_string(),
+            format!("{PREFIX}{}", "A".repeat(SECRET_CHARS - 1)),
+            format!("{PREFIX}{}", "A".repeat(SECRET_CHARS + 1)),
+            format!("pk_{}", "A".repeat(SECRET_CHARS + 1)),
+            format!("{PREFIX}{}=", "A".repeat(SECRET_CHARS - 1)),
+            format!("{PREFIX}{}+", "A".repeat(SECRET_CHARS - 1)),
+            format!("{PREFIX}{}é", "A".repeat(SECRET_CHARS - 2)),
+        ] {
+            assert!(!is_well_formed(&not_a_key), "{not_a_key}");
+        }
     }
 
     #[test]

@@ -290,3 +290,16 @@ impl Check for KeyCheck {
         OnFailure::ReadAgain
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_issued_key_has_the_form_the_edge_checks() {
+        for _ in 0..1_000 {
+            let (key, _) = fresh_secret();
+            assert!(super::super::is_well_formed(&key), "{key}");
+        }
+    }
+}
