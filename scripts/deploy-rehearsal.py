@@ -815,8 +815,11 @@ def check_cargo_lambda_deploy(emulator: Emulator, outputs: dict[str, str], check
 
         kept = ("Role", "Environment", "MemorySize", "Timeout", "Runtime", "Handler", "TracingConfig", "Architectures", "LoggingConfig")
         before = lam.get_function(FunctionName=function)
+        live = lam.get_alias(FunctionName=function, Name="live")["FunctionVersion"]
         if not deploy():
             return
+        checks.equal(lam.get_alias(FunctionName=function, Name="live")["FunctionVersion"], live,
+                     "cargo lambda deploy without --alias leaves the alias the API invokes where it was")
         after = lam.get_function(FunctionName=function)
         checks.check(before["Configuration"]["CodeSha256"] != after["Configuration"]["CodeSha256"], "cargo lambda deploy: the code is new")
         for field in kept:
@@ -824,6 +827,12 @@ def check_cargo_lambda_deploy(emulator: Emulator, outputs: dict[str, str], check
         checks.equal(after.get("Concurrency"), before.get("Concurrency"), "cargo lambda deploy leaves the reserved concurrency")
         versions = [v["Version"] for v in lam.list_versions_by_function(FunctionName=function)["Versions"]]
         checks.check(len(versions) >= 2, f"cargo lambda deploy published a version: {versions}")
+
+        if not deploy("--alias", "live"):
+            return
+        newest = max(int(v["Version"]) for v in lam.list_versions_by_function(FunctionName=function)["Versions"] if v["Version"].isdigit())
+        checks.equal(lam.get_alias(FunctionName=function, Name="live")["FunctionVersion"], str(newest),
+                     "cargo lambda deploy --alias live points the alias the API invokes at the version it published")
 
         if not deploy("--env-var", "REHEARSAL=1"):
             return
