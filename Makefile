@@ -96,12 +96,12 @@ build: venv ## Build the functions for Lambda: target/lambda/{pets,store,events,
 lint-template: venv ## Lint template.yaml offline (cfn-lint, sam validate --lint, the dashboard's JSON)
 	scripts/lint-template.sh
 
-# Twice: at the defaults (no reservations), and with the shield's suggested
-# reservations on, so both branches of their conditions are created.
-deploy-rehearsal: venv ## Create template.yaml's stack offline in moto's CloudFormation and check it (outputs, tables, functions, stream, routes); what moto cannot create is named
+# One moto server, two stacks side by side: a dev stage at the defaults (no
+# reservations, no domain) and a prod stage with the shield's suggested
+# reservations and a custom domain, so both branches of their conditions are
+# created; then checked to share nothing (scripts/deploy-rehearsal.py, STAGES).
+deploy-rehearsal: venv ## Create template.yaml's dev and prod stacks side by side offline in moto's CloudFormation and check them (outputs, tables, functions, aliases and releases, stream, routes, domain; nothing shared); what moto cannot create is named
 	$(VENV)/bin/python scripts/deploy-rehearsal.py
-	$(VENV)/bin/python scripts/deploy-rehearsal.py --parameter-overrides \
-		PetsReservedConcurrency=50 StoreReservedConcurrency=50 DocsReservedConcurrency=10 EventsReservedConcurrency=10
 
 # The restore runbook's steps on the deploy rehearsal's stack, with the
 # operator's own commands (docs/restore.md, "The rehearsal").

@@ -307,9 +307,9 @@ def main() -> int:
         made["zone"] = zone["HostedZone"]["Id"].split("/")[-1]
         return {
             "FrontWebAclArn": made["acl"],
-            "FrontDomainName": DOMAIN,
+            "DomainName": DOMAIN,
             "FrontCertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/00000000-0000-0000-0000-000000000000",
-            "FrontHostedZoneId": made["zone"],
+            "HostedZoneId": made["zone"],
         }
 
     def with_domain(emulator: Any) -> None:

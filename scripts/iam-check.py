@@ -91,6 +91,31 @@ EXPECTED_DENIALS = [
     ("DocsFunction", "dynamodb:UpdateItem", "RateLimitTable", ["KEY#1"]),
 ]
 
+# The pre-traffic check's role (functions/pretraffic; its calls go to Lambda
+# and CodeDeploy, which the recorder does not see, so they are promised here):
+# (function, action, resource, expected). A resource is "<Function>:<version>"
+# for a function of the stack, "<Function>DeploymentGroup" for one of its
+# deployment groups, or an ARN (another stack's).
+OTHER_STACK_FUNCTION = f"arn:{PARTITION}:lambda:{REGION}:{ACCOUNT}:function:other-PetsFunction-ABCDEF123456:7"
+OTHER_DEPLOYMENT_GROUP = f"arn:{PARTITION}:codedeploy:{REGION}:{ACCOUNT}:deploymentgroup:other-app/other-group"
+HOOK = "PreTrafficFunction"
+HOOK_PROMISES = [
+    *((HOOK, "lambda:InvokeFunction", f"{f}:7", "Allowed")
+      for f in ("PetsFunction", "StoreFunction", "DocsFunction", "EventsFunction")),
+    (HOOK, "codedeploy:GetDeployment", "PetsFunctionDeploymentGroup", "Allowed"),
+    # IAM has no resource for these: "*" (template.yaml says why).
+    *((HOOK, action, "*", "Allowed")
+      for action in ("codedeploy:ListDeploymentTargets", "codedeploy:GetDeploymentTarget",
+                     "codedeploy:PutLifecycleEventHookExecutionStatus")),
+    # Only this stack's functions and this stack's releases.
+    (HOOK, "lambda:InvokeFunction", OTHER_STACK_FUNCTION, "Denied"),
+    (HOOK, "codedeploy:GetDeployment", OTHER_DEPLOYMENT_GROUP, "Denied"),
+    (HOOK, "dynamodb:GetItem", "DataTable", "Denied"),
+    # The functions themselves neither invoke nor report.
+    ("PetsFunction", "lambda:InvokeFunction", "StoreFunction:7", "Denied"),
+    ("StoreFunction", "codedeploy:PutLifecycleEventHookExecutionStatus", "*", "Denied"),
+]
+
 # A transaction's or batch's parts, as IAM authorizes them.
 PART_ACTIONS = {
     "Put": "PutItem",
@@ -151,6 +176,10 @@ class Stack(Intrinsics):
             "AWS::Lambda::Function": f"lambda:{REGION}:{ACCOUNT}:function:{name}",
             "AWS::Logs::LogGroup": f"logs:{REGION}:{ACCOUNT}:log-group:{name}:*",
             "AWS::SNS::Topic": f"sns:{REGION}:{ACCOUNT}:{name}",
+            "AWS::CodeDeploy::DeploymentGroup": (
+                f"codedeploy:{REGION}:{ACCOUNT}:deploymentgroup:"
+                f"{self.physical_name('ServerlessDeploymentApplication')}/{name}"
+            ),
         }.get(kind, f"{logical}:{REGION}:{ACCOUNT}:{name}")
         return f"arn:{PARTITION}:{service_arn}"
 
@@ -179,6 +208,14 @@ class Stack(Intrinsics):
         if attribute in ("Name", "QueueName"):
             return self.physical_name(logical)
         return f"{logical}.{attribute}"
+
+
+def function_behind(resources, logical):
+    """The function `logical` is, or is the alias of."""
+    resource = resources.get(logical, {})
+    if resource.get("Type") == "AWS::Lambda::Alias":
+        return resource["Properties"]["FunctionName"]["Ref"]
+    return logical
 
 
 class Deployment:
@@ -229,11 +266,11 @@ class Deployment:
             for path, methods in resource["Properties"].get("Body", {}).get("paths", {}).items():
                 for method, operation in methods.items():
                     uri = json.dumps(operation.get("x-amazon-apigateway-integration", {}))
-                    target = re.search(r"\$\{(\w+)\.Arn\}", uri)
+                    target = re.search(r"\$\{(\w+?)(\.Arn)?\}", uri)
                     if not target:
                         continue
                     method = "ANY" if method == "x-amazon-apigateway-any-method" else method.upper()
-                    routes.append((method, path, target.group(1)))
+                    routes.append((method, path, function_behind(resources, target.group(1))))
         return routes
 
     def route(self, method, path):
@@ -324,6 +361,76 @@ class LeadingKeyClasses:
             )
             for key in keys
         }))
+
+
+RELEASED = ("PetsFunction", "StoreFunction", "DocsFunction", "EventsFunction")
+
+
+def alias_wiring(resources, quiet=False):
+    """Problems with the releases' wiring in the translated template: each
+    released function has the alias `live`, which every API integration,
+    every API invoke permission and the stream's event source mapping
+    target (never the function itself, whose code is only $LATEST); each
+    alias is shifted by CodeDeploy behind the pre-traffic hook, and each of
+    its deployment group's alarms selects the version being released."""
+    problems = []
+    aliases = {}
+    for logical, r in resources.items():
+        if r["Type"] == "AWS::Lambda::Alias":
+            aliases[r["Properties"]["FunctionName"]["Ref"]] = logical
+    lines = []
+    for function in RELEASED:
+        alias = aliases.get(function)
+        if not alias or resources[alias]["Properties"].get("Name") != "live":
+            problems.append(f"{function}: no alias `live` (AutoPublishAlias)")
+            continue
+        props = resources[alias]["Properties"]
+        version = props["FunctionVersion"]["Fn::GetAtt"][0]
+        policy = resources[alias].get("UpdatePolicy", {}).get("CodeDeployLambdaAliasUpdate", {})
+        if policy.get("BeforeAllowTrafficHook") != {"Ref": HOOK}:
+            problems.append(f"{alias}: CodeDeploy runs no pre-traffic hook {HOOK} before shifting it")
+        group = policy.get("DeploymentGroupName", {}).get("Ref")
+        alarms = [a["Name"]["Ref"] for a in resources.get(group, {}).get("Properties", {})
+                  .get("AlarmConfiguration", {}).get("Alarms", [])]
+        if not alarms:
+            problems.append(f"{alias}: its deployment group {group} watches no alarm")
+        for alarm in alarms:
+            if {"Fn::GetAtt": [version, "Version"]} not in json_values(resources[alarm]["Properties"]):
+                problems.append(f"{alarm} (rolls back {function}) does not select the new version {version}")
+        lines.append(f"  {function}: alias {alias} -> {version}; CodeDeploy group {group}, "
+                     f"hook {HOOK}, rollback alarms {', '.join(alarms)}")
+    alias_names = set(aliases.values())
+    for logical, r in resources.items():
+        props = r.get("Properties", {})
+        if r["Type"] == "AWS::ApiGatewayV2::Api":
+            for path, methods in props.get("Body", {}).get("paths", {}).items():
+                for method, operation in methods.items():
+                    uri = json.dumps(operation.get("x-amazon-apigateway-integration", {}).get("uri", ""))
+                    target = re.search(r"\$\{(\w+?)(\.Arn)?\}", uri)
+                    if target and target.group(1) not in alias_names:
+                        problems.append(f"{method} {path} integrates {target.group(1)}, not an alias")
+        elif r["Type"] in ("AWS::Lambda::Permission", "AWS::Lambda::EventSourceMapping"):
+            name = props.get("FunctionName", {})
+            target = name.get("Ref") if isinstance(name, dict) else name
+            if target not in alias_names:
+                problems.append(f"{logical} ({r['Type']}) targets {target}, not an alias")
+    if not quiet:
+        print("iam-check: releases (translated template): " + ("" if problems else "every integration, "
+              "API permission and the stream's mapping invoke an alias"))
+        print("\n".join(lines))
+    return [f"release wiring: {p}" for p in problems]
+
+
+def json_values(node):
+    """Every dict and value nested in `node`."""
+    found = [node]
+    if isinstance(node, dict):
+        for value in node.values():
+            found.extend(json_values(value))
+    elif isinstance(node, list):
+        for value in node:
+            found.extend(json_values(value))
+    return found
 
 
 def load_recording(directory):
@@ -482,6 +589,21 @@ def main():
             "context": context, "expect": "Denied", "calls": ["the shield's promise"],
         }
 
+    for function, action, resource, expect in HOOK_PROMISES:
+        name, _, version = resource.partition(":")
+        if resource.startswith("arn:") or resource == "*":
+            arn = resource
+        elif version:
+            arn = f"{deployment.stack.arn(name)}:{version}"
+        else:
+            arn = deployment.stack.arn(name)
+        checks[json.dumps([function, action, arn, expect])] = {
+            "function": function, "action": action, "resource": arn,
+            "context": {}, "expect": expect, "calls": ["the pre-traffic check's promise"],
+        }
+
+    failures.extend(alias_wiring(deployment.stack.resources, quiet=args.quiet))
+
     ordered = list(checks.values())
     results = simulate(deployment, [
         {k: c[k] for k in ("function", "action", "resource", "context")} for c in ordered
@@ -512,8 +634,8 @@ def main():
             failures.append(f"{check['function']}: {where}, made by {example}{more}, "
                             f"would be {decision}: {why}")
         elif check["expect"] == "Denied" and decision == "Allowed":
-            failures.append(f"{check['function']}: {where} is allowed, but the shield promises "
-                            "a denial (EXPECTED_DENIALS in scripts/iam-check.py)")
+            failures.append(f"{check['function']}: {where} is allowed, but the template promises "
+                            "a denial (EXPECTED_DENIALS, HOOK_PROMISES in scripts/iam-check.py)")
         elif check["expect"] == "Denied":
             denied_as_expected += 1
         else:

@@ -12,6 +12,8 @@
 #   - the tests in tests/lambda.rs pass through it: a flow across both
 #     functions, unknown paths and methods answered as deployed, the exact
 #     limits, the exact stock and one Idempotency-Key raced across instances;
+#   - the pre-traffic check passes through it, and fails a version without
+#     its DynamoDB (scripts/test-pretraffic.sh);
 #   - an interrupt (Ctrl-C) stops the functions, cargo lambda watch and this
 #     run's DynamoDB Local, and frees the port.
 # Stops whatever it started, however it exits. Timings go to stdout, never
@@ -36,6 +38,9 @@ BASE_URL="http://127.0.0.1:$PORT"
 # The origin whose pages may call this stack (the functions inherit it).
 CORS_ORIGIN="https://shop.example.com"
 export ALLOWED_ORIGINS="$CORS_ORIGIN"
+# The events function, which the pre-traffic check invokes with an empty
+# batch (it publishes nothing), needs a bus name to start.
+export EVENT_BUS_NAME="petstore-local"
 ID_FILE="$ROOT/.local/run-lambda-$PORT.id"
 
 mkdir -p "$(dirname "$LOG")"
@@ -180,6 +185,11 @@ pets="$(instances pets)" store="$(instances store)"
 ((pets >= 2 && store >= 2 && pets <= CONCURRENCY && store <= CONCURRENCY)) \
   || fail "$pets pets and $store store instances (expected 2 to $CONCURRENCY each)"
 step "tests/lambda.rs passed on $pets pets and $store store instances"
+
+# The pre-traffic check through Lambda's Invoke API, as the CodeDeploy hook
+# sends a new version its requests; and a version that fails it.
+"$ROOT/scripts/test-pretraffic.sh" "$BASE_URL" || fail "the pre-traffic check (scripts/test-pretraffic.sh)"
+step "the pre-traffic check: the stack passes, a version without DynamoDB fails"
 
 # Ctrl-C, as a terminal sends it (to the foreground process group):
 # everything this stack started stops, and only that.

@@ -18,6 +18,12 @@
 //! its `SampleCount` is the number of requests, so no `Requests` metric is
 //! written (a second metric of the same three dimension sets would cost a
 //! directive's bytes on every line and as many custom metrics again).
+//! In Lambda, `Latency` is also split by (`Function`, `Version`,
+//! `StatusClass`), `Version` being the function version serving the request
+//! (`AWS_LAMBDA_FUNCTION_VERSION`, read once): a release's rollback alarms
+//! select the new version's 5xx answers and latency by it (template.yaml,
+//! "Releases"). That is 3 custom metrics per function and version (2xx, 4xx,
+//! 5xx), a version's billed only in the hours it answers.
 //! Every count is by `Function` alone, which keeps the number of custom
 //! metrics (what CloudWatch bills) small; a count appears, with its
 //! directive, only in the lines of requests that counted it.
@@ -206,10 +212,12 @@ pub struct RequestMetrics<'a> {
 
 type Write = dyn Fn(&str) + Send + Sync;
 
-/// Where metrics lines go, and the `Function` dimension they carry.
+/// Where metrics lines go, and the `Function` (and `Version`) dimension they carry.
 #[derive(Clone)]
 pub struct Emitter {
     function: &'static str,
+    /// The function version serving the requests, when known.
+    version: Option<&'static str>,
     write: Option<Arc<Write>>,
 }
 
@@ -217,6 +225,7 @@ impl std::fmt::Debug for Emitter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Emitter")
             .field("function", &self.function)
+            .field("version", &self.version)
             .field("on", &self.write.is_some())
             .finish()
     }
@@ -227,24 +236,36 @@ impl Emitter {
     pub fn off() -> Emitter {
         Emitter {
             function: "",
+            version: None,
             write: None,
         }
     }
 
-    /// One line per request on stdout, where Lambda sends it to CloudWatch Logs.
+    /// One line per request on stdout, where Lambda sends it to CloudWatch
+    /// Logs, with the `Version` Lambda runs (read here, once per process).
     pub fn stdout(function: &'static str) -> Emitter {
+        let version = std::env::var("AWS_LAMBDA_FUNCTION_VERSION")
+            .ok()
+            .filter(|v| !v.is_empty());
         Emitter::to(function, |line| {
             use std::io::Write as _;
             // One `write_all` per line, so lines never interleave; a full or
             // closed stdout loses the line, never the response.
             let _ = std::io::stdout().lock().write_all(line.as_bytes());
         })
+        .with_version(version.map(|v| &*Box::leak(v.into_boxed_str())))
+    }
+
+    /// The same, with `version` as the `Version` dimension.
+    pub fn with_version(self, version: Option<&'static str>) -> Emitter {
+        Emitter { version, ..self }
     }
 
     /// Hands each line (newline included) to `write`; tests capture them so.
     pub fn to(function: &'static str, write: impl Fn(&str) + Send + Sync + 'static) -> Emitter {
         Emitter {
             function,
+            version: None,
             write: Some(Arc::new(write)),
         }
     }
@@ -263,6 +284,7 @@ impl Emitter {
             .map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX));
         let document = Document {
             function: self.function,
+            version: self.version,
             timestamp,
             request,
         };
@@ -278,6 +300,7 @@ impl Emitter {
 /// properties as top-level keys.
 struct Document<'a> {
     function: &'static str,
+    version: Option<&'static str>,
     timestamp: u64,
     request: &'a RequestMetrics<'a>,
 }
@@ -320,6 +343,14 @@ const BY_REQUEST: &[&[&str]] = &[
     &["Function", "StatusClass"],
 ];
 
+/// The same and, where the version is known, by version too.
+const BY_REQUEST_AND_VERSION: &[&[&str]] = &[
+    &["Function"],
+    &["Function", "Route"],
+    &["Function", "StatusClass"],
+    &["Function", "Version", "StatusClass"],
+];
+
 impl Serialize for Document<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let request = self.request;
@@ -335,7 +366,11 @@ impl Serialize for Document<'_> {
         let directives = [
             Directive {
                 namespace: NAMESPACE,
-                dimensions: BY_REQUEST,
+                dimensions: if self.version.is_some() {
+                    BY_REQUEST_AND_VERSION
+                } else {
+                    BY_REQUEST
+                },
                 metrics: &[LATENCY],
             },
             Directive {
@@ -362,6 +397,9 @@ impl Serialize for Document<'_> {
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("_aws", &aws)?;
         map.serialize_entry("Function", self.function)?;
+        if let Some(version) = self.version {
+            map.serialize_entry("Version", version)?;
+        }
         map.serialize_entry("Route", request.route)?;
         map.serialize_entry("StatusClass", status_class)?;
         map.serialize_entry("Latency", &latency)?;
@@ -489,6 +527,30 @@ mod tests {
             assert!(line.get(absent).is_none(), "{absent}: {line}");
         }
         assert_eq!(line["dbCalls"], 0);
+    }
+
+    #[test]
+    fn a_known_version_is_a_dimension_of_latency_by_status_class() {
+        let by_version = serde_json::json!(["Function", "Version", "StatusClass"]);
+        let (emitter, out) = captured();
+        emitter
+            .with_version(Some("42"))
+            .emit(&plain("GET /pets", 500));
+        let versioned = line(&out);
+        assert_eq!(versioned["Version"], "42");
+        assert_eq!(versioned["StatusClass"], "5xx");
+        let sets = versioned["_aws"]["CloudWatchMetrics"][0]["Dimensions"].clone();
+        assert!(
+            sets.as_array().is_some_and(|s| s.contains(&by_version)),
+            "{versioned}"
+        );
+
+        let (emitter, out) = captured();
+        emitter.emit(&plain("GET /pets", 500));
+        let unversioned = line(&out);
+        assert!(unversioned.get("Version").is_none(), "{unversioned}");
+        let sets = unversioned["_aws"]["CloudWatchMetrics"][0]["Dimensions"].clone();
+        assert_eq!(sets.as_array().map(Vec::len), Some(3));
     }
 
     #[test]

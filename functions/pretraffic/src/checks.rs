@@ -1,0 +1,235 @@
+//! What a healthy version answers. Every check needs no key and changes no
+//! data, so it is as safe against production as against a new version.
+
+use std::collections::BTreeMap;
+
+/// The stack's functions a release publishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Function {
+    Pets,
+    Store,
+    Docs,
+    Events,
+}
+
+impl Function {
+    pub const ALL: [Function; 4] = [
+        Function::Pets,
+        Function::Store,
+        Function::Docs,
+        Function::Events,
+    ];
+
+    /// The binary's name, which is also the function's name under `cargo lambda watch`.
+    pub fn binary(self) -> &'static str {
+        match self {
+            Function::Pets => "pets",
+            Function::Store => "store",
+            Function::Docs => "docs",
+            Function::Events => "events",
+        }
+    }
+
+    /// The variable that names the deployed function in the hook's environment.
+    pub fn variable(self) -> &'static str {
+        match self {
+            Function::Pets => "PETS_FUNCTION",
+            Function::Store => "STORE_FUNCTION",
+            Function::Docs => "DOCS_FUNCTION",
+            Function::Events => "EVENTS_FUNCTION",
+        }
+    }
+}
+
+/// The headers every answer of the rate-limited wrapper carries, a refusal's too.
+pub const RATE_LIMIT_HEADERS: [&str; 5] = [
+    "x-ratelimit-limit",
+    "x-ratelimit-remaining",
+    "x-ratelimit-reset",
+    "ratelimit-policy",
+    "ratelimit",
+];
+
+/// What a check sends.
+#[derive(Debug, Clone, Copy)]
+pub enum Probe {
+    /// A request without a key, and the answer it must get.
+    Http {
+        method: &'static str,
+        path: &'static str,
+        status: u16,
+        /// Headers the answer must have (lower case).
+        headers: &'static [&'static str],
+        /// The start of the answer's Content-Type.
+        content_type: &'static str,
+    },
+    /// A batch of no stream records: answered with no failure.
+    EmptyStreamBatch,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Check {
+    pub function: Function,
+    pub name: &'static str,
+    pub probe: Probe,
+}
+
+pub const CHECKS: &[Check] = &[
+    Check {
+        function: Function::Pets,
+        name: "GET /openapi.json without a key: the contract, 200",
+        probe: Probe::Http {
+            method: "GET",
+            path: "/openapi.json",
+            status: 200,
+            headers: &[],
+            content_type: "application/json",
+        },
+    },
+    Check {
+        function: Function::Pets,
+        name: "GET /pets without a key: 401 with the rate-limit headers",
+        probe: Probe::Http {
+            method: "GET",
+            path: "/pets",
+            status: 401,
+            headers: &RATE_LIMIT_HEADERS,
+            content_type: "application/json",
+        },
+    },
+    Check {
+        function: Function::Store,
+        name: "GET /store/inventory without a key: 401 with the rate-limit headers",
+        probe: Probe::Http {
+            method: "GET",
+            path: "/store/inventory",
+            status: 401,
+            headers: &RATE_LIMIT_HEADERS,
+            content_type: "application/json",
+        },
+    },
+    Check {
+        function: Function::Docs,
+        name: "GET /docs/assets/docs.js: the API reference's script, 200",
+        probe: Probe::Http {
+            method: "GET",
+            path: "/docs/assets/docs.js",
+            status: 200,
+            headers: &[],
+            content_type: "text/javascript",
+        },
+    },
+    Check {
+        function: Function::Events,
+        name: "an empty stream batch: no record failed",
+        probe: Probe::EmptyStreamBatch,
+    },
+];
+
+/// The checks of `function`.
+pub fn of(function: Function) -> impl Iterator<Item = &'static Check> {
+    CHECKS.iter().filter(move |c| c.function == function)
+}
+
+/// An HTTP answer, whichever way it came.
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    pub status: u16,
+    /// By lower-case name.
+    pub headers: BTreeMap<String, String>,
+    pub body: String,
+}
+
+/// Whether `answer` is what `probe` must get; why not, if not.
+pub fn judge_http(probe: &Probe, answer: &Answer) -> Result<(), String> {
+    let Probe::Http {
+        status,
+        headers,
+        content_type,
+        ..
+    } = probe
+    else {
+        return Err("not an HTTP check".to_string());
+    };
+    if answer.status != *status {
+        let body: String = answer.body.chars().take(200).collect();
+        return Err(format!("status {}, want {status}: {body}", answer.status));
+    }
+    let missing: Vec<&str> = headers
+        .iter()
+        .copied()
+        .filter(|h| !answer.headers.contains_key(*h))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!("no {} header", missing.join(", ")));
+    }
+    let got = answer
+        .headers
+        .get("content-type")
+        .map_or("", String::as_str);
+    if !got.starts_with(content_type) {
+        return Err(format!("Content-Type {got:?}, want {content_type}"));
+    }
+    Ok(())
+}
+
+/// One check's result.
+#[derive(Debug)]
+pub struct Outcome {
+    pub check: &'static Check,
+    pub result: Result<(), String>,
+}
+
+/// Prints each outcome on a line of its own; true when all passed.
+pub fn report(outcomes: &[Outcome]) -> bool {
+    for outcome in outcomes {
+        match &outcome.result {
+            Ok(()) => println!(
+                "ok    {}: {}",
+                outcome.check.function.binary(),
+                outcome.check.name
+            ),
+            Err(why) => println!(
+                "FAIL  {}: {}: {why}",
+                outcome.check.function.binary(),
+                outcome.check.name
+            ),
+        }
+    }
+    !outcomes.is_empty() && outcomes.iter().all(|o| o.result.is_ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, headers: &[(&str, &str)]) -> Answer {
+        Answer {
+            status,
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            body: String::new(),
+        }
+    }
+
+    #[test]
+    fn every_function_has_a_check() {
+        for function in Function::ALL {
+            assert!(of(function).next().is_some(), "{function:?}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_without_the_rate_limit_headers_fails() {
+        let probe = CHECKS[1].probe;
+        let mut headers: Vec<(&str, &str)> = RATE_LIMIT_HEADERS.iter().map(|h| (*h, "1")).collect();
+        headers.push(("content-type", "application/json"));
+        assert_eq!(judge_http(&probe, &answer(401, &headers)), Ok(()));
+        let why = judge_http(&probe, &answer(401, &headers[1..])).unwrap_err();
+        assert!(why.contains("x-ratelimit-limit"), "{why}");
+        let why = judge_http(&probe, &answer(503, &headers)).unwrap_err();
+        assert!(why.starts_with("status 503"), "{why}");
+    }
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The pre-traffic check (functions/pretraffic) against the real function
+# binaries, as the CodeDeploy hook sends a new version its requests: through
+# Lambda's Invoke API, which `cargo lambda watch` serves.
+#
+#   scripts/test-pretraffic.sh INVOKE_URL
+#
+# 1. INVOKE_URL is a running `make run-lambda` stack (test-run-lambda.sh
+#    passes its own): every function passes every check (petstore-smoke
+#    --lambda-endpoint, the hook's code path without CodeDeploy).
+# 2. A version that must fail it: the same binaries under a second `cargo
+#    lambda watch` whose DynamoDB is unreachable (a port nothing listens
+#    on). The keyless GET /pets and GET /store/inventory need the counter
+#    table, so their checks fail, and petstore-smoke exits 1 naming them.
+# Stops what it started (the second watch and its instances, by a variable
+# only they carry), however it exits.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${VENV:-$ROOT/.venv}"
+INVOKE_URL="${1:?usage: test-pretraffic.sh INVOKE_URL}"
+LOG="$ROOT/.local/logs/test-pretraffic.log"
+RUN_ID="pretraffic-$$-$RANDOM$RANDOM"
+mkdir -p "$(dirname "$LOG")"
+cd "$ROOT"
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+fail() { echo "pretraffic: FAILED: $*" >&2; exit 1; }
+members() { grep -lzx "PETSTORE_RUN_LAMBDA=$RUN_ID" /proc/[0-9]*/environ 2>/dev/null | sed 's|/proc/||; s|/environ||' | tr '\n' ' '; }
+
+WATCH_PID=""
+# shellcheck disable=SC2317  # invoked by trap
+cleanup() {
+  local status=$? left
+  set +e
+  if [[ -n "$WATCH_PID" ]]; then
+    kill -INT "$WATCH_PID" 2>/dev/null
+    sleep 1
+    left="$(members)"
+    # shellcheck disable=SC2086  # a list of pids
+    [[ -n "$left" ]] && kill -KILL $left 2>/dev/null
+    wait "$WATCH_PID" 2>/dev/null
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+cargo build --quiet -p petstore-pretraffic --bin petstore-smoke
+# The events function is no route's, so run-lambda did not build it.
+cargo build --quiet --bin events
+SMOKE="$ROOT/target/debug/petstore-smoke"
+export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
+
+"$SMOKE" --lambda-endpoint "$INVOKE_URL" | tee -a "$LOG" || fail "a healthy stack failed the pre-traffic check"
+
+# The failing version: no DynamoDB behind it.
+PORT="$(free_port)" NOWHERE="$(free_port)"
+PETSTORE_RUN_LAMBDA="$RUN_ID" AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$NOWHERE" \
+  setsid "$VENV/bin/cargo-lambda" lambda watch --ignore-changes \
+  --invoke-address 127.0.0.1 --invoke-port "$PORT" --disable-cors >>"$LOG" 2>&1 &
+WATCH_PID=$!
+for _ in $(seq 1 300); do
+  (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
+  kill -0 "$WATCH_PID" 2>/dev/null || fail "the second cargo lambda watch exited: $(tail -n 5 "$LOG")"
+  sleep 0.1
+done
+set +e
+broken="$("$SMOKE" --lambda-endpoint "http://127.0.0.1:$PORT" --only pets,store)"
+status=$?
+set -e
+echo "$broken" >>"$LOG"
+((status == 1)) || fail "a version without its DynamoDB passed the pre-traffic check (exit $status): $broken"
+grep -q '^FAIL  pets: GET /pets without a key' <<<"$broken" \
+  && grep -q '^FAIL  store: GET /store/inventory without a key' <<<"$broken" \
+  || fail "the failing version's checks are not the ones named: $broken"
+echo "pretraffic: a healthy stack passes every check; a version without its DynamoDB fails them:"
+grep '^FAIL' <<<"$broken" | sed 's/^/  /'
