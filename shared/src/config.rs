@@ -31,6 +31,9 @@ pub struct Config {
     /// template's `AllowedOrigins` sets API Gateway's CORS instead (see
     /// [`crate::http::cors`]).
     pub allowed_origins: Vec<String>,
+    /// How long an incomplete order holds its units before it lapses
+    /// (`HOLD_DAYS`, whole days, at least 1; see [`crate::rules::holds`]).
+    pub hold: chrono::Duration,
 }
 
 /// The rate limiter's thresholds; small values make the ban testable.
@@ -130,8 +133,21 @@ impl Config {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let hold_days = number(
+            "HOLD_DAYS",
+            u64::from(crate::rules::holds::DEFAULT_HOLD_DAYS),
+        )?;
+        let hold = i64::try_from(hold_days)
+            .ok()
+            .filter(|days| (1..=3_650).contains(days))
+            .map(chrono::Duration::days)
+            .ok_or_else(|| ConfigError {
+                name: "HOLD_DAYS",
+                reason: format!("a hold is 1 to 3650 days, got {hold_days}"),
+            })?;
         Ok(Config {
             allowed_origins,
+            hold,
             shards: Shards {
                 pets: shards("PET_LIST_SHARDS", defaults.pets)?,
                 orders: shards("ORDER_LIST_SHARDS", defaults.orders)?,

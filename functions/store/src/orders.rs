@@ -62,7 +62,9 @@ async fn place_order(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let new = NewOrder::parse(&body)?;
-    let order = db.place_order(new, caller.key_id, Utc::now()).await?;
+    let order = db
+        .place_order(new, caller.key_id, caller.open_orders_cap, Utc::now())
+        .await?;
     petstore::metrics::order_placed(order.quantity.get());
     Ok(created(format!("/store/orders/{}", order.id), &order))
 }
