@@ -76,9 +76,13 @@ EXPECTED_DENIALS = [
     ("StoreFunction", "dynamodb:Scan", "DataTable", []),
     ("PetsFunction", "dynamodb:Scan", "DataTable/index/GSI5", []),
     ("StoreFunction", "dynamodb:Scan", "DataTable/index/GSI1", []),
-    # The events function reads the table only through its stream.
-    ("EventsFunction", "dynamodb:GetItem", "DataTable", ["PET#1"]),
+    # The events function reads the table through its stream, and its hold
+    # sweep only orders, their pets and hold counts: no other item, no put,
+    # no other index.
+    ("EventsFunction", "dynamodb:GetItem", "DataTable", [API_KEY]),
+    ("EventsFunction", "dynamodb:UpdateItem", "DataTable", ["CATEGORY#1"]),
     ("EventsFunction", "dynamodb:PutItem", "DataTable", ["PET#1"]),
+    ("EventsFunction", "dynamodb:Query", "DataTable/index/GSI1", ["PET#0"]),
     # The docs function touches no table.
     ("DocsFunction", "dynamodb:GetItem", "DataTable", ["PET#1"]),
     ("DocsFunction", "dynamodb:UpdateItem", "RateLimitTable", ["KEY#1"]),

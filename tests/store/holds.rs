@@ -7,11 +7,14 @@ use super::{inventory, order, pet, pet_status, set_stock};
 use crate::domain_events::stream_events;
 use crate::helpers::{TestApp, TestResponse};
 use crate::idempotency::send_keyed;
+use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{Duration, Utc};
 use futures::future::join_all;
 use http::Method;
+use petstore::db::orders::OrderCheck;
+use petstore::db::Written;
 use petstore::ratelimit::plan::Plan;
-use petstore::records::Id;
+use petstore::records::{Id, OrderScope};
 use serde_json::json;
 
 fn id(raw: u64) -> Id {
@@ -214,4 +217,51 @@ async fn a_lapse_racing_a_cancel_or_a_completion_ends_each_hold_exactly_once() {
         .delete(&format!("/pets/{pet_id}"))
         .await
         .assert_status(204);
+}
+
+#[tokio::test]
+async fn a_marked_order_is_gone_to_callers_refuses_a_stale_cancel_and_the_next_sweep_ends_it(
+) -> Result<(), Box<dyn std::error::Error>> {
+    // Given an order whose lapse stopped after its mark (a sweep cut short),
+    // and a cancel decided from a read made before the mark
+    let staff = TestApp::spawn().await;
+    let pet_id = pet(&staff, "available").await;
+    set_stock(&staff, pet_id, 2).await.assert_status(200);
+    let customer = staff.with_new_key(Plan::Free, None).await;
+    let order_id = order(&customer, pet_id, 2).await.id();
+    let db = &staff.app.db;
+    let stale = db
+        .stored_order(id(order_id))
+        .await?
+        .ok_or("the order exists")?;
+    let pet = db.get_pet(id(pet_id)).await?.ok_or("the pet exists")?;
+    db.client()
+        .update_item()
+        .table_name(db.table())
+        .key("PK", AttributeValue::S(format!("ORDER#{order_id}")))
+        .key("SK", AttributeValue::S("ORDER".into()))
+        .update_expression("SET lapsing = :yes")
+        .expression_attribute_values(":yes", AttributeValue::Bool(true))
+        .send()
+        .await?;
+
+    // Then callers find it gone, and the stale cancel fails in DynamoDB
+    let path = format!("/store/orders/{order_id}");
+    customer.get(&path).await.assert_error(404, "NOT_FOUND");
+    customer.delete(&path).await.assert_error(404, "NOT_FOUND");
+    staff
+        .patch(&path, json!({"complete": true}))
+        .await
+        .assert_error(404, "NOT_FOUND");
+    let owner = OrderScope::OwnedBy(id(customer.key_id));
+    let written = db.write(db.cancel_write(&stale, &pet, owner)?).await?;
+    assert_eq!(written, Written::Failed(OrderCheck::OrderAsRead));
+    assert_eq!(inventory(&staff, pet_id).await["quantity"], 0);
+
+    // And the next sweep, whenever it runs, ends it once
+    let swept = events::holds::sweep(db, Utc::now() + Duration::days(31)).await?;
+    assert_eq!(swept.lapsed, 1);
+    assert_eq!(inventory(&staff, pet_id).await["quantity"], 2);
+    assert_eq!(db.open_holds(id(customer.key_id)).await?, 0);
+    Ok(())
 }

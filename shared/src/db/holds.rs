@@ -166,7 +166,8 @@ impl Changes {
                 return Ok(Step::Answer(false));
             }
             let pet = self.existing_pet(stored.order.pet_id).await?;
-            let write = self.ending_write(&stored, &pet, &[Guard::Lapsing], OrderScope::All)?;
+            let guards = [Guard::Lapsing, Guard::OrderIncomplete];
+            let write = self.ending_write(&stored, &pet, &guards, OrderScope::All)?;
             Ok(Step::Write(write, true))
         })
         .await
