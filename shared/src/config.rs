@@ -196,6 +196,19 @@ mod tests {
         assert!(!config.limits.fail_open);
         assert_eq!(config.shards, Shards::default());
         assert!(config.allowed_origins.is_empty());
+        assert_eq!(config.hold, chrono::Duration::days(30));
+        Ok(())
+    }
+
+    #[test]
+    fn a_hold_is_whole_days_from_one_to_ten_years() -> Result<(), Box<dyn std::error::Error>> {
+        let days = |raw: &'static str| {
+            Config::from_lookup(move |n| (n == "HOLD_DAYS").then(|| raw.into()))
+        };
+        assert_eq!(days("7")?.hold, chrono::Duration::days(7));
+        assert!(days("0").is_err());
+        assert!(days("3651").is_err());
+        assert!(days("a week").is_err());
         Ok(())
     }
 
