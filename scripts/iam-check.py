@@ -78,10 +78,14 @@ EXPECTED_DENIALS = [
     ("StoreFunction", "dynamodb:Scan", "DataTable", []),
     ("PetsFunction", "dynamodb:Scan", "DataTable/index/GSI5", []),
     ("StoreFunction", "dynamodb:Scan", "DataTable/index/GSI1", []),
-    # The events function reads the table only through its stream, and no
-    # other stream (SAM's own role for a DynamoDB event would read them all).
-    ("EventsFunction", "dynamodb:GetItem", "DataTable", ["PET#1"]),
+    # The events function reads the table through its stream, no other
+    # stream (SAM's own role for a DynamoDB event would read them all), and
+    # its hold sweep only orders, their pets and hold counts: no other item,
+    # no put, no other index.
+    ("EventsFunction", "dynamodb:GetItem", "DataTable", [API_KEY]),
+    ("EventsFunction", "dynamodb:UpdateItem", "DataTable", ["CATEGORY#1"]),
     ("EventsFunction", "dynamodb:PutItem", "DataTable", ["PET#1"]),
+    ("EventsFunction", "dynamodb:Query", "DataTable/index/GSI1", ["PET#0"]),
     *(
         ("EventsFunction", f"dynamodb:{action}", OTHER_STREAM, [])
         for action in ("DescribeStream", "GetRecords", "GetShardIterator")

@@ -4,6 +4,7 @@
 
 // faults, proxy and shoppers are also domain_events.rs's: the same fault run, read from the stream.
 pub(crate) mod faults;
+mod lapses;
 pub mod proxy;
 pub mod races;
 mod records;

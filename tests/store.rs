@@ -2,6 +2,7 @@
 //! against DynamoDB Local.
 
 mod flash_sale;
+mod holds;
 mod inventory;
 pub mod races;
 
@@ -632,13 +633,11 @@ async fn a_foreign_write_fails_in_dynamodb_even_if_the_read_check_were_skipped(
     let pet_id = pet(&app, "available").await;
     let order_id = id(order(&app, pet_id, 1).await.id());
     let db = &app.app.db;
-    let order = db
-        .get_order(order_id, OrderScope::All)
-        .await?
-        .ok_or("the order exists")?;
+    let stored = db.stored_order(order_id).await?.ok_or("the order exists")?;
+    let order = stored.order.clone();
     let pet = db.get_pet(order.pet_id).await?.ok_or("the pet exists")?;
     let stranger = OrderScope::OwnedBy(id(app.as_customer().await.key_id));
-    let stale = db.cancel_write(&order, &pet, stranger)?;
+    let stale = db.cancel_write(&stored, &pet, stranger)?;
 
     // When that write is sent
     let written = db.write(stale).await?;
@@ -663,7 +662,7 @@ async fn a_foreign_write_fails_in_dynamodb_even_if_the_read_check_were_skipped(
 
     // And the same write made for its owner goes through
     let owner = OrderScope::OwnedBy(id(app.key_id));
-    let written = db.write(db.cancel_write(&order, &pet, owner)?).await?;
+    let written = db.write(db.cancel_write(&stored, &pet, owner)?).await?;
     assert_eq!(written, Written::Done);
     assert_eq!(db.get_order(order_id, OrderScope::All).await?, None);
     assert_eq!(inventory(&app, pet_id).await["quantity"], 1);

@@ -36,6 +36,9 @@ pub struct Config {
     /// `FrontOriginSecret`). Set, every request without it is refused before
     /// any other work; unset (the default), there is no front and no check.
     pub origin_secret: Option<String>,
+    /// How long an incomplete order holds its units before it lapses
+    /// (`HOLD_DAYS`, whole days, at least 1; see [`crate::rules::holds`]).
+    pub hold: chrono::Duration,
 }
 
 /// The rate limiter's thresholds; small values make the ban testable.
@@ -135,9 +138,22 @@ impl Config {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let hold_days = number(
+            "HOLD_DAYS",
+            u64::from(crate::rules::holds::DEFAULT_HOLD_DAYS),
+        )?;
+        let hold = i64::try_from(hold_days)
+            .ok()
+            .filter(|days| (1..=3_650).contains(days))
+            .map(chrono::Duration::days)
+            .ok_or_else(|| ConfigError {
+                name: "HOLD_DAYS",
+                reason: format!("a hold is 1 to 3650 days, got {hold_days}"),
+            })?;
         Ok(Config {
             allowed_origins,
             origin_secret: lookup("ORIGIN_SECRET").filter(|secret| !secret.is_empty()),
+            hold,
             shards: Shards {
                 pets: shards("PET_LIST_SHARDS", defaults.pets)?,
                 orders: shards("ORDER_LIST_SHARDS", defaults.orders)?,
@@ -186,6 +202,19 @@ mod tests {
         assert!(!config.limits.fail_open);
         assert_eq!(config.shards, Shards::default());
         assert!(config.allowed_origins.is_empty());
+        assert_eq!(config.hold, chrono::Duration::days(30));
+        Ok(())
+    }
+
+    #[test]
+    fn a_hold_is_whole_days_from_one_to_ten_years() -> Result<(), Box<dyn std::error::Error>> {
+        let days = |raw: &'static str| {
+            Config::from_lookup(move |n| (n == "HOLD_DAYS").then(|| raw.into()))
+        };
+        assert_eq!(days("7")?.hold, chrono::Duration::days(7));
+        assert!(days("0").is_err());
+        assert!(days("3651").is_err());
+        assert!(days("a week").is_err());
         Ok(())
     }
 

@@ -78,7 +78,9 @@ impl App {
             config.limits.clone(),
             clock,
         );
-        let db = Db::new(client, config.table_name.clone()).with_shards(config.shards);
+        let db = Db::new(client, config.table_name.clone())
+            .with_shards(config.shards)
+            .with_hold(config.hold);
         App {
             inner: Arc::new(AppInner {
                 config,

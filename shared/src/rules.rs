@@ -25,6 +25,8 @@ use crate::records::{
 };
 use chrono::{DateTime, Utc};
 
+pub mod holds;
+
 /// Why the current state forbids a change (the contract's 409 answers).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RuleViolation {
@@ -42,6 +44,10 @@ pub enum RuleViolation {
     CategoryExists,
     #[error("a pet cannot go from {from} to {to}")]
     InvalidStatusTransition { from: PetStatus, to: PetStatus },
+    #[error(
+        "this API key has {cap} incomplete orders, its plan's most; complete or cancel one first"
+    )]
+    TooManyOpenOrders { cap: u32 },
 }
 
 /// A fact about a stored record that a decision rests on. The write carries it as
@@ -67,6 +73,14 @@ pub enum Guard {
     OrderIncomplete,
     /// The order was placed by this key identity.
     OwnedBy(Id),
+    /// The order is not being lapsed (see [`holds`]).
+    NotLapsing,
+    /// The order is being lapsed: marked, its cancellation to follow.
+    Lapsing,
+    /// The order's hold lapses at or before this instant.
+    LapsesBy(DateTime<Utc>),
+    /// A key's hold count is below this cap (absent counts as none).
+    OpenHoldsBelow(u32),
     /// The fact does not hold.
     Not(Box<Guard>),
     /// Every one of these facts holds.
@@ -278,12 +292,13 @@ pub fn set_stock(state: StockState, quantity: StockQuantity) -> StockDecision {
     StockDecision::new(state, change, guards)
 }
 
-/// Only an incomplete order may be changed or cancelled.
+/// Only an incomplete order may be changed or cancelled, and not once its
+/// lapse has begun (a lapsing order reads as gone, see [`holds`]).
 pub fn open_order(order: &Order) -> Result<Guard, RuleViolation> {
     if order.complete {
         return Err(RuleViolation::OrderComplete);
     }
-    Ok(Guard::OrderIncomplete)
+    Ok(Guard::All(vec![Guard::OrderIncomplete, Guard::NotLapsing]))
 }
 
 /// A decided change of an order: the order it becomes, and the fact it rests on.
@@ -580,6 +595,7 @@ mod tests {
             quantity: units(1),
             ship_date: None,
             complete,
+            lapses_at: None,
         }
     }
 
@@ -597,7 +613,10 @@ mod tests {
             .unwrap_or_else(|| panic!("a change"));
         assert!(decision.completes());
         assert_eq!(decision.updated.ship_date, Some(now));
-        assert_eq!(decision.guard, Guard::OrderIncomplete);
+        assert_eq!(
+            decision.guard,
+            Guard::All(vec![Guard::OrderIncomplete, Guard::NotLapsing])
+        );
 
         let nothing = OrderPatch::default();
         assert_eq!(patch_order(&an_order(true), &nothing, now), Ok(None));

@@ -99,6 +99,7 @@ fn warm_up_caller() -> Option<Caller> {
     Id::new(MAX_ID).map(|key_id| Caller {
         key_id,
         role: Role::Customer,
+        open_orders_cap: Some(0),
     })
 }
 

@@ -246,6 +246,38 @@ async fn the_stock_is_exact_across_processes() {
 }
 
 #[tokio::test]
+async fn a_free_keys_open_orders_cap_is_exact_across_processes() {
+    // Given a pet with plenty of stock, a free key (10 open orders), three processes
+    let (staff, _clock) = pinned(|_| None).await;
+    let pet = stocked_pet(&staff, 100).await;
+    let free = staff.create_key(Plan::Free, None).await.key;
+    let instances = Instance::start_all(&staff, Some(NOW), &[]).await;
+
+    // When the key sends 30 orders at once, spread over them
+    let order = json!({ "petId": pet, "quantity": 1 });
+    let orders = (0..30).map(|n| {
+        let instance = instances[n % PROCESSES].clone();
+        let (key, order) = (free.clone(), order.clone());
+        tokio::spawn(async move {
+            let response = instance.send(Method::POST, "/store/orders", &key, Some(&order), &[]);
+            response.await
+        })
+    });
+    let responses: Vec<TestResponse> = join_all(orders)
+        .await
+        .into_iter()
+        .map(|r| r.expect("an order"))
+        .collect();
+
+    // Then exactly 10 are placed, the others refused as too many open orders
+    let placed = responses.iter().filter(|r| r.status == 201).count();
+    assert_eq!(placed, 10);
+    for refused in responses.iter().filter(|r| r.status != 201) {
+        refused.assert_error(409, "TOO_MANY_OPEN_ORDERS");
+    }
+}
+
+#[tokio::test]
 async fn one_idempotency_key_raced_across_processes_takes_effect_once() {
     // Given a pet with 5 units, and three processes
     let (staff, _clock) = pinned(|_| None).await;

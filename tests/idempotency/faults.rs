@@ -40,6 +40,28 @@ const STOCK: u64 = 10;
 
 /// The store, its pets, and shoppers who reach it through the fault proxy.
 pub(crate) async fn run_shoppers(keys: Keys) -> (TestApp, Vec<u64>, Vec<Log>, String) {
+    let run = run_shoppers_with(keys, None).await;
+    (run.staff, run.pets, run.logs, run.summary)
+}
+
+/// What a run left: the store, its pets, what each shopper saw, a summary,
+/// and the shoppers' key identities.
+pub(crate) struct Run {
+    pub staff: TestApp,
+    pub pets: Vec<u64>,
+    pub logs: Vec<Log>,
+    pub summary: String,
+    pub customers: Vec<u64>,
+}
+
+/// As [`run_shoppers`]; with `sweep_at`, the events function's hold sweep
+/// also runs through the fault proxy all along, as if at that instant (so
+/// every hold is due as soon as it is placed, and lapses race the shoppers'
+/// cancels and completions).
+pub(crate) async fn run_shoppers_with(
+    keys: Keys,
+    sweep_at: Option<chrono::DateTime<chrono::Utc>>,
+) -> Run {
     let seed = std::env::var("IDEMPOTENCY_FAULT_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -52,8 +74,10 @@ pub(crate) async fn run_shoppers(keys: Keys) -> (TestApp, Vec<u64>, Vec<Log>, St
     let proxy = FaultProxy::start(&staff.endpoint, MIX, seed).await;
     let faulty = staff.instance_reaching(&proxy.endpoint).await;
     let mut shoppers = Vec::new();
+    let mut customers = Vec::new();
     for n in 0..SHOPPERS {
         let customer = staff.as_customer().await;
+        customers.push(customer.key_id);
         let customer_key = customer.api_key.clone().unwrap_or_default();
         shoppers.push(Shopper::new(
             faulty.with_key(customer_key),
@@ -64,6 +88,9 @@ pub(crate) async fn run_shoppers(keys: Keys) -> (TestApp, Vec<u64>, Vec<Log>, St
         ));
     }
     let started = Instant::now();
+    let shopping = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let sweeper =
+        sweep_at.map(|at| tokio::spawn(sweep_while(faulty.clone(), at, shopping.clone())));
     let runs = shoppers
         .into_iter()
         .map(|shopper| tokio::spawn(shopper.shop(pets.clone())));
@@ -72,12 +99,48 @@ pub(crate) async fn run_shoppers(keys: Keys) -> (TestApp, Vec<u64>, Vec<Log>, St
         .into_iter()
         .map(|r| r.expect("shopper ran"))
         .collect();
+    shopping.store(false, std::sync::atomic::Ordering::Relaxed);
+    let sweeps = match sweeper {
+        Some(sweeper) => sweeper.await.expect("the sweeper ran"),
+        None => String::new(),
+    };
     let summary = format!(
-        "seed {seed}, {SHOPPERS} shoppers, {:.1} s; proxy: {}",
+        "seed {seed}, {SHOPPERS} shoppers, {:.1} s; proxy: {}{sweeps}",
         started.elapsed().as_secs_f64(),
         proxy.counts().summary()
     );
-    (staff, pets, logs, summary)
+    Run {
+        staff,
+        pets,
+        logs,
+        summary,
+        customers,
+    }
+}
+
+/// Sweeps holds through `faulty` as if `at`, again and again while the
+/// shoppers shop (a failed sweep is simply run again, as the next scheduled
+/// one would), then once more until one completes; says what it did.
+async fn sweep_while(
+    faulty: TestApp,
+    at: chrono::DateTime<chrono::Utc>,
+    shopping: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> String {
+    let (mut lapsed, mut failed) = (0, 0);
+    loop {
+        let still_shopping = shopping.load(std::sync::atomic::Ordering::Relaxed);
+        match events::holds::sweep(&faulty.app.db, at).await {
+            Ok(swept) => {
+                lapsed += swept.lapsed;
+                if !still_shopping {
+                    break;
+                }
+            }
+            Err(_) => failed += 1,
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    format!("; sweeps: {lapsed} holds lapsed, {failed} sweeps cut short by a fault")
 }
 
 /// Each pet's stored orders, as (id → (quantity, complete)).

@@ -9,7 +9,8 @@
 //! | category created, changed, removed | `CategoryCreated`, `CategoryUpdated` (record changed: not its pet count), `CategoryDeleted` |
 //! | order created | `OrderPlaced` |
 //! | order changed from incomplete to complete | `OrderCompleted` (a new ship date alone: none) |
-//! | incomplete order removed | `OrderCancelled` |
+//! | incomplete order removed | `OrderCancelled` (with `lapsed: true` when its hold lapsed: it was marked `lapsing` first) |
+//! | order marked `lapsing` | none (its removal follows) |
 //! | anything else (API keys, idempotency records, name guards) | none |
 //!
 //! Each event's `eventId` is the stream record's `eventID` and the event's
@@ -130,7 +131,14 @@ fn details(old: Option<Stored>, new: Option<Stored>) -> Result<Details, DbError>
         (Some(Order(old)), Some(Order(new))) if !old.order.complete && new.order.complete => {
             vec![("OrderCompleted", order(&new)?)]
         }
-        (Some(Order(old)), None) if !old.order.complete => vec![("OrderCancelled", order(&old)?)],
+        (Some(Order(old)), None) if !old.order.complete => {
+            let mut cancelled = order(&old)?;
+            // Marked before its cancellation: the service ended the hold.
+            if old.lapsing {
+                cancelled.insert("lapsed".into(), Value::Bool(true));
+            }
+            vec![("OrderCancelled", cancelled)]
+        }
         _ => Vec::new(),
     })
 }

@@ -22,6 +22,7 @@ pub mod batch;
 pub mod change;
 pub mod domain;
 pub mod handler;
+pub mod holds;
 #[cfg(feature = "local")]
 pub mod local;
 pub mod publish;

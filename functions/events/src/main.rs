@@ -1,6 +1,7 @@
 //! The `events` Lambda function: wiring only. The EventBridge client is built
 //! once per cold start; every batch of the data table's stream goes through
-//! [`events::handler::handle`] to the bus named by `EVENT_BUS_NAME`.
+//! [`events::handler::handle`] to the bus named by `EVENT_BUS_NAME`, and the
+//! hold sweep's schedule through [`events::holds::sweep`].
 
 // The handler's future nests the SDK's call inside the AWS call recorder's
 // task-local scope (petstore::aws_calls): one level deeper than rustc's
@@ -9,12 +10,14 @@
 
 use events::EventBridgePublisher;
 use lambda_runtime::{service_fn, LambdaEvent};
+use serde_json::Value;
 
 // One thread: Lambda gives less than one vCPU below 1,769 MB (README, Performance).
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     petstore::telemetry::init();
     let bus = std::env::var("EVENT_BUS_NAME").map_err(|_| "EVENT_BUS_NAME is not set")?;
+    let config = petstore::config::Config::from_env()?;
     // The same TLS stack as the data functions (rustls on ring: README, Performance).
     let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .http_client(petstore::http_client())
@@ -22,8 +25,23 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         .await;
     let publisher = EventBridgePublisher::from_config(&aws, bus);
     let publisher = &publisher;
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<_>| async move {
-        events::handler::handle(event, publisher).await
+    // The hold sweep's table: no call is made until a schedule invokes it.
+    let db = petstore::db::Db::new(aws_sdk_dynamodb::Client::new(&aws), config.table_name)
+        .with_shards(config.shards)
+        .with_hold(config.hold);
+    let db = &db;
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
+        let (payload, context) = event.into_parts();
+        if events::holds::is_sweep(&payload) {
+            let swept = events::holds::sweep(db, chrono::Utc::now()).await?;
+            return Ok::<Value, lambda_runtime::Error>(serde_json::json!({
+                "examined": swept.examined,
+                "lapsed": swept.lapsed,
+            }));
+        }
+        let batch = LambdaEvent::new(serde_json::from_value(payload)?, context);
+        let response = events::handler::handle(batch, publisher).await?;
+        Ok(serde_json::to_value(response)?)
     }))
     .await
 }

@@ -64,7 +64,9 @@ async fn place_order(
     let now = Utc::now();
     let new = NewOrder::parse(&body)?;
     new.check_ship_window(&caller, now)?;
-    let order = db.place_order(new, caller.key_id, now).await?;
+    let order = db
+        .place_order(new, caller.key_id, caller.open_orders_cap, now)
+        .await?;
     petstore::metrics::order_placed(order.quantity.get());
     Ok(created(format!("/store/orders/{}", order.id), &order))
 }

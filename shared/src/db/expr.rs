@@ -111,9 +111,30 @@ impl Expr {
             Guard::NameIs(name) => self.compare("name", "=", s(name.as_str())),
             Guard::OrderIncomplete => self.compare("complete", "=", AttributeValue::Bool(false)),
             Guard::OwnedBy(owner) => self.compare("ownerId", "=", n(owner)),
+            Guard::NotLapsing => {
+                let lapsing = self.name("lapsing");
+                format!("attribute_not_exists({lapsing})")
+            }
+            Guard::Lapsing => self.compare("lapsing", "=", AttributeValue::Bool(true)),
+            // Instants are stored as RFC 3339 UTC with milliseconds: fixed
+            // width, so they compare as strings in time order.
+            Guard::LapsesBy(at) => self.compare(
+                "lapsesAt",
+                "<=",
+                s(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+            ),
+            // A key with no counter item yet holds nothing.
+            Guard::OpenHoldsBelow(cap) => {
+                let count = self.name("openOrders");
+                let cap = self.value(n(cap));
+                format!("(attribute_not_exists({count}) OR {count} < {cap})")
+            }
             Guard::Not(inner) => {
                 let condition = self.condition_of(inner);
-                if matches!(**inner, Guard::All(_) | Guard::CategoryUnused) {
+                if matches!(
+                    **inner,
+                    Guard::All(_) | Guard::CategoryUnused | Guard::OpenHoldsBelow(_)
+                ) {
                     format!("NOT {condition}")
                 } else {
                     format!("NOT ({condition})")

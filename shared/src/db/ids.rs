@@ -14,6 +14,13 @@ use chrono::{DateTime, Utc};
 const EPOCH_MILLIS: i64 = 1_704_067_200_000;
 const RANDOM_BITS: u32 = 12;
 
+/// The highest id a record created at or before `t` can have: every id
+/// up to it was made no later than `t`'s millisecond.
+pub(crate) fn last_id_at(t: DateTime<Utc>) -> u64 {
+    let millis = (t.timestamp_millis() - EPOCH_MILLIS).max(0) as u64;
+    (millis << RANDOM_BITS) | ((1 << RANDOM_BITS) - 1)
+}
+
 /// A fresh id for a record created at `now`.
 pub fn new_id(now: DateTime<Utc>) -> Id {
     let millis = (now.timestamp_millis() - EPOCH_MILLIS).max(0) as u64;

@@ -44,6 +44,7 @@ mod batch;
 pub mod categories;
 mod error;
 mod expr;
+pub mod holds;
 pub mod idempotency;
 mod ids;
 pub mod inventory;
@@ -82,6 +83,8 @@ pub struct Db {
     client: Client,
     table: String,
     shards: Shards,
+    /// How long an incomplete order holds its units (see [`holds`]).
+    hold: chrono::Duration,
 }
 
 impl Db {
@@ -91,7 +94,13 @@ impl Db {
             client,
             table: table.into(),
             shards: Shards::default(),
+            hold: chrono::Duration::days(i64::from(crate::rules::holds::DEFAULT_HOLD_DAYS)),
         }
+    }
+
+    /// Sets how long an incomplete order holds its units before it lapses.
+    pub fn with_hold(self, hold: chrono::Duration) -> Db {
+        Db { hold, ..self }
     }
 
     /// This table with its lists sharded as `shards` (see [`shards`]).

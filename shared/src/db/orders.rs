@@ -18,7 +18,7 @@ use super::shards::Kind;
 use super::write::{Check, OnFailure, Step, Write};
 use super::{from_item, n, new_id, s, to_item, Changes, Db, DbError, Item, Page};
 use crate::records::{Id, NewOrder, Order, OrderPatch, OrderScope};
-use crate::rules::{self, OrderDecision};
+use crate::rules::{self, holds, Guard, OrderDecision, RuleViolation};
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -31,7 +31,7 @@ fn pk(id: Id) -> String {
     format!("ORDER#{id}")
 }
 
-fn key(id: Id) -> Item {
+pub(crate) fn key(id: Id) -> Item {
     HashMap::from([("PK".to_string(), s(pk(id))), ("SK".to_string(), s(SK))])
 }
 
@@ -39,7 +39,7 @@ fn key(id: Id) -> Item {
 const ALL: &str = "ORDER";
 
 /// GSI2's list of the orders complete or not; sharded.
-fn completion_list(complete: bool) -> String {
+pub(crate) fn completion_list(complete: bool) -> String {
     format!("ORDER#COMPLETE#{complete}")
 }
 
@@ -80,6 +80,10 @@ pub struct StoredOrder {
     /// Orders placed before owners were recorded have none: only staff see them.
     #[serde(default)]
     pub owner_id: Option<Id>,
+    /// Its hold is being lapsed (see [`crate::rules::holds`]): it answers as
+    /// gone, and only the lapse may end it.
+    #[serde(default)]
+    pub lapsing: bool,
 }
 
 /// What an order list reads: the Order record's attributes.
@@ -158,21 +162,31 @@ pub enum OrderCheck {
     OrderAsRead,
     /// The order's pet is still as the decision read it.
     PetAsRead,
+    /// The placing key holds fewer incomplete orders than this cap.
+    HoldsBelow(u32),
 }
 
 impl Check for OrderCheck {
     fn on_failure(self) -> OnFailure {
-        OnFailure::ReadAgain
+        match self {
+            // Definite: at that instant the key held its cap.
+            OrderCheck::HoldsBelow(cap) => {
+                OnFailure::Fail(DbError::from(RuleViolation::TooManyOpenOrders { cap }))
+            }
+            _ => OnFailure::ReadAgain,
+        }
     }
 }
 
 impl Changes {
     /// Stores an order of `owner`'s and takes its units from stock, in one
-    /// transaction.
+    /// transaction, which also counts the hold on `owner`'s counter, below
+    /// `cap` when the caller has one (staff have none).
     pub async fn place_order(
         &self,
         new: NewOrder,
         owner: Id,
+        cap: Option<u32>,
         now: DateTime<Utc>,
     ) -> Result<Order, DbError> {
         let new = &new;
@@ -188,6 +202,7 @@ impl Changes {
                 quantity: new.quantity,
                 ship_date: new.ship_date,
                 complete: false,
+                lapses_at: Some(holds::lapses_at(now, new.ship_date, self.hold)),
             };
             let item = to_item(&OrderItem {
                 pk: pk(order.id),
@@ -210,6 +225,11 @@ impl Changes {
                     OrderCheck::PetAsRead,
                     self.stock_write(new.pet_id, &decision)?,
                 );
+            let count = self.hold_change(owner, 1, holds::cap_guard(cap).as_ref())?;
+            let write = match cap {
+                Some(cap) => write.checked(OrderCheck::HoldsBelow(cap), count),
+                None => write.unchecked(count),
+            };
             Ok(Step::Write(write, order))
         })
         .await
@@ -220,18 +240,28 @@ impl Db {
     /// Reads an order within `scope`: another customer's order is `None`,
     /// exactly as a missing one.
     pub async fn get_order(&self, id: Id, scope: OrderScope) -> Result<Option<Order>, DbError> {
-        let stored: Option<StoredOrder> = self
-            .get_item(pk(id), SK)
-            .await?
-            .map(from_item)
-            .transpose()?;
-        Ok(stored
-            .filter(|stored| rules::in_scope(scope, stored.owner_id))
-            .map(|stored| stored.order))
+        Ok(self.order_in(id, scope).await?.map(|stored| stored.order))
     }
 
-    async fn existing_order(&self, id: Id, scope: OrderScope) -> Result<Order, DbError> {
-        self.get_order(id, scope)
+    /// An order as stored, whoever placed it, a lapsing one included.
+    pub async fn stored_order(&self, id: Id) -> Result<Option<StoredOrder>, DbError> {
+        self.get_item(pk(id), SK).await?.map(from_item).transpose()
+    }
+
+    /// An order within `scope`; a lapsing order is as gone as a cancelled one.
+    pub async fn order_in(
+        &self,
+        id: Id,
+        scope: OrderScope,
+    ) -> Result<Option<StoredOrder>, DbError> {
+        Ok(self
+            .stored_order(id)
+            .await?
+            .filter(|stored| rules::in_scope(scope, stored.owner_id) && !stored.lapsing))
+    }
+
+    async fn existing_order(&self, id: Id, scope: OrderScope) -> Result<StoredOrder, DbError> {
+        self.order_in(id, scope)
             .await?
             .ok_or_else(|| DbError::not_found("order", id))
     }
@@ -262,13 +292,15 @@ impl Changes {
     ) -> Result<Order, DbError> {
         let patch = &patch;
         self.run("update order", move || async move {
-            let order = self.existing_order(id, scope).await?;
-            let Some(decision) = rules::patch_order(&order, patch, now)? else {
-                return Ok(Step::Answer(order));
+            let stored = self.existing_order(id, scope).await?;
+            let order = &stored.order;
+            let Some(mut decision) = rules::patch_order(order, patch, now)? else {
+                return Ok(Step::Answer(stored.order));
             };
+            holds::after_patch(&mut decision.updated, self.hold);
             let mut write = Write::new().checked(
                 OrderCheck::OrderAsRead,
-                self.order_update(&decision, scope)?,
+                self.order_update(order, &decision, scope)?,
             );
             if decision.completes() {
                 let pet = self.existing_pet(order.pet_id).await?;
@@ -277,6 +309,9 @@ impl Changes {
                     OrderCheck::PetAsRead,
                     self.stock_write(order.pet_id, &stock)?,
                 );
+                if let Some(owner) = holds::counted(order, stored.owner_id) {
+                    write = write.unchecked(self.hold_change(owner, -1, None)?);
+                }
             }
             Ok(Step::Write(write, decision.updated))
         })
@@ -289,6 +324,7 @@ impl Db {
     /// guard and on the caller's scope.
     fn order_update(
         &self,
+        before: &Order,
         decision: &OrderDecision,
         scope: OrderScope,
     ) -> Result<TransactWriteItem, DbError> {
@@ -313,8 +349,8 @@ impl Changes {
         self.run("cancel order", move || async move {
             let order = self.existing_order(id, scope).await?;
             // Refused before the pet is read: a complete order costs one read.
-            rules::open_order(&order)?;
-            let pet = self.existing_pet(order.pet_id).await?;
+            rules::open_order(&order.order)?;
+            let pet = self.existing_pet(order.order.pet_id).await?;
             Ok(Step::Write(self.cancel_write(&order, &pet, scope)?, ()))
         })
         .await
@@ -327,22 +363,40 @@ impl Db {
     /// a decision whose read check was wrong cannot cancel another's order.
     pub fn cancel_write(
         &self,
-        order: &Order,
+        order: &StoredOrder,
         pet: &StoredPet,
         scope: OrderScope,
     ) -> Result<Write<OrderCheck>, DbError> {
-        let open = rules::open_order(order)?;
+        let open = rules::open_order(&order.order)?;
+        self.ending_write(order, pet, &[open], scope)
+    }
+
+    /// The write that ends an incomplete order's hold without completing it
+    /// (a cancellation or a lapse): deletes it on `guards` and `scope`,
+    /// returns its units to stock, and frees its place on its owner's count.
+    pub(crate) fn ending_write(
+        &self,
+        stored: &StoredOrder,
+        pet: &StoredPet,
+        guards: &[Guard],
+        scope: OrderScope,
+    ) -> Result<Write<OrderCheck>, DbError> {
+        let order = &stored.order;
         let stock = rules::cancel_order(pet.state(), order.quantity);
         let delete = Expr::new()
-            .when(&open)
+            .when_all(guards)
             .when_all(&rules::scope_guard(scope))
             .delete(self.table(), key(order.id))?;
-        Ok(Write::new()
+        let mut write = Write::new()
             .checked(OrderCheck::OrderAsRead, delete)
             .checked(
                 OrderCheck::PetAsRead,
                 self.stock_write(order.pet_id, &stock)?,
-            ))
+            );
+        if let Some(owner) = holds::counted(order, stored.owner_id) {
+            write = write.unchecked(self.hold_change(owner, -1, None)?);
+        }
+        Ok(write)
     }
 }
 

@@ -34,6 +34,7 @@ pub const INDEXES: [(&str, &[&str]); 5] = [
             "quantity",
             "shipDate",
             "complete",
+            "lapsesAt",
             "plan",
             "perMinute",
             "perDay",
@@ -52,6 +53,7 @@ pub const INDEXES: [(&str, &[&str]); 5] = [
             "quantity",
             "shipDate",
             "complete",
+            "lapsesAt",
         ],
     ),
     // Pets by category; orders by pet.
@@ -65,11 +67,15 @@ pub const INDEXES: [(&str, &[&str]); 5] = [
             "quantity",
             "shipDate",
             "complete",
+            "lapsesAt",
         ],
     ),
     // Orders by owner: a customer's own orders (petId and complete are also
     // what its filters read).
-    ("GSI4", &["petId", "quantity", "shipDate", "complete"]),
+    (
+        "GSI4",
+        &["petId", "quantity", "shipDate", "complete", "lapsesAt"],
+    ),
     // The inventory: one entry per pet, on a partition of its own (`GSI5PK`
     // is the pet's `PK`), scanned for the inventory lists.
     ("GSI5", &["stock", "status"]),

@@ -99,7 +99,11 @@ mod tests {
     }
 
     fn caller(role: Role) -> Option<Caller> {
-        Id::new(1).map(|key_id| Caller { key_id, role })
+        Id::new(1).map(|key_id| Caller {
+            key_id,
+            role,
+            open_orders_cap: None,
+        })
     }
 
     #[test]

@@ -140,6 +140,7 @@ fn conflict_code(violation: &RuleViolation) -> &'static str {
         RuleViolation::CategoryInUse => "CATEGORY_IN_USE",
         RuleViolation::CategoryExists => "CATEGORY_EXISTS",
         RuleViolation::InvalidStatusTransition { .. } => "INVALID_STATUS_TRANSITION",
+        RuleViolation::TooManyOpenOrders { .. } => "TOO_MANY_OPEN_ORDERS",
     }
 }
 

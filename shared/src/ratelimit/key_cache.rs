@@ -107,6 +107,7 @@ mod tests {
             created_at: "2030-01-01T00:00:00Z".into(),
             rotated_at: None,
             revoked: false,
+            max_open_orders: None,
         })
     }
 

@@ -34,6 +34,21 @@ impl Plan {
         }
     }
 
+    /// An enterprise key's cap on incomplete orders when the key sets none.
+    pub const ENTERPRISE_OPEN_ORDERS: u32 = 1_000;
+
+    /// The most incomplete orders a customer of the plan may hold at once
+    /// (contract 3, "Holds are capped"); `None` for enterprise, whose cap is
+    /// the key's.
+    pub fn open_orders_cap(self) -> Option<u32> {
+        match self {
+            Plan::Free => Some(10),
+            Plan::Pro => Some(100),
+            Plan::Business => Some(1_000),
+            Plan::Enterprise => None,
+        }
+    }
+
     /// The plan's own limits; `None` for enterprise, whose limits are the key's.
     pub fn limits(self) -> Option<Limits> {
         match self {

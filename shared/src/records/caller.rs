@@ -44,6 +44,9 @@ impl fmt::Display for Role {
 pub struct Caller {
     pub key_id: Id,
     pub role: Role,
+    /// The most incomplete orders the caller may hold at once: its plan's or
+    /// its key's; `None` for staff, who are not capped.
+    pub open_orders_cap: Option<u32>,
 }
 
 impl Caller {

@@ -48,6 +48,15 @@ pub struct Order {
     )]
     pub ship_date: Option<DateTime<Utc>>,
     pub complete: bool,
+    /// When this incomplete order's hold on stock lapses (contract 3, "Holds
+    /// lapse"); absent on complete orders, and on orders placed before holds
+    /// lapsed, which never lapse.
+    #[serde(
+        serialize_with = "rfc3339",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub lapses_at: Option<DateTime<Utc>>,
 }
 
 /// The body of `POST /store/orders`.
@@ -146,6 +155,7 @@ mod tests {
             quantity: OrderQuantity::DEFAULT,
             ship_date: None,
             complete: false,
+            lapses_at: None,
         };
         assert_eq!(
             serde_json::to_value(&order)?,

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! petstore-admin keys create [--plan free|pro|business|enterprise] [--role customer|staff]
-//!                            [--per-minute N --per-day N] [--name NAME]
+//!                            [--per-minute N --per-day N] [--max-open-orders N] [--name NAME]
 //! petstore-admin keys list
 //! petstore-admin keys rotate ID
 //! petstore-admin keys revoke ID
@@ -184,6 +184,10 @@ struct CreateArgs {
     /// Requests per day (enterprise only, with --per-minute).
     #[arg(long, value_name = "N", requires = "per_minute")]
     per_day: Option<u64>,
+    /// The most incomplete orders the key may hold at once (enterprise only;
+    /// the other plans' are the plan's; default 1,000).
+    #[arg(long, value_name = "N")]
+    max_open_orders: Option<u32>,
     /// A name to tell the key by.
     #[arg(long)]
     name: Option<String>,
@@ -259,6 +263,10 @@ fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, clap::Error
             let limits = create.per_minute.zip(create.per_day);
             // Checked here, so a bad request fails before any AWS call.
             let new = NewApiKey::new(create.plan, limits, create.name)
+                .and_then(|new| match create.max_open_orders {
+                    Some(cap) => new.with_max_open_orders(cap),
+                    None => Ok(new),
+                })
                 .map_err(|e| create_usage_error(e.to_string()))?;
             Command::Create(new.with_role(create.role))
         }
@@ -509,6 +517,17 @@ mod tests {
             parse_line("keys create"),
             Ok(new_key(Plan::Free, None, None, Role::Customer))
         );
+        let capped = NewApiKey::new(Plan::Enterprise, Some((10, 100)), None)
+            .and_then(|new| new.with_max_open_orders(5_000))
+            .map(|new| Command::Create(new.with_role(Role::Customer)));
+        assert_eq!(
+            parse_line(
+                "keys create --plan enterprise --per-minute 10 --per-day 100 --max-open-orders 5000"
+            ),
+            capped.map_err(|e| e.to_string())
+        );
+        assert!(refused("keys create --plan pro --max-open-orders 5")
+            .contains("only enterprise keys carry their own limits"));
         assert_eq!(parse_line("keys list"), Ok(Command::List));
         assert_eq!(parse_line("keys rotate 42"), Ok(Command::Rotate(id(42))));
         assert_eq!(parse_line("keys revoke 42"), Ok(Command::Revoke(id(42))));

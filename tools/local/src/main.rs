@@ -95,6 +95,7 @@ async fn serve(endpoint: &str) -> Result<(), BoxError> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let app = setup(endpoint).await?;
     let events_file = follow_events(endpoint, &app.config.table_name);
+    sweep_holds(app.db.clone())?;
     let origins = app.config.allowed_origins.join(", ");
     // Every function's routes on one port, as API Gateway presents them: the
     // docs function's static files outside the wrapper, as in Lambda.
@@ -113,6 +114,25 @@ async fn serve(endpoint: &str) -> Result<(), BoxError> {
         let _ = tokio::signal::ctrl_c().await;
     })
     .await?;
+    Ok(())
+}
+
+/// Runs the events function's hold sweep in the background, as its schedule
+/// does in AWS, every `HOLD_SWEEP_SECONDS` (60 unless set).
+fn sweep_holds(db: petstore::db::Db) -> Result<(), BoxError> {
+    let seconds: u64 = match std::env::var("HOLD_SWEEP_SECONDS") {
+        Ok(raw) => raw.parse()?,
+        Err(_) => 60,
+    };
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(seconds.max(1)));
+        loop {
+            every.tick().await;
+            if let Err(error) = events::holds::sweep(&db, chrono::Utc::now()).await {
+                tracing::warn!("sweeping holds: {error}");
+            }
+        }
+    });
     Ok(())
 }
 

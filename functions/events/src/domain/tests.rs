@@ -111,6 +111,29 @@ fn orders_are_placed_completed_and_cancelled() -> TestResult {
         types(&change(Some(order(false, None)), None)),
         ["OrderCancelled"]
     );
+    let cancelled = events_of(&change(Some(order(false, None)), None))?;
+    assert_eq!(cancelled[0].detail.get("lapsed"), None);
+    Ok(())
+}
+
+#[test]
+fn a_lapse_is_one_cancellation_marked_lapsed() -> TestResult {
+    let marked = item(json!({
+        "PK": "ORDER#9", "SK": "ORDER", "id": 9, "petId": 5, "quantity": 2,
+        "complete": false, "ownerId": 7, "lapsing": true
+    }));
+    // The mark itself announces nothing: the removal that follows does.
+    assert!(types(&change(Some(order(false, None)), Some(marked.clone()))).is_empty());
+    let lapsed = events_of(&change(Some(marked), None))?;
+    assert_eq!(
+        types(&change(Some(order(false, None)), None)),
+        ["OrderCancelled"]
+    );
+    assert_eq!(lapsed.len(), 1);
+    assert_eq!(lapsed[0].detail_type, "OrderCancelled");
+    assert_eq!(lapsed[0].detail["lapsed"], json!(true));
+    assert_eq!(lapsed[0].detail["order"]["id"], json!(9));
+    assert_eq!(lapsed[0].detail["order"].get("lapsing"), None);
     Ok(())
 }
 

@@ -51,6 +51,9 @@ struct KeyItem {
     rotated_at: Option<String>,
     #[serde(default)]
     revoked: bool,
+    /// Enterprise only: the most incomplete orders the key may hold at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_open_orders: Option<u32>,
 }
 
 /// The item that stores `record` under `hash`.
@@ -69,6 +72,7 @@ pub(super) fn item_of(hash: &ApiKeyHash, record: &ApiKeyRecord) -> Result<Item, 
         created_at: record.created_at.clone(),
         rotated_at: record.rotated_at.clone(),
         revoked: record.revoked,
+        max_open_orders: record.max_open_orders.filter(|_| own_limits),
     })
 }
 
@@ -98,6 +102,7 @@ pub(super) fn record_of(item: Item) -> Result<(ApiKeyHash, ApiKeyRecord), DbErro
         created_at: item.created_at,
         rotated_at: item.rotated_at,
         revoked: item.revoked,
+        max_open_orders: item.max_open_orders,
     };
     Ok((hash, record))
 }
@@ -118,6 +123,7 @@ mod tests {
             created_at: "2030-01-01T00:00:00Z".into(),
             rotated_at: Some("2030-01-02T00:00:00Z".into()),
             revoked: false,
+            max_open_orders: (plan == Plan::Enterprise).then_some(5_000),
         }
     }
 

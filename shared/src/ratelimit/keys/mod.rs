@@ -81,6 +81,10 @@ pub struct ApiKeyRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rotated_at: Option<String>,
     pub revoked: bool,
+    /// Enterprise only: the most incomplete orders the key may hold at once
+    /// (absent: [`Plan::ENTERPRISE_OPEN_ORDERS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_open_orders: Option<u32>,
 }
 
 impl ApiKeyRecord {
@@ -93,7 +97,19 @@ impl ApiKeyRecord {
         Caller {
             key_id: self.id,
             role: self.role,
+            open_orders_cap: match self.role {
+                Role::Staff => None,
+                Role::Customer => Some(self.open_orders_cap()),
+            },
         }
+    }
+
+    /// The most incomplete orders a customer with this key may hold.
+    pub fn open_orders_cap(&self) -> u32 {
+        self.plan
+            .open_orders_cap()
+            .or(self.max_open_orders)
+            .unwrap_or(Plan::ENTERPRISE_OPEN_ORDERS)
     }
 }
 
@@ -112,6 +128,8 @@ pub enum KeyRequestError {
     EnterpriseNeedsLimits,
     #[error("only enterprise keys carry their own limits")]
     LimitsOnlyForEnterprise,
+    #[error("--max-open-orders is at least 1")]
+    NoOpenOrders,
 }
 
 /// What a new key is to be.
@@ -121,6 +139,7 @@ pub struct NewApiKey {
     limits: Limits,
     role: Role,
     name: Option<String>,
+    max_open_orders: Option<u32>,
 }
 
 impl NewApiKey {
@@ -144,6 +163,22 @@ impl NewApiKey {
             limits,
             role: Role::default(),
             name,
+            max_open_orders: None,
+        })
+    }
+
+    /// The same key holding at most `cap` incomplete orders: enterprise only
+    /// (the other plans' caps are the plan's).
+    pub fn with_max_open_orders(self, cap: u32) -> Result<NewApiKey, KeyRequestError> {
+        if self.plan != Plan::Enterprise {
+            return Err(KeyRequestError::LimitsOnlyForEnterprise);
+        }
+        if cap == 0 {
+            return Err(KeyRequestError::NoOpenOrders);
+        }
+        Ok(NewApiKey {
+            max_open_orders: Some(cap),
+            ..self
         })
     }
 
@@ -203,6 +238,25 @@ mod tests {
         );
         let key = NewApiKey::new(Plan::Enterprise, Some((10, 20)), None);
         assert_eq!(key.map(|k| k.limits), Ok(Limits::new(10, 20)));
+    }
+
+    #[test]
+    fn only_enterprise_keys_carry_their_open_orders_cap() -> Result<(), KeyRequestError> {
+        let free = NewApiKey::new(Plan::Free, None, None)?;
+        assert_eq!(
+            free.with_max_open_orders(50).unwrap_err(),
+            KeyRequestError::LimitsOnlyForEnterprise
+        );
+        let enterprise = NewApiKey::new(Plan::Enterprise, Some((10, 20)), None)?;
+        assert_eq!(
+            enterprise.clone().with_max_open_orders(0).unwrap_err(),
+            KeyRequestError::NoOpenOrders
+        );
+        assert_eq!(
+            enterprise.with_max_open_orders(5_000)?.max_open_orders,
+            Some(5_000)
+        );
+        Ok(())
     }
 
     #[test]

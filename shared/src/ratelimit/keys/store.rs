@@ -92,6 +92,7 @@ impl KeyStore {
             created_at: timestamp(now),
             rotated_at: None,
             revoked: false,
+            max_open_orders: new.max_open_orders,
         };
         self.db
             .client()

@@ -1,0 +1,175 @@
+//! Holds (see [`crate::rules::holds`]): each key identity's count of the
+//! incomplete orders it holds, and the sweep that lapses the due ones.
+//!
+//! | PK | SK | attributes |
+//! |---|---|---|
+//! | `HOLDS#<keyId>` | `HOLDS` | `openOrders` (number) |
+//!
+//! The counter is in no index and on a partition of its own key: placing,
+//! completing, cancelling or lapsing an order moves it in the order's own
+//! transaction, so a customer's cap is a condition there, exact under any
+//! number of instances. An internal item: it announces nothing.
+//!
+//! The sweep finds due holds without reading the rest: ids grow with time, so
+//! every order placed more than a hold ago is at the start of the open-orders
+//! list (GSI2 `ORDER#COMPLETE#false#<s>`), and each shard is queried up to
+//! the last id of that instant. When nothing is due that is one empty query a
+//! shard. Each order found is read and lapsed on its own conditions.
+
+use super::expr::Expr;
+use super::ids::last_id_at;
+use super::orders::{completion_list, OrderCheck};
+use super::shards::Kind;
+use super::write::Step;
+use super::{classify, n, s, Changes, Db, DbError, Item};
+use crate::records::{Id, OrderScope};
+use crate::rules::holds::{self, Lapse};
+use crate::rules::Guard;
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
+use chrono::{DateTime, Utc};
+use std::collections::HashMap;
+
+const SK: &str = "HOLDS";
+const COUNT: &str = "openOrders";
+
+fn key(owner: Id) -> Item {
+    HashMap::from([
+        ("PK".to_string(), s(format!("HOLDS#{owner}"))),
+        ("SK".to_string(), s(SK)),
+    ])
+}
+
+/// What one sweep did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Swept {
+    /// Open orders placed more than a hold ago (each read once).
+    pub examined: usize,
+    /// Orders this sweep lapsed.
+    pub lapsed: usize,
+}
+
+impl Db {
+    /// The write that moves `owner`'s hold count by `delta`, on `guard`.
+    pub(crate) fn hold_change(
+        &self,
+        owner: Id,
+        delta: i64,
+        guard: Option<&Guard>,
+    ) -> Result<TransactWriteItem, DbError> {
+        Expr::new()
+            .when_all(guard)
+            .add(COUNT, delta)
+            .update(self.table(), key(owner))
+    }
+
+    /// How many holds `owner` has now (a consistent read; for tests and the
+    /// admin tool, never on a request's path).
+    pub async fn open_holds(&self, owner: Id) -> Result<i64, DbError> {
+        let item = self.get_item(format!("HOLDS#{owner}"), SK).await?;
+        Ok(item
+            .and_then(|item| item.get(COUNT).cloned())
+            .and_then(|count| count.as_n().ok().and_then(|n| n.parse().ok()))
+            .unwrap_or(0))
+    }
+
+    /// The ids of open orders placed at or before `placed_by`, oldest first,
+    /// from every shard of the open-orders list.
+    async fn open_orders_placed_by(&self, placed_by: DateTime<Utc>) -> Result<Vec<Id>, DbError> {
+        let last = last_id_at(placed_by);
+        let mut ids = Vec::new();
+        for partition in self.shards.keys(Kind::Order, &completion_list(false)) {
+            let mut start = None;
+            loop {
+                let out = self
+                    .client()
+                    .query()
+                    .table_name(self.table())
+                    .index_name("GSI2")
+                    .key_condition_expression("GSI2PK = :p AND id <= :last")
+                    .expression_attribute_values(":p", s(&partition))
+                    .expression_attribute_values(":last", n(last))
+                    .projection_expression("id")
+                    .set_exclusive_start_key(start)
+                    .send()
+                    .await
+                    .map_err(classify)?;
+                for item in out.items() {
+                    if let Some(id) = item.get("id").and_then(id_of) {
+                        ids.push(id);
+                    }
+                }
+                start = out.last_evaluated_key;
+                if start.is_none() {
+                    break;
+                }
+            }
+        }
+        Ok(ids)
+    }
+}
+
+fn id_of(value: &AttributeValue) -> Option<Id> {
+    value
+        .as_n()
+        .ok()
+        .and_then(|n| n.parse::<u64>().ok())
+        .and_then(Id::new)
+}
+
+impl Changes {
+    /// Lapses every hold due at `now` (see the module's note).
+    pub async fn sweep_holds(&self, now: DateTime<Utc>) -> Result<Swept, DbError> {
+        let candidates = self.open_orders_placed_by(now - self.hold).await?;
+        let mut swept = Swept {
+            examined: candidates.len(),
+            lapsed: 0,
+        };
+        for id in candidates {
+            if self.lapse_order(id, now).await? {
+                swept.lapsed += 1;
+            }
+        }
+        Ok(swept)
+    }
+
+    /// Lapses order `id` if its hold is due at `now`: marks it, then cancels
+    /// it as a cancellation would. `true` when this call ended the hold.
+    pub async fn lapse_order(&self, id: Id, now: DateTime<Utc>) -> Result<bool, DbError> {
+        let marked = self
+            .run("mark lapse", move || async move {
+                let Some(stored) = self.stored_order(id).await? else {
+                    return Ok(Step::Answer(false));
+                };
+                match holds::lapse(&stored.order, stored.lapsing, now) {
+                    Lapse::Keep => Ok(Step::Answer(false)),
+                    Lapse::Cancel => Ok(Step::Answer(true)),
+                    Lapse::Mark(guard) => {
+                        let mark = Expr::new()
+                            .when(&guard)
+                            .set("lapsing", AttributeValue::Bool(true))
+                            .update(self.table(), super::orders::key(id))?;
+                        let write = super::Write::new().checked(OrderCheck::OrderAsRead, mark);
+                        Ok(Step::Write(write, true))
+                    }
+                }
+            })
+            .await?;
+        if !marked {
+            return Ok(false);
+        }
+        self.run("lapse order", move || async move {
+            // Gone: the lapse this mark began was finished by another sweep.
+            let Some(stored) = self.stored_order(id).await? else {
+                return Ok(Step::Answer(false));
+            };
+            if !stored.lapsing {
+                return Ok(Step::Answer(false));
+            }
+            let pet = self.existing_pet(stored.order.pet_id).await?;
+            let guards = [Guard::Lapsing, Guard::OrderIncomplete];
+            let write = self.ending_write(&stored, &pet, &guards, OrderScope::All)?;
+            Ok(Step::Write(write, true))
+        })
+        .await
+    }
+}

@@ -1,0 +1,166 @@
+//! Holds (contract 3, "Holds lapse" and "Holds are capped"): an incomplete
+//! order holds its units until it is completed or cancelled, or until its
+//! hold lapses; and a customer key holds at most its plan's number at once.
+//!
+//! A hold is counted on its owner's hold counter (see `db::holds`) from the
+//! order that places it to the one write that ends it (completion,
+//! cancellation or lapse), each in the same transaction as the order. Orders
+//! placed before holds existed have no `lapsesAt`: they are neither counted
+//! nor lapsed, so the counter never goes below what it counted.
+//!
+//! A lapse is two conditional writes: the order is marked `lapsing` once its
+//! `lapsesAt` has passed (only while it is incomplete and not lapsing, so
+//! one mark wins against any racing cancel, completion or second sweep), then
+//! it is cancelled as a cancellation is, on the condition that it is the
+//! one marked. A marked order answers as gone, and a cancel or completion
+//! carries [`Guard::NotLapsing`], so exactly one of the three ends a hold.
+
+use super::Guard;
+use crate::records::{Id, Order};
+use chrono::{DateTime, Duration, Utc};
+
+/// The default hold: 30 days from when the order was placed, or from its
+/// `shipDate` when that is later. A store completes an order when it ships
+/// it, within days; an order still incomplete a month after the day it was
+/// to ship is one nobody is fulfilling, while a backorder or a late shipment
+/// is still well inside it.
+pub const DEFAULT_HOLD_DAYS: u32 = 30;
+
+/// When a hold placed at `placed` for a shipment on `ship_date` lapses.
+pub fn lapses_at(
+    placed: DateTime<Utc>,
+    ship_date: Option<DateTime<Utc>>,
+    hold: Duration,
+) -> DateTime<Utc> {
+    placed.max(ship_date.unwrap_or(placed)) + hold
+}
+
+/// What a patch that leaves the order `updated` does to its hold: a complete
+/// order holds nothing and shows no lapse; a later `shipDate` moves the lapse
+/// later (never earlier: a hold is never shortened under a waiting store).
+pub fn after_patch(updated: &mut Order, hold: Duration) {
+    if updated.complete {
+        updated.lapses_at = None;
+    } else if let (Some(at), Some(ship)) = (updated.lapses_at, updated.ship_date) {
+        updated.lapses_at = Some(at.max(ship + hold));
+    }
+}
+
+/// Whether `order`, placed by `owner`, counts on its owner's hold counter:
+/// an incomplete order placed since holds were counted.
+pub fn counted(order: &Order, owner: Option<Id>) -> Option<Id> {
+    owner.filter(|_| !order.complete && order.lapses_at.is_some())
+}
+
+/// What a new hold rests on for a caller capped at `cap` (`None`: staff,
+/// uncapped): the counter's condition in the order's own transaction, so the
+/// cap is exact under any concurrency, with no read before. Its failure is
+/// [`RuleViolation::TooManyOpenOrders`].
+pub fn cap_guard(cap: Option<u32>) -> Option<Guard> {
+    cap.map(Guard::OpenHoldsBelow)
+}
+
+/// What a sweep at `now` does with an order it found open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lapse {
+    /// Not due, complete, or from before holds lapsed: nothing.
+    Keep,
+    /// Due: mark it, on these guards.
+    Mark(Guard),
+    /// Marked already (a sweep stopped between its two writes): cancel it.
+    Cancel,
+}
+
+/// The lapse decision for `order` (its `lapsing` mark as read) at `now`.
+pub fn lapse(order: &Order, lapsing: bool, now: DateTime<Utc>) -> Lapse {
+    match order.lapses_at {
+        _ if order.complete => Lapse::Keep,
+        _ if lapsing => Lapse::Cancel,
+        Some(at) if at <= now => Lapse::Mark(Guard::All(vec![
+            Guard::OrderIncomplete,
+            Guard::NotLapsing,
+            Guard::LapsesBy(now),
+        ])),
+        _ => Lapse::Keep,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::OrderQuantity;
+    use chrono::TimeZone;
+
+    fn at(day: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 1, day, 0, 0, 0)
+            .single()
+            .unwrap_or_default()
+    }
+
+    fn order(complete: bool, lapses_at: Option<DateTime<Utc>>) -> Order {
+        Order {
+            id: Id::clamped(1),
+            pet_id: Id::clamped(2),
+            quantity: OrderQuantity::DEFAULT,
+            ship_date: None,
+            complete,
+            lapses_at,
+        }
+    }
+
+    #[test]
+    fn a_hold_runs_from_the_later_of_placing_and_shipping() {
+        let hold = Duration::days(7);
+        assert_eq!(lapses_at(at(1), None, hold), at(8));
+        assert_eq!(lapses_at(at(1), Some(at(10)), hold), at(17));
+        assert_eq!(lapses_at(at(5), Some(at(2)), hold), at(12));
+    }
+
+    #[test]
+    fn completing_ends_the_hold_and_a_later_ship_date_extends_it() {
+        let hold = Duration::days(7);
+        let mut done = Order {
+            complete: true,
+            ..order(false, Some(at(8)))
+        };
+        after_patch(&mut done, hold);
+        assert_eq!(done.lapses_at, None);
+        let mut later = Order {
+            ship_date: Some(at(20)),
+            ..order(false, Some(at(8)))
+        };
+        after_patch(&mut later, hold);
+        assert_eq!(later.lapses_at, Some(at(27)));
+        let mut earlier = Order {
+            ship_date: Some(at(1)),
+            ..order(false, Some(at(8)))
+        };
+        after_patch(&mut earlier, hold);
+        assert_eq!(earlier.lapses_at, Some(at(8)));
+    }
+
+    #[test]
+    fn only_incomplete_orders_with_a_lapse_are_counted() {
+        let owner = Some(Id::clamped(7));
+        assert_eq!(counted(&order(false, Some(at(8))), owner), owner);
+        assert_eq!(counted(&order(true, None), owner), None);
+        assert_eq!(counted(&order(false, None), owner), None);
+        assert_eq!(counted(&order(false, Some(at(8))), None), None);
+    }
+
+    #[test]
+    fn only_a_capped_caller_is_guarded() {
+        assert_eq!(cap_guard(None), None);
+        assert_eq!(cap_guard(Some(10)), Some(Guard::OpenHoldsBelow(10)));
+    }
+
+    #[test]
+    fn a_hold_lapses_once_due_and_only_while_open() {
+        let due = order(false, Some(at(8)));
+        assert_eq!(lapse(&due, false, at(7)), Lapse::Keep);
+        assert!(matches!(lapse(&due, false, at(8)), Lapse::Mark(_)));
+        assert_eq!(lapse(&due, true, at(9)), Lapse::Cancel);
+        assert_eq!(lapse(&order(true, None), false, at(9)), Lapse::Keep);
+        assert_eq!(lapse(&order(false, None), false, at(9)), Lapse::Keep);
+    }
+}
