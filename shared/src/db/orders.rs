@@ -300,7 +300,7 @@ impl Changes {
             holds::after_patch(&mut decision.updated, self.hold);
             let mut write = Write::new().checked(
                 OrderCheck::OrderAsRead,
-                self.order_update(order, &decision, scope)?,
+                self.order_update(&decision, scope)?,
             );
             if decision.completes() {
                 let pet = self.existing_pet(order.pet_id).await?;
@@ -324,7 +324,6 @@ impl Db {
     /// guard and on the caller's scope.
     fn order_update(
         &self,
-        before: &Order,
         decision: &OrderDecision,
         scope: OrderScope,
     ) -> Result<TransactWriteItem, DbError> {

@@ -129,6 +129,11 @@ mod tests {
                     .ok_or("date")?,
             ),
             complete: true,
+            lapses_at: Some(
+                Utc.with_ymd_and_hms(2026, 7, 31, 12, 0, 0)
+                    .single()
+                    .ok_or("date")?,
+            ),
         })?;
         Ok(())
     }

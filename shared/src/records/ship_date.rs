@@ -59,6 +59,7 @@ mod tests {
         Caller {
             key_id: Id::clamped(9),
             role,
+            open_orders_cap: None,
         }
     }
 
