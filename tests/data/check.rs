@@ -370,6 +370,22 @@ async fn an_open_order_count_that_misses_an_order() {
 }
 
 #[tokio::test]
+async fn a_hold_count_that_misses_an_order() {
+    let store = Store::new().await;
+    let order = store.item(&order(store.open_order), "ORDER").await;
+    let Some(AttributeValue::N(owner)) = order.get("ownerId") else {
+        panic!("the customer's order names its owner: {order:?}");
+    };
+    let holds = format!("HOLDS#{owner}");
+    store
+        .reported_after_setting(
+            (&holds, "HOLDS", "openOrders", Some(n(5))),
+            ("holds-counted", &holds),
+        )
+        .await;
+}
+
+#[tokio::test]
 async fn an_open_order_whose_pet_is_gone() {
     let store = Store::new().await;
     store.delete(&pet(store.pet), "PET").await;

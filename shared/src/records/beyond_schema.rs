@@ -16,27 +16,7 @@
 //! serves no rule listed here, and when a refusal's status is not accepted
 //! by `conformance.toml` or its code is not in `openapi.yaml`.
 
-/// One rule beyond the schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BeyondSchema {
-    /// The record and field, as the contract names them (`Order.shipDate`).
-    pub field: &'static str,
-    /// What the rule says.
-    pub rule: &'static str,
-    pub conformance: Conformance,
-}
-
-/// What lets the conformance run send requests the rule concerns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Conformance {
-    /// A function of `scripts/conformance_hooks.py`, registered with
-    /// `@schemathesis.hook`, that makes generated requests keep the rule.
-    Hook(&'static str),
-    /// The service refuses a schema-valid request that breaks the rule with
-    /// this status and error code (the state, not the data, is at fault),
-    /// and `conformance.toml` accepts the status for such a request.
-    Refused { status: u16, code: &'static str },
-}
+pub use super::schema_rule::{BeyondSchema, Conformance};
 
 /// Every record's rules beyond its schema.
 pub const ALL: [&[BeyondSchema]; 5] = [

@@ -18,10 +18,11 @@ mod json;
 mod order;
 mod pet;
 mod quantity;
+mod schema_rule;
 mod ship_date;
 mod text;
 
-pub use beyond_schema::{BeyondSchema, Conformance, ALL as RULES_BEYOND_SCHEMA};
+pub use beyond_schema::ALL as RULES_BEYOND_SCHEMA;
 pub use caller::{Caller, OrderScope, Role};
 pub use category::{Category, NewCategory};
 pub use id::{Id, MAX_ID};
@@ -31,6 +32,7 @@ pub use json::JsonObject;
 pub use order::{NewOrder, Order, OrderPatch};
 pub use pet::{NewPet, Pet, PetPatch, PetStatus};
 pub use quantity::{OrderQuantity, StockQuantity};
+pub use schema_rule::{BeyondSchema, Conformance};
 pub use ship_date::{in_ship_window, SHIP_DATE_GRACE, SHIP_DATE_HORIZON};
 pub use text::{Description, Name};
 

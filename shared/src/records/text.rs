@@ -8,7 +8,7 @@
 //! function links already for URL parsing; `openapi.yaml` lists the same
 //! characters in its patterns, and a test holds the two together.
 
-use super::beyond_schema::{BeyondSchema, Conformance};
+use super::schema_rule::{BeyondSchema, Conformance};
 use super::ValidationError;
 use icu_casemap::CaseMapper;
 use icu_normalizer::ComposingNormalizer;

@@ -27,7 +27,8 @@ use std::io::{BufRead, Write};
 /// Whether items of `kind` are copied from one stage to another.
 pub fn copied(kind: Kind) -> bool {
     match kind {
-        Kind::Pet | Kind::Order | Kind::Category | Kind::NameClaim => true,
+        // A key's hold count goes with the orders it counts.
+        Kind::Pet | Kind::Order | Kind::Category | Kind::NameClaim | Kind::Holds => true,
         Kind::ApiKey | Kind::Idempotency | Kind::Unknown => false,
     }
 }

@@ -99,6 +99,7 @@ impl Crate {
             &module,
             &path,
             &children_dir,
+            false,
             &mut file_modules,
         )?;
         self.modules.insert(module.clone(), path.clone());
@@ -115,12 +116,14 @@ impl Crate {
 
     /// The modules declared in `items`; those in files of their own are
     /// pushed to `file_modules` (path, module, where their children live).
+    /// `inline`: `items` are an inline module block's, not a file's own.
     fn add_items(
         &mut self,
         items: &[syn::Item],
         module: &[String],
         file: &Path,
         children_dir: &Path,
+        inline: bool,
         file_modules: &mut Vec<(PathBuf, ModulePath, PathBuf)>,
     ) -> Result<(), String> {
         for item in items {
@@ -133,11 +136,17 @@ impl Crate {
             match &declared.content {
                 Some((_, items)) => {
                     self.modules.insert(child.clone(), file.to_path_buf());
-                    self.add_items(items, &child, file, &dir, file_modules)?;
+                    self.add_items(items, &child, file, &dir, true, file_modules)?;
                 }
                 None => {
                     let path = match path_attribute(declared) {
-                        Some(relative) => children_dir.join(relative),
+                        // As rustc reads it: a file's own `#[path]` is relative
+                        // to the file's directory, an inline block's to the
+                        // block's own directory.
+                        Some(relative) if inline => children_dir.join(relative),
+                        Some(relative) => file
+                            .parent()
+                            .map_or_else(|| PathBuf::from(&relative), |d| d.join(&relative)),
                         None => [dir.with_extension("rs"), dir.join("mod.rs")]
                             .into_iter()
                             .find(|p| p.is_file())

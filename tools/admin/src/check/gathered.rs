@@ -35,6 +35,11 @@ pub struct Gathered {
     pub claims: HashMap<String, Option<u64>>,
     /// Each API key id, and the PKs of the items holding it.
     pub key_ids: HashMap<u64, Vec<String>>,
+    /// Each key identity's stored count of held orders (`HOLDS#<keyId>`).
+    pub holds: HashMap<u64, Whole>,
+    /// The incomplete orders with a lapse time (the ones a count holds;
+    /// orders placed before holds have none) of each key identity.
+    pub held_by: HashMap<u64, u64>,
 }
 
 impl Gathered {
@@ -53,6 +58,12 @@ impl Gathered {
                 if let Some(id) = s.id() {
                     let pk = s.pk().to_string();
                     self.key_ids.entry(id).or_default().push(pk);
+                }
+            }
+            Kind::Holds => {
+                let owner = s.pk().trim_start_matches("HOLDS#").parse::<u64>();
+                if let Ok(owner) = owner {
+                    self.holds.insert(owner, s.whole("openOrders"));
                 }
             }
             Kind::Idempotency | Kind::Unknown => {}
@@ -81,6 +92,10 @@ impl Gathered {
         };
         if !matches!(s.item.get("complete"), Some(AttributeValue::Bool(true))) {
             self.open_orders.entry(pet).or_default().push(id);
+            let owner = s.whole("ownerId").non_negative();
+            if let (Some(owner), Some(_)) = (owner, s.text("lapsesAt")) {
+                *self.held_by.entry(owner).or_default() += 1;
+            }
         }
     }
 

@@ -43,7 +43,7 @@ pub const INVARIANTS: &[Invariant] = &[
     Invariant { name: "pet-index-keys", says: "a pet is in the all-pets list (GSI1) and its status's list (GSI2) under its shard, its category's list (GSI3), and the inventory index (GSI5PK = PK); in no owner list", rule: Rule::Item(pet_index_keys) },
     Invariant { name: "order-index-keys", says: "an order is in the all-orders list (GSI1) and its completion's list (GSI2) under its shard, its pet's list (GSI3), its owner's list (GSI4) exactly when it has an owner; not in the inventory", rule: Rule::Item(order_index_keys) },
     Invariant { name: "category-index-keys", says: "a category is in the all-categories list (GSI1) under its shard, and in no other index", rule: Rule::Item(category_index_keys) },
-    Invariant { name: "unlisted-kinds", says: "name claims and idempotency records are in no index; an API key only in the key list (GSI1PK = APIKEY) with a whole-number id", rule: Rule::Item(unlisted_kinds) },
+    Invariant { name: "unlisted-kinds", says: "name claims, idempotency records and hold counts are in no index; an API key only in the key list (GSI1PK = APIKEY) with a whole-number id", rule: Rule::Item(unlisted_kinds) },
     Invariant { name: "complete-order-shipped", says: "a complete order has a shipDate (completing sets it)", rule: Rule::Item(complete_order_shipped) },
     Invariant { name: "idempotency-record-expires", says: "an idempotency record has its expiry (expiresAt, the TTL attribute)", rule: Rule::Item(idempotency_record_expires) },
     Invariant { name: "open-orders-counted", says: "a pet's open-order count equals its incomplete orders", rule: Rule::Table(open_orders_counted) },
@@ -52,6 +52,7 @@ pub const INVARIANTS: &[Invariant] = &[
     Invariant { name: "category-pet-count", says: "a category's petCount equals the pets in it", rule: Rule::Table(category_pet_count) },
     Invariant { name: "category-name-claimed", says: "a category's name (folded) has its claim item, naming that category: so no two categories share a name", rule: Rule::Table(category_name_claimed) },
     Invariant { name: "name-claim-current", says: "a name claim names an existing category whose name folds to the claimed name", rule: Rule::Table(name_claim_current) },
+    Invariant { name: "holds-counted", says: "a key identity's hold count (HOLDS#<keyId>, openOrders) equals its incomplete orders that carry a lapse time", rule: Rule::Table(holds_counted) },
     Invariant { name: "api-key-id-unique", says: "no two API key items share a key id (a rotation replaces the item)", rule: Rule::Table(api_key_id_unique) },
 ];
 
@@ -198,7 +199,7 @@ fn category_index_keys(s: &Scanned) -> Option<String> {
 
 fn unlisted_kinds(s: &Scanned) -> Option<String> {
     let in_key_list = match s.kind {
-        Kind::NameClaim | Kind::Idempotency => None,
+        Kind::NameClaim | Kind::Idempotency | Kind::Holds => None,
         Kind::ApiKey => Some("APIKEY"),
         _ => return None,
     };
@@ -376,4 +377,32 @@ mod tests {
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'));
         }
     }
+}
+
+fn holds_counted(g: &Gathered) -> Vec<Finding> {
+    let owners: std::collections::BTreeSet<u64> =
+        g.holds.keys().chain(g.held_by.keys()).copied().collect();
+    owners
+        .into_iter()
+        .filter_map(|owner| {
+            let held = i128::from(g.held_by.get(&owner).copied().unwrap_or(0));
+            let problem = match g.holds.get(&owner) {
+                Some(Whole::Value(counted)) if *counted == held => return None,
+                Some(Whole::Value(counted)) => {
+                    format!("openOrders is {counted}, but {held} incomplete orders of the key hold")
+                }
+                Some(Whole::Absent) | None if held == 0 => return None,
+                Some(Whole::Absent) | None => {
+                    format!("no count, but {held} incomplete orders of the key hold")
+                }
+                Some(Whole::Not(why)) => why.clone(),
+            };
+            Some(Finding::new(
+                format!("HOLDS#{owner}"),
+                "HOLDS",
+                "holds-counted",
+                problem,
+            ))
+        })
+        .collect()
 }

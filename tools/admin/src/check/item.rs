@@ -14,6 +14,8 @@ pub enum Kind {
     NameClaim,
     ApiKey,
     Idempotency,
+    /// A key identity's count of held (incomplete, lapsing) orders.
+    Holds,
     Unknown,
 }
 
@@ -27,6 +29,7 @@ impl Kind {
             "CATEGORYNAME" => Kind::NameClaim,
             "APIKEY" => Kind::ApiKey,
             "IDEMPOTENCY" => Kind::Idempotency,
+            "HOLDS" => Kind::Holds,
             _ => Kind::Unknown,
         }
     }
@@ -40,6 +43,7 @@ impl Kind {
             Kind::NameClaim => Some("CATEGORYNAME#"),
             Kind::ApiKey => Some("APIKEY#"),
             Kind::Idempotency => Some("IDEMPOTENCY#"),
+            Kind::Holds => Some("HOLDS#"),
             Kind::Unknown => None,
         }
     }
