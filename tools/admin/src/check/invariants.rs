@@ -361,24 +361,6 @@ fn api_key_id_unique(g: &Gathered) -> Vec<Finding> {
     found
 }
 
-#[cfg(test)]
-mod tests {
-    use super::INVARIANTS;
-    use std::collections::HashSet;
-
-    #[test]
-    fn names_are_unique_and_kebab_case() {
-        let mut seen = HashSet::new();
-        for invariant in INVARIANTS {
-            assert!(seen.insert(invariant.name), "{} twice", invariant.name);
-            assert!(invariant
-                .name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'));
-        }
-    }
-}
-
 fn holds_counted(g: &Gathered) -> Vec<Finding> {
     let owners: std::collections::BTreeSet<u64> =
         g.holds.keys().chain(g.held_by.keys()).copied().collect();
@@ -405,4 +387,22 @@ fn holds_counted(g: &Gathered) -> Vec<Finding> {
             ))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::INVARIANTS;
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_are_unique_and_kebab_case() {
+        let mut seen = HashSet::new();
+        for invariant in INVARIANTS {
+            assert!(seen.insert(invariant.name), "{} twice", invariant.name);
+            assert!(invariant
+                .name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'));
+        }
+    }
 }
