@@ -151,7 +151,12 @@ def repoint(emulator, dr, before, old: str, new: str, tables: dict[str, str], st
     stream = emulator.client("dynamodb").describe_table(TableName=new)["Table"]["LatestStreamArn"]
     overrides = {"DataTableName": new, "DataTableStreamArn": stream}
     checks = dr.Checks()
-    live_before = rehearsal_repoint.live_versions(emulator, before, dr.translate(ROOT / "template.yaml", {})[1])
+    at_defaults = dr.translate(ROOT / "template.yaml", {})[1]
+    live_before = rehearsal_repoint.live_versions(emulator, before, at_defaults)
+    policies_before = rehearsal_repoint.role_policies(emulator, before, at_defaults)
+    ddb = emulator.client("dynamodb")
+    swaps = [(ddb.describe_table(TableName=old)["Table"]["LatestStreamArn"], stream),
+             (ddb.describe_table(TableName=old)["Table"]["TableArn"], ddb.describe_table(TableName=new)["Table"]["TableArn"])]
     after, translated, stack, deferred = rehearsal_repoint.update_stack(emulator, dr, before, ROOT / "template.yaml", overrides, checks)
     steps.step(f"repoint: update the stack with DataTableName={new} DataTableStreamArn=<its stream>", started, not checks.failed)
     started = time.monotonic()
@@ -164,6 +169,7 @@ def repoint(emulator, dr, before, old: str, new: str, tables: dict[str, str], st
     dr.check_alarms_and_dashboard(emulator, after, {}, translated, checks)
     dr.check_releases(emulator, after, translated, checks)
     rehearsal_repoint.names_the_restored_table(emulator, after, translated, old, new, stream, live_before, checks)
+    rehearsal_repoint.same_policies_but_the_table(policies_before, rehearsal_repoint.role_policies(emulator, after, translated), swaps, checks)
     steps.step(f"repoint: the stack is the template at the new parameters ({checks.passed} checks); functions (live and $LATEST), "
                "roles, stream mapping, alarms, dashboard name the restored table", started, not checks.failed,
                "; ".join(checks.failed[:5]))
