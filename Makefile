@@ -105,7 +105,7 @@ deploy-rehearsal: venv ## Create template.yaml's dev and prod stacks side by sid
 
 # The restore runbook's steps on the deploy rehearsal's stack, with the
 # operator's own commands (docs/restore.md, "The rehearsal").
-restore-rehearsal: venv ## Rehearse restoring the data table in moto: write, back up, damage, restore (backup and point in time), check
+restore-rehearsal: venv ## Rehearse restoring the data table in moto: write, back up, damage, restore (backup and point in time), check, point the stack at it
 	cargo build -p petstore-admin
 	$(VENV)/bin/python scripts/restore-rehearsal.py
 

@@ -1,8 +1,9 @@
 """Checks what cfn-lint cannot see: the dashboard bodies in template.yaml.
 
-A dashboard body is a JSON string inside `!Sub`; CloudFormation would only
-reject a broken one at deploy time. Each `${...}` must name a parameter, a
-resource (`${Res}`, `${Res.Attr}`) or a pseudo parameter; then, with every
+A dashboard body is a JSON string inside `!Sub` (either form: a string, or
+a string and its variables); CloudFormation would only reject a broken one at
+deploy time. Each `${...}` must name one of the `!Sub`'s variables, a
+parameter, a resource (`${Res}`, `${Res.Attr}`) or a pseudo parameter; then, with every
 `${...}` replaced by a number, the body must be JSON with widgets whose metric
 widgets name a region and metrics. Run by scripts/lint-template.sh.
 
@@ -21,20 +22,22 @@ VARIABLE = re.compile(r"\$\{([^}!][^}]*)\}")
 def bodies(template):
     for name, resource in template.get("Resources", {}).items():
         if resource.get("Type") == "AWS::CloudWatch::Dashboard":
-            body = resource.get("Properties", {}).get("DashboardBody")
+            body, variables = resource.get("Properties", {}).get("DashboardBody"), {}
             if isinstance(body, dict) and "Fn::Sub" in body:
                 body = body["Fn::Sub"]
-            yield name, body
+                if isinstance(body, list) and len(body) == 2 and isinstance(body[1], dict):
+                    body, variables = body
+            yield name, body, variables
 
 
 def problems(template):
     known = set(template.get("Parameters", {})) | set(template.get("Resources", {}))
-    for name, body in bodies(template):
+    for name, body, variables in bodies(template):
         if not isinstance(body, str):
-            yield f"{name}: DashboardBody is not a string or a plain !Sub of one"
+            yield f"{name}: DashboardBody is not a string or a !Sub of one"
             continue
         for variable in sorted(set(VARIABLE.findall(body))):
-            if not variable.startswith("AWS::") and variable.split(".")[0] not in known:
+            if variable not in variables and not variable.startswith("AWS::") and variable.split(".")[0] not in known:
                 yield f"{name}: ${{{variable}}} names no parameter or resource"
         try:
             document = json.loads(VARIABLE.sub("0", body))

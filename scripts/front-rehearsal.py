@@ -267,7 +267,9 @@ def run(region: str, overrides: dict[str, str], checks: Any, verify: Callable[[A
         if before:
             overrides = {**overrides, **before(emulator)}
         print(f"front-rehearsal: {region}, {' '.join(f'{k}={v}' for k, v in overrides.items() if k != 'FrontOriginSecret')}")
-        rehearsal.rehearse(emulator, ROOT / "template.yaml", overrides, checks)
+        # Not at_defaults (it is not): that check's `cargo lambda deploy --env-var`
+        # replaces the pets function's environment, ORIGIN_SECRET with it.
+        rehearsal.rehearse(emulator, ROOT / "template.yaml", overrides, checks, at_defaults=False)
         verify(emulator)
     except Exception as error:  # noqa: BLE001 - one failure, with what was checked so far
         traceback.print_exc()
@@ -299,7 +301,7 @@ def main() -> int:
     def companion_and_zone(emulator: Any) -> dict[str, str]:
         """edge/web-acl.yaml's web ACL, made in moto's us-east-1, and a hosted zone."""
         props = web_acl_properties(ROOT / "edge" / "web-acl.yaml")
-        props = rehearsal.Resolver({"Parameters": {}}, {"FrontRateLimit": "6000"}).resolve(
+        props = rehearsal.Resolver({"Parameters": {}}, {"FrontRateLimit": "6000"}, "companion").resolve(
             {**props, "Name": "companion-front"})
         wafv2 = rehearsal.boto3.client("wafv2", endpoint_url=emulator.endpoint, region_name="us-east-1")
         made["acl"] = create_web_acl(wafv2, props)["ARN"]

@@ -180,17 +180,18 @@ def check_releases(emulator: Any, resolver: Any, translated: dict, checks: Any) 
 
 
 def check_domain(emulator: Any, resolver: Any, translated: dict, checks: Any) -> None:
-    """With DomainName empty, nothing of the domain; else the domain (TLS
-    1.2, regional), its mapping to the API's stage, its records, the URL."""
+    """Without the API's domain (HasDomain: DomainName set and the front
+    off, which takes the domain itself), nothing of it; else the domain
+    (TLS 1.2, regional), its mapping to the API's stage, its records."""
     apigw, route53 = emulator.client("apigatewayv2"), emulator.client("route53")
     names = [d["DomainName"] for d in apigw.get_domain_names().get("Items", [])]
     domain = resolver.ref("DomainName")
     api = apigw.get_api(ApiId=resolver.physical["HttpApi"])
-    disabled = bool(domain) and resolver.ref("DisableExecuteApiEndpoint") == "true"
+    disabled = resolver.condition("DisablesExecuteApi")
     checks.equal(bool(api.get("DisableExecuteApiEndpoint")), disabled, "the execute-api endpoint is off only with a domain that asks so")
     block = [n for n, r in translated["Resources"].items() if r.get("Condition") in ("HasDomain", "HasDomainRecords")]
-    if not domain:
-        checks.check(not any(n in resolver.physical for n in block), f"no domain parameter: none of {block} created")
+    if not resolver.condition("HasDomain"):
+        checks.check(not any(n in resolver.physical for n in block), f"no domain for the API: none of {block} created")
         return
     checks.check(domain in names, f"the custom domain {domain} exists")
     got = apigw.get_domain_name(DomainName=domain)

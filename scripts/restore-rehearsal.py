@@ -12,16 +12,18 @@ commands (`petstore-admin data ...`, the debug build):
 4. restore the backup into a new table (`data restore --backup`), and the
    noted point in time into another (`data restore --from --at`);
 5. check the settings a restore leaves out are back (stream, TTL, PITR,
-   deletion protection, tags) and run `data check` on the restored tables.
+   deletion protection, tags) and run `data check` on the restored tables;
+6. point the stack at the table restored from the backup (an update of the
+   moto stack with DataTableName and DataTableStreamArn, what moto's update
+   leaves applied through the service APIs: scripts/rehearsal_repoint.py),
+   check every part names it, and read the undamaged data from the table
+   the pets function's alias `live` now names.
 
 What each source proves: moto's backup is a faithful snapshot, so restoring
 it rehearses the data (the restored table is sound and holds the undamaged
 items). moto's point-in-time restore copies the table as it is at the call,
 whatever time is asked, so it rehearses the mechanics only (a new table, its
 settings), and its check is expected to find the damage.
-
-Not rehearsed yet: pointing the stack at the restored table (the template
-parameter docs/restore.md describes is not written).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+import rehearsal_repoint
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN = ROOT / "target" / "debug" / "petstore-admin"
@@ -87,13 +91,13 @@ class Steps:
 def rehearse(emulator, dr, steps: Steps) -> None:
     started = time.monotonic()
     checks = dr.Checks()
-    dr.rehearse(emulator, ROOT / "template.yaml", {}, checks)
-    steps.step("stack created as the deploy rehearsal creates it", started, not checks.failed)
-    cf = emulator.client("cloudformation")
-    physical = {r["LogicalResourceId"]: r.get("PhysicalResourceId", "")
-                for r in cf.list_stack_resources(StackName=dr.STACK)["StackResourceSummaries"]}
-    table = physical["DataTable"]
-    tables = {"TABLE_NAME": table, "RATE_LIMIT_TABLE_NAME": physical["RateLimitTable"]}
+    # Not at_defaults: its `cargo lambda deploy` check replaces the pets function's environment.
+    before = dr.rehearse(emulator, ROOT / "template.yaml", {}, checks, at_defaults=False)
+    steps.step("stack created as the deploy rehearsal creates it", started, before is not None and not checks.failed)
+    if before is None:
+        return
+    table = before.physical["DataTable"]
+    tables = {"TABLE_NAME": table, "RATE_LIMIT_TABLE_NAME": before.physical["RateLimitTable"]}
     ddb = emulator.client("dynamodb")
     ddb.tag_resource(ResourceArn=ddb.describe_table(TableName=table)["Table"]["TableArn"],
                      Tags=[{"Key": "stage", "Value": "rehearsal"}])
@@ -137,6 +141,51 @@ def rehearse(emulator, dr, steps: Steps) -> None:
         what = "sound (the undamaged data)" if expect_sound else "finds the damage (moto copies the table as it is now)"
         steps.step(f"data check --table {target}: {what}", started, (checked.returncode == 0) == expect_sound,
                    checked.stdout.strip().splitlines()[-1] if checked.stdout else checked.stderr)
+    repoint(emulator, dr, before, table, f"{table}-restored-backup", tables, steps)
+
+
+def repoint(emulator, dr, before, old: str, new: str, tables: dict[str, str], steps: Steps) -> None:
+    """docs/restore.md's `sam deploy --parameter-overrides DataTableName=...
+    DataTableStreamArn=...`, then where the stack's functions now read."""
+    started = time.monotonic()
+    stream = emulator.client("dynamodb").describe_table(TableName=new)["Table"]["LatestStreamArn"]
+    overrides = {"DataTableName": new, "DataTableStreamArn": stream}
+    checks = dr.Checks()
+    at_defaults = dr.translate(ROOT / "template.yaml", {})[1]
+    live_before = rehearsal_repoint.live_versions(emulator, before, at_defaults)
+    policies_before = rehearsal_repoint.role_policies(emulator, before, at_defaults)
+    ddb = emulator.client("dynamodb")
+    swaps = [(ddb.describe_table(TableName=old)["Table"]["LatestStreamArn"], stream),
+             (ddb.describe_table(TableName=old)["Table"]["TableArn"], ddb.describe_table(TableName=new)["Table"]["TableArn"])]
+    after, translated, stack, deferred = rehearsal_repoint.update_stack(emulator, dr, before, ROOT / "template.yaml", overrides, checks)
+    steps.step(f"repoint: update the stack with DataTableName={new} DataTableStreamArn=<its stream>", started, not checks.failed)
+    started = time.monotonic()
+    rehearsal_repoint.apply_what_moto_left(emulator, dr, before, after, stack, deferred, checks)
+    steps.step("repoint: what moto's update leaves, through the service APIs (listed below)", started, not checks.failed)
+    started = time.monotonic()
+    dr.check_outputs(emulator.client("cloudformation"), after, translated, stack, checks)
+    dr.check_functions(emulator, after, translated, checks)
+    dr.check_stream_mapping(emulator, after, translated, checks)
+    dr.check_alarms_and_dashboard(emulator, after, {}, translated, checks)
+    dr.check_releases(emulator, after, translated, checks)
+    rehearsal_repoint.names_the_restored_table(emulator, after, translated, old, new, stream, live_before, checks)
+    rehearsal_repoint.same_policies_but_the_table(policies_before, rehearsal_repoint.role_policies(emulator, after, translated), swaps, checks)
+    steps.step(f"repoint: the stack is the template at the new parameters ({checks.passed} checks); functions (live and $LATEST), "
+               "roles, stream mapping, alarms, dashboard name the restored table", started, not checks.failed,
+               "; ".join(checks.failed[:5]))
+    for what, names in checks.gaps.items():
+        print(f"       - {what}: {', '.join(dict.fromkeys(names))}")
+
+    started = time.monotonic()
+    lam, ddb = emulator.client("lambda"), emulator.client("dynamodb")
+    live = lam.get_function_configuration(FunctionName=after.physical["PetsFunction"], Qualifier="live")
+    reads = live["Environment"]["Variables"]["TABLE_NAME"]
+    category = ddb.get_item(TableName=reads, Key={"PK": {"S": f"CATEGORY#{1 << 30}"}, "SK": {"S": "CATEGORY"}}).get("Item")
+    stock = ddb.get_item(TableName=reads, Key={"PK": {"S": f"PET#{(1 << 30) + 2}"}, "SK": {"S": "PET"}})["Item"]["stock"]["N"]
+    checked = admin(emulator.endpoint, {**tables, "TABLE_NAME": reads}, "data", "check")
+    steps.step(f"the pets function's live TABLE_NAME is {reads}: the deleted category is there, the stock is {stock}, data check sound",
+               started, reads == new and category is not None and stock == "5" and checked.returncode == 0,
+               checked.stdout.strip().splitlines()[-1] if checked.stdout else checked.stderr)
 
 
 def check_settings(ddb, table: str, steps: Steps) -> None:
