@@ -77,7 +77,7 @@ test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on Dyna
 	$(RECORD_AWS_CALLS) $(MAKE) test-run-lambda
 	$(MAKE) iam-check
 	$(MAKE) contract-check lint-workflows deploy-role-check
-	$(MAKE) lint-template deploy-rehearsal lint-openapi lint-asyncapi check-docs conformance clients docs-browser cors-browser
+	$(MAKE) lint-template deploy-rehearsal restore-rehearsal front-rehearsal lint-openapi lint-asyncapi check-docs conformance clients docs-browser cors-browser
 	@scripts/test-summary.sh .local/cargo-test.log
 
 # A recording exists after `make test` (or a first `make iam-check`): a
