@@ -37,10 +37,14 @@ const SAFELISTED: [&str; 7] = [
 
 /// Headers the service sends that a page cannot read, on purpose (the
 /// contract's list, section 7, leaves them out), and why a page does without.
-const NOT_EXPOSED: [(&str, &str); 3] = [
+const NOT_EXPOSED: [(&str, &str); 4] = [
     ("allow", "a 405's Error record names the methods too"),
     ("location", "a 201's body holds the new record's id"),
     ("vary", "for caches, not for pages"),
+    (
+        "x-content-type-options",
+        "for the browser itself (do not sniff), not for pages",
+    ),
 ];
 
 /// `method path` sent from a page on `origin`, with `headers`.

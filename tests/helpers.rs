@@ -317,6 +317,12 @@ impl TestApp {
         }
     }
 
+    /// What the app answers to `request`, unchecked against the contract: for
+    /// requests no client of the API sends (those that went around the front).
+    pub async fn request_unchecked(&self, request: Request<Body>) -> TestResponse {
+        TestResponse::read(self.router.clone(), request).await
+    }
+
     /// Sends a request without a body.
     pub async fn send(&self, method: Method, path: &str) -> TestResponse {
         let request = Request::builder()

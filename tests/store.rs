@@ -364,7 +364,8 @@ async fn an_unreachable_database_answers_503_with_retry_after_never_500() {
             .method(method)
             .uri(path)
             .header("content-type", "application/json")
-            .header("x-api-key", "psk_whatever")
+            // Well-formed, so it is looked up (a malformed one is 401 unread).
+            .header("x-api-key", format!("psk_{}", "a".repeat(43)))
             .body(axum::body::Body::from(body.unwrap_or_default()))
             .expect("request is valid");
         // When a request arrives

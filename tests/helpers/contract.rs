@@ -312,6 +312,8 @@ mod tests {
             ("deprecation", "@1"),
             ("sunset", "s"),
             ("link", "l"),
+            ("cache-control", "no-store"),
+            ("x-content-type-options", "nosniff"),
         ] {
             headers.insert(name, HeaderValue::from_static(value));
         }

@@ -32,7 +32,23 @@ pub fn lapses_at(
     ship_date: Option<DateTime<Utc>>,
     hold: Duration,
 ) -> DateTime<Utc> {
-    placed.max(ship_date.unwrap_or(placed)) + hold
+    after(placed.max(ship_date.unwrap_or(placed)), hold)
+}
+
+/// The last instant RFC 3339 can write (a four-digit year).
+fn last_writable() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("9999-12-31T23:59:59Z")
+        .map(|at| at.with_timezone(&Utc))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+/// `hold` after `from`, at most the last instant a date-time can be written:
+/// staff may set a `shipDate` in year 9999, and a lapse past it would be
+/// written `+10000-...`, which no client reads as a date-time.
+fn after(from: DateTime<Utc>, hold: Duration) -> DateTime<Utc> {
+    from.checked_add_signed(hold)
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
+        .min(last_writable())
 }
 
 /// What a patch that leaves the order `updated` does to its hold: a complete
@@ -42,7 +58,7 @@ pub fn after_patch(updated: &mut Order, hold: Duration) {
     if updated.complete {
         updated.lapses_at = None;
     } else if let (Some(at), Some(ship)) = (updated.lapses_at, updated.ship_date) {
-        updated.lapses_at = Some(at.max(ship + hold));
+        updated.lapses_at = Some(at.max(after(ship, hold)));
     }
 }
 
@@ -114,6 +130,15 @@ mod tests {
         assert_eq!(lapses_at(at(1), None, hold), at(8));
         assert_eq!(lapses_at(at(1), Some(at(10)), hold), at(17));
         assert_eq!(lapses_at(at(5), Some(at(2)), hold), at(12));
+    }
+
+    #[test]
+    fn a_lapse_is_never_past_year_9999() {
+        let ship = DateTime::parse_from_rfc3339("9999-12-31T23:59:59Z")
+            .map(|at| at.with_timezone(&Utc))
+            .ok();
+        let lapse = lapses_at(at(1), ship, Duration::days(30));
+        assert_eq!(lapse.to_rfc3339(), "9999-12-31T23:59:59+00:00");
     }
 
     #[test]
