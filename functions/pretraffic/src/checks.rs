@@ -50,6 +50,28 @@ pub const RATE_LIMIT_HEADERS: [&str; 5] = [
     "ratelimit",
 ];
 
+/// The API reference's files and the names the docs function serves them
+/// under (their content's hash in each): the one list `scripts/docs-assets.sh`
+/// writes, which the page links to as well.
+#[path = "../../../shared/src/http/docs_assets.rs"]
+mod docs_assets;
+
+/// `path` as sent: a `{file}` in it is that docs file's served name, which
+/// changes whenever the file does.
+pub fn resolved(path: &str) -> String {
+    let Some((head, rest)) = path.split_once('{') else {
+        return path.to_string();
+    };
+    let Some((file, tail)) = rest.split_once('}') else {
+        return path.to_string();
+    };
+    let served = docs_assets::DOCS_ASSETS
+        .iter()
+        .find(|(name, _)| *name == file)
+        .map_or(file, |(_, served)| served);
+    format!("{head}{served}{tail}")
+}
+
 /// What a check sends.
 #[derive(Debug, Clone, Copy)]
 pub enum Probe {
@@ -113,7 +135,7 @@ pub const CHECKS: &[Check] = &[
         name: "GET /docs/assets/docs.js: the API reference's script, 200",
         probe: Probe::Http {
             method: "GET",
-            path: "/docs/assets/docs.js",
+            path: "/docs/assets/{docs.js}",
             status: 200,
             headers: &[],
             content_type: "text/javascript",
@@ -201,6 +223,14 @@ pub fn report(outcomes: &[Outcome]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_docs_file_is_asked_for_by_its_served_name() {
+        let served = resolved("/docs/assets/{docs.js}");
+        assert!(served.starts_with("/docs/assets/docs.") && served.ends_with(".js"));
+        assert_ne!(served, "/docs/assets/docs.js", "named by its content");
+        assert_eq!(resolved("/pets"), "/pets");
+    }
+
     use super::*;
 
     fn answer(status: u16, headers: &[(&str, &str)]) -> Answer {

@@ -57,7 +57,7 @@ impl Invoker {
         let payload = match check.probe {
             Probe::Http { method, path, .. } => apigw::http_event(
                 method,
-                path,
+                &checks::resolved(path),
                 &format!("pretraffic-{}-{n}", std::process::id()),
             ),
             Probe::EmptyStreamBatch => json!({ "Records": [] }),

@@ -23,14 +23,20 @@ pub async fn check(base: &str) -> Result<Vec<Outcome>, String> {
         let Probe::Http { method, path, .. } = check.probe else {
             continue;
         };
-        let result =
-            match tokio::time::timeout(TIMEOUT, send(&client, method, &format!("{base}{path}")))
-                .await
-            {
-                Ok(Ok(answer)) => checks::judge_http(&check.probe, &answer),
-                Ok(Err(why)) => Err(why),
-                Err(_) => Err(format!("no answer within {} s", TIMEOUT.as_secs())),
-            };
+        let result = match tokio::time::timeout(
+            TIMEOUT,
+            send(
+                &client,
+                method,
+                &format!("{base}{}", checks::resolved(path)),
+            ),
+        )
+        .await
+        {
+            Ok(Ok(answer)) => checks::judge_http(&check.probe, &answer),
+            Ok(Err(why)) => Err(why),
+            Err(_) => Err(format!("no answer within {} s", TIMEOUT.as_secs())),
+        };
         outcomes.push(Outcome { check, result });
     }
     Ok(outcomes)
