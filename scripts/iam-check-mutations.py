@@ -27,6 +27,13 @@ OTHER_STREAM_READ = ("EventsFunction: dynamodb:GetRecords on arn:aws:dynamodb:us
 
 # (resource, the line removed from its block, what the check must then
 # print, why); or (resource, line, expected, why, the line put instead).
+# The data table's ARN as the template writes it: the adopted table's
+# (DataTableName, after a restore) or the stack's own (docs/restore.md).
+ADOPTABLE = (
+    '!If [AdoptsDataTable, !Sub "arn:${{AWS::Partition}}:dynamodb:${{AWS::Region}}:'
+    '${{AWS::AccountId}}:table/${{DataTableName}}{arn}, {own}]'
+)
+
 MUTATIONS = [
     (
         "PetsFunction",
@@ -42,7 +49,9 @@ MUTATIONS = [
     ),
     (
         "StoreFunction",
-        '                - !Sub "${DataTable.Arn}/index/GSI4"\n',
+        '                - '
+        + ADOPTABLE.format(arn='/index/GSI4"', own='!Sub "${DataTable.Arn}/index/GSI4"')
+        + "\n",
         "StoreFunction: dynamodb:Query on DataTable/index/GSI4 ",
         "one index gone: a customer's own orders",
     ),
@@ -54,19 +63,23 @@ MUTATIONS = [
     ),
     (
         "PetsFunction",
-        '                - !Sub "${DataTable.Arn}/index/GSI1"\n',
+        '                - '
+        + ADOPTABLE.format(arn='/index/GSI1"', own='!Sub "${DataTable.Arn}/index/GSI1"')
+        + "\n",
         "PetsFunction: dynamodb:Query on DataTable/index/GSI1 ",
         "one index gone: the list of all pets",
     ),
     (
         "PetsFunction",
-        "                - dynamodb:PutItem\n                - dynamodb:UpdateItem\n                - dynamodb:DeleteItem\n                - dynamodb:BatchWriteItem\n              Resource: !GetAtt DataTable.Arn\n              Condition:",
+        "                - dynamodb:PutItem\n                - dynamodb:UpdateItem\n                - dynamodb:DeleteItem\n                - dynamodb:BatchWriteItem\n              Resource: "
+        + ADOPTABLE.format(arn='"', own="!GetAtt DataTable.Arn")
+        + "\n              Condition:",
         "PetsFunction: dynamodb:PutItem on DataTable (",
         "the API-key denial loses its write actions: the shield's promise breaks",
     ),
     (
         "EventsRole",
-        "                Resource: !GetAtt DataTable.StreamArn\n",
+        "                Resource: !If [AdoptsDataTable, !Ref DataTableStreamArn, !GetAtt DataTable.StreamArn]\n",
         OTHER_STREAM_READ,
         "the events function's stream reads widened to every stream",
         '                Resource: "*"\n',
