@@ -434,8 +434,24 @@ def create_deferred(emulator: Emulator, resolver: Resolver, deferred: dict[str, 
         resolver.physical[name] = name
         created[name] = props
 
+    def rule(name: str, props: dict) -> None:
+        """The hold sweep's schedule (the events function's Schedule event)."""
+        events = emulator.client("events")
+        rule_name = props.get("Name") or f"{resolver.pseudo['AWS::StackName']}-{name}"[:64]
+        arn = events.put_rule(
+            Name=rule_name,
+            **{k: props[k] for k in ("ScheduleExpression", "EventPattern", "Description", "State") if k in props},
+        )["RuleArn"]
+        targets = [{k: t[k] for k in ("Id", "Arn", "Input") if k in t} for t in props.get("Targets", [])]
+        if targets:
+            events.put_targets(Rule=rule_name, Targets=targets)
+        resolver.physical[name] = rule_name
+        resolver.attributes[(name, "Arn")] = lambda: arn
+        created[name] = props
+
     makers: dict[str, Callable[[str, dict], None]] = {
         **release_makers(emulator, resolver, created, checks, REGION),
+        "AWS::Events::Rule": rule,
         "AWS::ApiGatewayV2::Api": http_api,
         "AWS::ApiGatewayV2::Stage": stage,
         "AWS::CloudWatch::Alarm": alarm,
