@@ -42,6 +42,9 @@ async fn serve_instance() {
     if std::env::var_os(SERVE).is_none() {
         return;
     }
+    // Its logs go to stderr, which the test's own output shows (stdout is
+    // the pipe the test read the port from, closed after).
+    let _ = tracing::subscriber::set_global_default(petstore::telemetry::json(std::io::stderr));
     let config = petstore::config::Config::from_env().expect("the instance's configuration");
     let endpoint = std::env::var("AWS_ENDPOINT_URL_DYNAMODB").expect("DynamoDB's endpoint");
     let clock: Arc<dyn Clock> = match std::env::var(CLOCK_AT).ok().and_then(|s| s.parse().ok()) {
@@ -225,21 +228,26 @@ async fn the_stock_is_exact_across_processes() {
         let (key, order) = (customers[n % customers.len()].clone(), order.clone());
         tokio::spawn(async move {
             let response = instance.send(Method::POST, "/store/orders", &key, Some(&order), &[]);
-            response.await.status
+            let response = response.await;
+            (
+                response.status,
+                String::from_utf8_lossy(&response.body).into_owned(),
+            )
         })
     });
-    let statuses: Vec<u16> = join_all(orders)
+    let answers: Vec<(u16, String)> = join_all(orders)
         .await
         .into_iter()
         .map(|s| s.expect("an order"))
         .collect();
+    let statuses: Vec<u16> = answers.iter().map(|(status, _)| *status).collect();
 
     // Then exactly 10 are placed and none is left
     let placed = statuses.iter().filter(|s| **s == 201).count();
     assert_eq!(placed, 10, "{statuses:?}");
     assert!(
         statuses.iter().all(|s| [201, 409, 422].contains(s)),
-        "{statuses:?}"
+        "{answers:?}"
     );
     let stock = staff.get(&format!("/store/inventory/{pet}")).await.json();
     assert_eq!(stock["quantity"], 0, "{stock}");
