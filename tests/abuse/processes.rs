@@ -42,9 +42,10 @@ async fn serve_instance() {
     if std::env::var_os(SERVE).is_none() {
         return;
     }
-    // Its logs go to stderr, which the test's own output shows (stdout is
-    // the pipe the test read the port from, closed after).
-    let _ = tracing::subscriber::set_global_default(petstore::telemetry::json(std::io::stderr));
+    // Its warnings and errors go to stderr, which the test's own output
+    // shows (stdout is the pipe the test read the port from, closed after).
+    let logs = petstore::telemetry::json_at(std::io::stderr, "WARN");
+    let _ = tracing::subscriber::set_global_default(logs);
     let config = petstore::config::Config::from_env().expect("the instance's configuration");
     let endpoint = std::env::var("AWS_ENDPOINT_URL_DYNAMODB").expect("DynamoDB's endpoint");
     let clock: Arc<dyn Clock> = match std::env::var(CLOCK_AT).ok().and_then(|s| s.parse().ok()) {
