@@ -40,7 +40,7 @@ LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
 .PHONY: help run run-lambda invoke test-run-lambda test iam-check key build bench bench-report check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status check-circles venv lint-template lint-openapi conformance clients docs-browser cors-browser lint-asyncapi deploy-rehearsal
-.PHONY: contract-check contract-release release-check deploy-role-check lint-workflows restore-rehearsal front-rehearsal
+.PHONY: test-lint-rust contract-check contract-release release-check deploy-role-check lint-workflows restore-rehearsal front-rehearsal
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
@@ -54,7 +54,7 @@ run: dynamodb-install ## Serve the API locally on PORT (3000) with DynamoDB Loca
 	@trap 'exit 130' INT TERM; \
 	$(DYNAMODB) start; \
 	trap '$(DYNAMODB) stop' EXIT; \
-	$(LOCAL_AWS) PORT=$(PORT) ALLOWED_ORIGINS='$(ALLOWED_ORIGINS)' cargo run -p petstore-local
+	$(LOCAL_AWS) PORT=$(PORT) ALLOWED_ORIGINS='$(ALLOWED_ORIGINS)' cargo run --bin petstore-local
 
 run-lambda: venv dynamodb-install ## Serve the API on PORT through the function binaries (cargo lambda watch, up to CONCURRENCY=4 instances each) on DynamoDB Local; Ctrl-C stops what it started
 	@PORT=$(PORT) CONCURRENCY=$(CONCURRENCY) ALLOWED_ORIGINS='$(ALLOWED_ORIGINS)' scripts/run-lambda.sh
@@ -67,10 +67,8 @@ test-run-lambda: venv dynamodb-install ## Check run-lambda: the sample events an
 
 test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on DynamoDB Local, every AWS call they make checked against the deployed IAM policies, the gate on breaking contract changes, the workflow lints and the deploy roles' trust, the template and OpenAPI lints, the deploy rehearsal in moto, the conformance run, the generated clients, the real function binaries behind cargo lambda watch, /docs and CORS in a headless browser
 	cargo fmt --all -- --check
-	cargo clippy --workspace --all-targets -- -D warnings
-	$(MAKE) check-circles
-	$(DYNAMODB) install
 	@mkdir -p .local
+	$(MAKE) --no-print-directory -j4 --output-sync=target test-lint-rust venv node_modules/.package-lock.json dynamodb-install
 	rm -rf $(AWS_CALLS)
 	$(RECORD_AWS_CALLS) cargo test --workspace 2>&1 | tee .local/cargo-test.log
 	$(RECORD_AWS_CALLS) scripts/test-local-stacks.sh
@@ -80,6 +78,12 @@ test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on Dyna
 	$(MAKE) lint-template deploy-rehearsal restore-rehearsal front-rehearsal lint-openapi lint-asyncapi check-docs conformance clients docs-browser cors-browser
 	@scripts/test-summary.sh .local/cargo-test.log
 
+# The Python and npm tools download while clippy compiles (two minutes each
+# on a fresh clone, most of it waiting on the registries).
+test-lint-rust:
+	cargo clippy --workspace --all-targets -- -D warnings
+	$(MAKE) --no-print-directory check-circles
+
 # A recording exists after `make test` (or a first `make iam-check`): a
 # policy edit is then checked in seconds. Delete .local/aws-calls to record
 # afresh after changing what the code calls.
@@ -87,7 +91,7 @@ iam-check: venv dynamodb-install node_modules/.package-lock.json ## Check every 
 	scripts/iam-check.sh
 
 key: ## Create an API key on the running local stack (make key ARGS="--plan pro --role staff")
-	$(LOCAL_AWS) cargo run -q -p petstore-admin -- keys create $(ARGS)
+	$(LOCAL_AWS) cargo run -q --bin petstore-admin -- keys create $(ARGS)
 
 build: venv ## Build the functions for Lambda: target/lambda/{pets,store,events,docs}/bootstrap.zip (release, arm64)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release $(LAMBDA_ARCH) --output-format zip -p pets -p store -p events -p docs
@@ -106,7 +110,7 @@ deploy-rehearsal: venv ## Create template.yaml's dev and prod stacks side by sid
 # The restore runbook's steps on the deploy rehearsal's stack, with the
 # operator's own commands (docs/restore.md, "The rehearsal").
 restore-rehearsal: venv ## Rehearse restoring the data table in moto: write, back up, damage, restore (backup and point in time), check, point the stack at it
-	cargo build -p petstore-admin
+	cargo build --bin petstore-admin
 	$(VENV)/bin/python scripts/restore-rehearsal.py
 
 front-rehearsal: venv ## Create the stack with the optional CloudFront+WAF front in moto (us-east-1, another region, a domain) and check the front; about a minute

@@ -38,7 +38,7 @@ PY
 
 export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$DYNAMODB_PORT"
 export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
-[[ -z "$build" ]] || (cd "$ROOT" && cargo build --quiet -p petstore-local)
+[[ -z "$build" ]] || (cd "$ROOT" && cargo build --quiet --bin petstore-local)
 ready="$(mktemp)"
 trap 'rm -f "$ready"' EXIT
 "${CARGO_TARGET_DIR:-$ROOT/target}/debug/petstore-local" event "$event" >"$ready"

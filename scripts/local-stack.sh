@@ -45,7 +45,7 @@ stack_start() {
   trap 'exit 143' TERM
 
   echo "$STACK_NAME: building petstore-local and petstore-admin (debug)" >&2
-  (cd "$STACK_ROOT" && cargo build --quiet -p petstore-local -p petstore-admin)
+  (cd "$STACK_ROOT" && cargo build --quiet --bin petstore-local --bin petstore-admin)
   mkdir -p "$STACK_LOG_DIR"
 
   # DynamoDB Local in the foreground mode the test harness uses: it prints

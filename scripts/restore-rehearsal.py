@@ -208,7 +208,7 @@ def check_settings(ddb, table: str, steps: Steps) -> None:
 
 def main() -> int:
     if not ADMIN.is_file():
-        subprocess.run(["cargo", "build", "-p", "petstore-admin"], cwd=ROOT, check=True)
+        subprocess.run(["cargo", "build", "--bin", "petstore-admin"], cwd=ROOT, check=True)
     dr = deploy_rehearsal()
     emulator = dr.Emulator(int(os.environ.get("MOTO_PORT", "0")))
     steps = Steps()

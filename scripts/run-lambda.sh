@@ -97,7 +97,7 @@ trap stop_all EXIT
 export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$DYNAMODB_PORT"
 export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 cd "$ROOT"
-cargo run --quiet -p petstore-local -- setup
+cargo run --quiet --bin petstore-local -- setup
 
 # The functions the router sends requests to (not, say, a stream consumer).
 mapfile -t functions < <(cargo metadata --no-deps --format-version 1 | python3 -c '

@@ -32,7 +32,7 @@ rm -f /tmp/local-stacks-$$.err
 "$DDB" stop "$B" 2>/dev/null || fail "could not stop the stack on $B"
 
 # A server that cannot reach its DynamoDB says so in one plain line.
-(cd "$ROOT" && cargo build --quiet -p petstore-local)
+(cd "$ROOT" && cargo build --quiet --bin petstore-local)
 dead="$(free_port)"
 if out="$(AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$dead" PORT="$(free_port)" RUST_LOG=off \
   timeout 120 "${CARGO_TARGET_DIR:-$ROOT/target}/debug/petstore-local" 2>&1 >/dev/null)"; then

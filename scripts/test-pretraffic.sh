@@ -46,7 +46,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-cargo build --quiet -p petstore-pretraffic --bin petstore-smoke
+cargo build --quiet --bin petstore-smoke
 # The events function is no route's, so run-lambda did not build it.
 cargo build --quiet --bin events
 SMOKE="$ROOT/target/debug/petstore-smoke"

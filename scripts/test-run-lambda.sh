@@ -142,7 +142,7 @@ grep -q '^http/1.1 401' <<<"$other" && ! grep -q '^access-control-' <<<"$other" 
 step "browsers: the listed origin's preflight answered keyless, its read exposes the headers; another origin sees no CORS"
 
 # Every sample event through `make invoke`'s script (4 at a time).
-(cd "$ROOT" && cargo build --quiet -p petstore-local)
+(cd "$ROOT" && cargo build --quiet --bin petstore-local)
 check_event() {
   local file="$1" response
   response="$("$ROOT/scripts/invoke-event.sh" --no-build "$ROOT/events/$file")" \
@@ -173,13 +173,14 @@ events_failed="$(python3 -c 'import json,sys; print("\n".join(json.load(open(sys
 $events_failed"
 step "every sample event got its expected status through make invoke"
 
-# The tests that go through the stack. `--workspace` keeps `cargo test
-# --workspace`'s features: the test binary make test built is reused.
+# The tests that go through the stack. `--workspace --tests` resolves
+# features as `cargo test --workspace` does, so the binary make test built is
+# reused; `--test api` alone resolves them otherwise and rebuilds the SDK.
 (
   cd "$ROOT"
   export PETSTORE_LAMBDA_URL="$BASE_URL" AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$DYNAMODB_PORT"
   export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
-  cargo test --quiet --workspace --test api lambda:: -- --ignored
+  cargo test --quiet --workspace --tests lambda:: -- --ignored
 ) || fail "tests/lambda.rs through the stack"
 pets="$(instances pets)" store="$(instances store)"
 ((pets >= 2 && store >= 2 && pets <= CONCURRENCY && store <= CONCURRENCY)) \
