@@ -256,6 +256,28 @@ async fn cancelling_returns_the_units_and_frees_a_pending_pet() {
 }
 
 #[tokio::test]
+async fn a_cancel_never_takes_the_stock_past_the_most_a_pet_holds() {
+    // Given an order of 1,000 units, and the stock set to the most since
+    let app = TestApp::spawn().await;
+    let id = pet(&app, "available").await;
+    set_stock(&app, id, 1_000_000).await.assert_status(200);
+    let order_id = order(&app, id, 1_000).await.id();
+    set_stock(&app, id, 1_000_000).await.assert_status(200);
+
+    // When the order is cancelled
+    let response = app.delete(&format!("/store/orders/{order_id}")).await;
+
+    // Then the stock stays at the most, readable alone and in the list
+    response.assert_status(204);
+    assert_eq!(
+        inventory(&app, id).await,
+        json!({ "petId": id, "quantity": 1_000_000, "status": "available" })
+    );
+    let listed = app.get("/store/inventory?limit=100").await;
+    listed.assert_status(200);
+}
+
+#[tokio::test]
 async fn a_pet_with_open_orders_cannot_be_deleted() {
     let app = TestApp::spawn().await;
     let id = pet(&app, "available").await;

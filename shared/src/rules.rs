@@ -250,16 +250,27 @@ pub fn complete_order(state: StockState) -> StockDecision {
 
 /// Cancelling an incomplete order of `quantity` units: the units go back,
 /// and a pending pet (which then has stock) becomes available again.
+///
+/// The stock stays within the contract's range: units that would take it
+/// past [`StockQuantity::MAX`] (stock set to the most while the order was
+/// open) are not returned, since no record, answer or event may carry more.
 pub fn cancel_order(state: StockState, quantity: OrderQuantity) -> StockDecision {
     let pending = Guard::StatusIs(PetStatus::Pending);
     let frees = state.status == PetStatus::Pending;
+    let room = StockQuantity::MAX - quantity.get();
+    let overflows = Guard::StockAbove(room);
+    let (stock, fits) = if state.stock > room {
+        (StockMove::Set(StockQuantity::MAX), overflows)
+    } else {
+        (StockMove::Add(quantity.get()), overflows.negated())
+    };
     let change = StockChange {
-        stock: StockMove::Add(quantity.get()),
+        stock,
         open_orders: -1,
         status: frees.then_some(PetStatus::Available),
     };
     let guard = if frees { pending } else { pending.negated() };
-    StockDecision::new(state, change, vec![guard])
+    StockDecision::new(state, change, vec![guard, fits])
 }
 
 /// Setting the stock to `quantity`: above 0 makes a pending or sold pet
@@ -479,6 +490,19 @@ mod tests {
     }
 
     #[test]
+    fn cancelling_never_takes_the_stock_past_the_most_a_pet_holds() {
+        let most = StockQuantity::MAX;
+        assert_eq!(
+            cancel_order(state(Available, most - 1, 1), units(3)).next,
+            state(Available, most, 0)
+        );
+        assert_eq!(
+            cancel_order(state(Available, most - 3, 1), units(3)).next,
+            state(Available, most, 0)
+        );
+    }
+
+    #[test]
     fn setting_stock_moves_the_status() -> Result<(), Box<dyn std::error::Error>> {
         let q = |n| StockQuantity::new(n).unwrap_or_else(|| panic!("{n} is a valid stock"));
         assert_eq!(set_stock(state(Pending, 0, 1), q(4)).next.status, Available);
@@ -506,11 +530,13 @@ mod tests {
         }
     }
 
-    /// Small pet states: every status, a few units, a few open orders.
+    /// Small pet states: every status, a few units (and a few short of the
+    /// most a pet holds), a few open orders.
     fn states() -> Vec<StockState> {
         let mut all = Vec::new();
+        let most = StockQuantity::MAX;
         for status in PetStatus::ALL {
-            for stock in 0..5 {
+            for stock in (0..5).chain(most - 4..=most) {
                 for open_orders in 0..4 {
                     all.push(state(status, stock, open_orders));
                 }
