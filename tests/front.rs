@@ -61,6 +61,11 @@ async fn requests_that_went_around_the_front_are_refused_before_any_work() {
         // request earns by being counted, are not theirs.
         let response = front.request_unchecked(refused).await;
         response.assert_error(403, "FORBIDDEN");
+        let message = response.json()["message"].as_str().map(str::to_owned);
+        assert!(
+            message.as_deref().is_some_and(|m| m.contains("front")),
+            "{what}: says why, not a role: {message:?}"
+        );
         assert_eq!(
             response.header("x-ratelimit-limit"),
             None,

@@ -24,6 +24,10 @@ pub enum ApiError {
     Unauthorized,
     #[error("this API key's role may not call this operation")]
     Forbidden,
+    /// Sent straight to API Gateway while the stack has a front (CloudFront
+    /// and WAF): the role has nothing to do with it.
+    #[error("this API is served through its front only; call its public address")]
+    NotThroughFront,
     #[error("{0}")]
     NotFound(String),
     #[error("this method is not allowed on this path; the Allow header lists those that are")]
@@ -78,7 +82,7 @@ impl ApiError {
         match self {
             ApiError::MalformedJson(_) | ApiError::Validation(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden => StatusCode::FORBIDDEN,
+            ApiError::Forbidden | ApiError::NotThroughFront => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict(_) | ApiError::IdempotencyKeyInUse { .. } => StatusCode::CONFLICT,
@@ -99,7 +103,7 @@ impl ApiError {
             ApiError::MalformedJson(_) => "MALFORMED_JSON",
             ApiError::Validation(_) => "VALIDATION_FAILED",
             ApiError::Unauthorized => "UNAUTHORIZED",
-            ApiError::Forbidden => "FORBIDDEN",
+            ApiError::Forbidden | ApiError::NotThroughFront => "FORBIDDEN",
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::MethodNotAllowed { .. } => "METHOD_NOT_ALLOWED",
             ApiError::Conflict(violation) => conflict_code(violation),

@@ -44,7 +44,7 @@ pub fn guard(service: Router, secret: Option<&str>) -> Router {
 async fn admit(State(secret): State<Arc<[u8]>>, mut req: Request, next: Next) -> Response {
     let sent = req.headers_mut().remove(ORIGIN_HEADER);
     if !sent.is_some_and(|sent| same_secret(sent.as_bytes(), &secret)) {
-        return ApiError::Forbidden.into_response();
+        return ApiError::NotThroughFront.into_response();
     }
     let viewer = req
         .headers()
