@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Lints template.yaml offline: cfn-lint, then `sam validate --lint` (which also
 # runs the SAM transform), then scripts/check-dashboard.py (the dashboard's JSON
-# body, which cfn-lint does not look into). All from .venv (requirements-dev.txt).
+# body, which cfn-lint does not look into) and scripts/check-versions.py (every
+# parameter a function version carries publishes a new one when it changes). All from .venv (requirements-dev.txt).
 #
 #   scripts/lint-template.sh [TEMPLATE]      default: template.yaml
 set -euo pipefail
@@ -30,3 +31,5 @@ echo "sam validate --lint $TEMPLATE" >&2
 HOME="$SAM_HOME" "$VENV/bin/sam" validate --lint --template-file "$TEMPLATE"
 echo "check-dashboard $TEMPLATE" >&2
 "$VENV/bin/python" "$ROOT/scripts/check-dashboard.py" "$TEMPLATE"
+echo "check-versions $TEMPLATE" >&2
+"$VENV/bin/python" "$ROOT/scripts/check-versions.py" "$TEMPLATE"

@@ -1,0 +1,91 @@
+"""Checks that a parameter change reaches the `live` alias.
+
+SAM names an aliased function's version by a hash of its code and of its
+environment and memory as written in the template, not as resolved, so a
+change of a parameter alone (a table adopted, a new SunsetAt, more memory)
+updates $LATEST but publishes no version, and `live` goes on as before. A
+new VersionDescription does replace the version; so every parameter a
+version carries (in the function's properties or the Globals, directly or
+through a condition) must appear in that function's VersionDescription. A
+NoEcho parameter must not (a description is readable by anyone who may list
+the versions): its `<Name>Serial` parameter stands for it. Run by
+scripts/lint-template.sh.
+
+    python scripts/check-versions.py template.yaml
+"""
+
+import re
+import sys
+
+from cfnlint.decode import decode  # the same YAML loader cfn-lint uses
+
+SUB_VARIABLE = re.compile(r"\$\{([^}!.]+)\}")
+# Properties that are not part of a published version: the release itself,
+# the function's concurrency, the triggers, the role's policies.
+NOT_IN_A_VERSION = {
+    "AutoPublishAlias",
+    "VersionDescription",
+    "DeploymentPreference",
+    "ReservedConcurrentExecutions",
+    "ProvisionedConcurrencyConfig",
+    "Events",
+    "Policies",
+}
+
+
+def parameters(node, template):
+    """The parameters `node` depends on: by Ref, in a Sub, or through an If's condition."""
+    known = template.get("Parameters", {})
+    found = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "Ref" and value in known:
+                found.add(value)
+            elif key == "Fn::Sub":
+                text, variables = (value, {}) if isinstance(value, str) else (value[0], value[1])
+                found |= {name for name in SUB_VARIABLE.findall(text) if name in known}
+                found |= parameters(variables, template)
+            elif key == "Fn::If":
+                condition = template.get("Conditions", {}).get(value[0])
+                found |= parameters(condition, template) | parameters(value[1:], template)
+            elif key == "Condition" and isinstance(value, str):
+                found |= parameters(template.get("Conditions", {}).get(value), template)
+            else:
+                found |= parameters(value, template)
+    elif isinstance(node, list):
+        for value in node:
+            found |= parameters(value, template)
+    return found
+
+
+def problems(template):
+    secret = {name for name, p in template.get("Parameters", {}).items() if str(p.get("NoEcho")).lower() == "true"}
+    shared = {k: v for k, v in template.get("Globals", {}).get("Function", {}).items() if k not in NOT_IN_A_VERSION}
+    for name, resource in template.get("Resources", {}).items():
+        properties = resource.get("Properties", {})
+        if resource.get("Type") != "AWS::Serverless::Function" or "AutoPublishAlias" not in properties:
+            continue
+        own = {k: v for k, v in properties.items() if k not in NOT_IN_A_VERSION}
+        carried = parameters(own, template) | parameters(shared, template)
+        described = parameters(properties.get("VersionDescription"), template)
+        for parameter in sorted(carried):
+            wanted = f"{parameter}Serial" if parameter in secret else parameter
+            if wanted not in described:
+                yield f"{name}: its VersionDescription names no {wanted}, so changing {parameter} alone would leave `live` on the old version"
+        for parameter in sorted(described & secret):
+            yield f"{name}: its VersionDescription shows the NoEcho parameter {parameter}"
+
+
+def main() -> int:
+    template, matches = decode(sys.argv[1])
+    if matches or template is None:
+        print(f"check-versions: cannot read {sys.argv[1]}", file=sys.stderr)
+        return 1
+    found = list(problems(template))
+    for problem in found:
+        print(f"check-versions: {problem}", file=sys.stderr)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
