@@ -20,6 +20,10 @@ import sys
 from cfnlint.decode import decode  # the same YAML loader cfn-lint uses
 
 SUB_VARIABLE = re.compile(r"\$\{([^}!.]+)\}")
+# Lambda's limit on a version's description, and the longest DataTableName
+# the template accepts (the restored table a description names).
+DESCRIPTION_MAX = 256
+TABLE_NAME_MAX = 64
 # Properties that are not part of a published version: the release itself,
 # the function's concurrency, the triggers, the role's policies.
 NOT_IN_A_VERSION = {
@@ -58,6 +62,21 @@ def parameters(node, template):
     return found
 
 
+def rendered(description, template):
+    """The description at the parameters' defaults, a table named at DataTableName's longest."""
+    if not isinstance(description, dict) or "Fn::Sub" not in description:
+        return str(description or "")
+    text = description["Fn::Sub"]
+    text = text if isinstance(text, str) else text[0]
+    defaults = {name: str(p.get("Default", "")) for name, p in template.get("Parameters", {}).items()}
+
+    def value(match):
+        name = match.group(1)
+        return "t" * TABLE_NAME_MAX if name == "Table" else defaults.get(name, match.group(0))
+
+    return SUB_VARIABLE.sub(value, text)
+
+
 def problems(template):
     secret = {name for name, p in template.get("Parameters", {}).items() if str(p.get("NoEcho")).lower() == "true"}
     shared = {k: v for k, v in template.get("Globals", {}).get("Function", {}).items() if k not in NOT_IN_A_VERSION}
@@ -74,6 +93,9 @@ def problems(template):
                 yield f"{name}: its VersionDescription names no {wanted}, so changing {parameter} alone would leave `live` on the old version"
         for parameter in sorted(described & secret):
             yield f"{name}: its VersionDescription shows the NoEcho parameter {parameter}"
+        length = len(rendered(properties.get("VersionDescription"), template))
+        if length > DESCRIPTION_MAX:
+            yield f"{name}: its VersionDescription is {length} characters at the defaults with a {TABLE_NAME_MAX}-character table, over Lambda's {DESCRIPTION_MAX}"
 
 
 def main() -> int:
