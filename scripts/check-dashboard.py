@@ -17,7 +17,7 @@ import json
 import re
 import sys
 
-from cfnlint.decode import decode  # the same YAML loader cfn-lint uses
+import template_check
 
 VARIABLE = re.compile(r"\$\{([^}!][^}]*)\}")
 TOKEN_BASE = 900_000
@@ -84,16 +84,5 @@ def problems(template):
                     yield f"{name}: metric widget {index} ({properties.get('title')}) lacks region or metrics"
 
 
-def main() -> int:
-    template, matches = decode(sys.argv[1])
-    if matches or template is None:
-        print(f"check-dashboard: cannot read {sys.argv[1]}", file=sys.stderr)
-        return 1
-    found = list(problems(template))
-    for problem in found:
-        print(f"check-dashboard: {problem}", file=sys.stderr)
-    return 1 if found else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(template_check.run("check-dashboard", problems, sys.argv[1]))

@@ -17,7 +17,7 @@ scripts/lint-template.sh.
 import re
 import sys
 
-from cfnlint.decode import decode  # the same YAML loader cfn-lint uses
+import template_check
 
 SUB_VARIABLE = re.compile(r"\$\{([^}!.]+)\}")
 # Lambda's limit on a version's description, and the longest DataTableName
@@ -98,16 +98,5 @@ def problems(template):
             yield f"{name}: its VersionDescription is {length} characters at the defaults with a {TABLE_NAME_MAX}-character table, over Lambda's {DESCRIPTION_MAX}"
 
 
-def main() -> int:
-    template, matches = decode(sys.argv[1])
-    if matches or template is None:
-        print(f"check-versions: cannot read {sys.argv[1]}", file=sys.stderr)
-        return 1
-    found = list(problems(template))
-    for problem in found:
-        print(f"check-versions: {problem}", file=sys.stderr)
-    return 1 if found else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(template_check.run("check-versions", problems, sys.argv[1]))
