@@ -5,6 +5,9 @@
 //! - [`copy`]: a stage's data exported as JSON lines, imported into another's table.
 //! - [`restore`]: a backup or point in time restored into a new table, made whole.
 //! - [`scan`]: reading a whole table, in parallel segments.
+//!
+//! `src/cli/` (the command line) and `src/commands/` (what each command does)
+//! are the binary's own modules, declared by `main.rs`, not this library's.
 
 pub mod check;
 pub mod copy;
