@@ -92,7 +92,7 @@ impl Db {
                     .set_exclusive_start_key(start)
                     .send()
                     .await
-                    .map_err(classify)?;
+                    .map_err(|e| classify(self.table(), e))?;
                 for item in out.items() {
                     if let Some(id) = item.get("id").and_then(id_of) {
                         ids.push(id);
