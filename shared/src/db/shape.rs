@@ -117,7 +117,10 @@ mod tests {
         stored_as_its_fields(&Category {
             id: Id::clamped(2),
             name: Name::parse("Dogs", "name")?,
-            description: Some(Description::parse("Loyal")?),
+            description: Some(Description::parse(
+                "Loyal",
+                &crate::records::NewCategory::DESCRIPTION,
+            )?),
         })?;
         stored_as_its_fields(&Order {
             id: Id::clamped(3),
