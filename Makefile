@@ -84,8 +84,8 @@ test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on Dyna
 # features for that package alone and recompiles much of the workspace.
 # --no-fail-fast: every test target runs, and the summary lists each failure.
 # The integration tests mostly wait on DynamoDB Local, so more of them run at
-# once than the machine has cores (libtest's default): 180 s at 2, 127 s at 6
-# on two loaded cores.
+# once than the machine has cores (libtest's default): the API binary took
+# 180 s at 2, 127 to 180 s at 6, on two cores loaded by other builds.
 TEST_THREADS ?= 6
 test-rust: dynamodb-install ## Every Rust test target (unit, integration, doc), not stopping at the first failing one, on make test's build; ARGS=pets:: filters by test name
 	cargo test --workspace --no-fail-fast -- --test-threads=$(TEST_THREADS) $(ARGS)
