@@ -6,6 +6,10 @@
 //! answers carried: a property added to `openapi.yaml` must be set here too,
 //! and one the code stops sending fails here.
 //!
+//! And each record's schema in both documents lists exactly the record's
+//! fields, so a field added to a record and left out of either document
+//! fails even before any flow sets it.
+//!
 //! The flow collects its own answers only (`helpers/carried.rs`), so the
 //! test passes or fails alike whatever else runs beside it or is filtered.
 
@@ -13,7 +17,10 @@ use crate::helpers::carried::collecting;
 use crate::helpers::contract::optional_response_properties;
 use crate::helpers::TestApp;
 use chrono::{Duration, Utc};
+use petstore::db::record_fields;
+use petstore::records::{Category, Order, Pet};
 use serde_json::json;
+use std::collections::BTreeSet;
 
 /// A category, a pet in stock and an order, each with every optional field
 /// set, each read back.
@@ -62,4 +69,46 @@ async fn every_optional_response_property_is_sent() {
         documented.contains("Order.shipDate"),
         "the document was read"
     );
+}
+
+/// The properties `schema` (in `document`'s components) lists.
+fn properties(document: &str, schema: &str) -> BTreeSet<String> {
+    let document = serde_json::to_value(crate::deploy::read_yaml(document)).unwrap_or_default();
+    let properties = document["components"]["schemas"][schema]["properties"].as_object();
+    properties
+        .into_iter()
+        .flatten()
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
+#[test]
+fn each_record_s_schemas_list_exactly_its_fields() {
+    let records = [
+        ("Pet", "Pet", record_fields::<Pet>(), None),
+        ("Category", "Category", record_fields::<Category>(), None),
+        // An event's order also names who placed it.
+        (
+            "Order",
+            "OwnedOrder",
+            record_fields::<Order>(),
+            Some("ownerId"),
+        ),
+    ];
+    for (openapi, asyncapi, fields, event_only) in records {
+        let fields: BTreeSet<String> = fields.iter().map(|f| f.to_string()).collect();
+        assert!(!fields.is_empty(), "{openapi}: its fields were read");
+        assert_eq!(
+            properties("openapi.yaml", openapi),
+            fields,
+            "openapi.yaml's {openapi} (left) against the record's fields (right)"
+        );
+        let mut event_fields = fields.clone();
+        event_fields.extend(event_only.map(String::from));
+        assert_eq!(
+            properties("asyncapi.yaml", asyncapi),
+            event_fields,
+            "asyncapi.yaml's {asyncapi} (left) against the record's fields (right)"
+        );
+    }
 }
