@@ -43,18 +43,19 @@ def unique_idempotency_keys(ctx, case, **kwargs):
 
 # --- Text beyond U+FFFF (contract section 1; added with the text rules) ------
 #
-# openapi.yaml's name and description patterns say what is refused up to
-# U+FFFF; the hidden characters beyond it (format tags, plane 15 and 16
+# The patterns of openapi.yaml's text properties (each a TextField of a body
+# type, records::TEXT_FIELDS) say what is refused up to U+FFFF; the hidden characters beyond it (format tags, plane 15 and 16
 # private use) are listed in `x-refused-beyond-bmp`, since no pattern says
 # them so that ECMA-262 without the `u` flag (Spectral, JavaScript clients)
 # and code-point engines (Python, schemathesis's jsonschema-rs) agree.
 # hypothesis draws from the patterns, so a "valid" body may hold such a
 # character, which the service refuses as the document says: such bodies are
-# not sent. The refusals are tested in tests/values.rs and
-# shared/src/records/text_tests.rs.
+# not sent. Which properties: those listing `x-refused-beyond-bmp`, read
+# from openapi.yaml (no list here). The refusals are tested in
+# tests/refusals.rs, tests/values.rs and shared/src/records/text_tests.rs.
 
-_TEXT = yaml.safe_load((Path(__file__).resolve().parent.parent / "openapi.yaml").read_text())[
-    "components"]["schemas"]["NewCategory"]["properties"]
+_SCHEMAS = yaml.safe_load((Path(__file__).resolve().parent.parent / "openapi.yaml").read_text())[
+    "components"]["schemas"]
 
 
 def _range(listed: str) -> str:
@@ -63,10 +64,19 @@ def _range(listed: str) -> str:
     return re.escape(first) + ("-" + re.escape(last) if last != first else "")
 
 
-REFUSED_BEYOND_BMP = {
-    field: re.compile("[" + "".join(_range(r) for r in _TEXT[field]["x-refused-beyond-bmp"]) + "]")
-    for field in ("name", "description")
-}
+def _refused_beyond_bmp(schemas: dict) -> dict:
+    """Each property that lists `x-refused-beyond-bmp` in some schema, by name,
+    with the characters listed: openapi.yaml is the list, and the Rust text
+    rules' test (records/text_tests.rs) holds each property to its rule."""
+    refused = {}
+    for schema in schemas.values():
+        for field, prop in (schema.get("properties") or {}).items():
+            for listed in prop.get("x-refused-beyond-bmp", []):
+                refused.setdefault(field, set()).add(_range(listed))
+    return {field: re.compile("[" + "".join(sorted(ranges)) + "]") for field, ranges in refused.items()}
+
+
+REFUSED_BEYOND_BMP = _refused_beyond_bmp(_SCHEMAS)
 
 
 # Rule: the refused characters beyond U+FFFF (records/text.rs, RULES).

@@ -12,7 +12,8 @@
 //! `AWS_ENDPOINT_URL_DYNAMODB`); every test gets its own tables, so tests run
 //! in parallel without seeing each other's records.
 
-mod contract;
+pub mod carried;
+pub mod contract;
 mod dynamodb;
 mod remote;
 pub mod schema;

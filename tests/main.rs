@@ -26,6 +26,8 @@ mod pages;
 mod partitions;
 mod pets;
 mod ratelimit;
+mod refusals;
+mod responses;
 mod roles;
 mod routes;
 mod shield;

@@ -537,7 +537,7 @@ async fn a_customers_list_is_its_own_orders_with_filters_and_paging() {
     }
     let complete = OrderPatch {
         complete: Some(true),
-        ship_date: None,
+        ..OrderPatch::default()
     };
     let db = me.app.db.unrecorded();
     db.update_order(id(mine[4]), complete, OrderScope::All, chrono::Utc::now())
@@ -674,7 +674,7 @@ async fn a_foreign_write_fails_in_dynamodb_even_if_the_read_check_were_skipped(
     assert_eq!(inventory(&app, pet_id).await["quantity"], 0);
     let patch = OrderPatch {
         complete: Some(true),
-        ship_date: None,
+        ..OrderPatch::default()
     };
     assert!(matches!(
         db.unrecorded()

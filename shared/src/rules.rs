@@ -335,22 +335,14 @@ pub fn patch_order(
     patch: &OrderPatch,
     now: DateTime<Utc>,
 ) -> Result<Option<OrderDecision>, RuleViolation> {
-    if order.complete && patch.complete.is_none() && patch.ship_date.is_none() {
+    if order.complete && patch.is_empty() {
         return Ok(None);
     }
     let guard = open_order(order)?;
-    let completing = patch.complete == Some(true);
-    let ship_date = patch.ship_date.or(order.ship_date);
-    let ship_date = if completing {
-        Some(ship_date.unwrap_or(now))
-    } else {
-        ship_date
-    };
-    let updated = Order {
-        complete: completing,
-        ship_date,
-        ..order.clone()
-    };
+    let mut updated = patch.merged(order);
+    if updated.complete {
+        updated.ship_date.get_or_insert(now);
+    }
     Ok((updated != *order).then_some(OrderDecision { updated, guard }))
 }
 
@@ -630,7 +622,7 @@ mod tests {
         let now = Utc::now();
         let completing = OrderPatch {
             complete: Some(true),
-            ship_date: None,
+            ..OrderPatch::default()
         };
         let decision = patch_order(&an_order(false), &completing, now);
         let decision = decision

@@ -5,16 +5,20 @@
 //! `required` must be there.
 //!
 //! The document is read and its schemas compiled once per test binary.
+//! Each conforming body's optional properties are noted for a flow that
+//! collects them (`carried.rs`): a documented property no answer carries
+//! fails `responses::every_optional_response_property_is_sent`.
 //! A request no operation matches (an unknown path, a method the path does
 //! not have, `/docs/assets/...`) has no schema but one: an error answer
 //! must still be the `Error` record.
 
+use super::carried;
 use super::schema::{closed, compile, violations};
 use super::TestResponse;
 use http::{HeaderMap, Method};
 use jsonschema::Validator;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};
 
 /// What `openapi.yaml` says each operation answers.
@@ -22,6 +26,8 @@ struct Contract {
     operations: Vec<Operation>,
     /// The `Error` record, for errors no operation documents.
     error: Arc<Validator>,
+    /// The document itself, for the names of the properties answers carry.
+    document: Value,
 }
 
 struct Operation {
@@ -38,7 +44,14 @@ struct Answer {
     required_headers: Vec<String>,
     /// Each media type of `content` with its compiled schema (none for
     /// bodies that are not JSON); empty when the answer has no body.
-    content: Vec<(String, Option<Arc<Validator>>)>,
+    content: Vec<(String, Option<JsonBody>)>,
+}
+
+/// A JSON body's schema: as written (for the names of its properties) and
+/// compiled closed.
+struct JsonBody {
+    schema: Value,
+    validator: Arc<Validator>,
 }
 
 fn contract() -> &'static Contract {
@@ -80,12 +93,32 @@ pub fn check(method: &Method, path: &str, response: &TestResponse) -> Result<(),
         .filter(|header| !headers.contains_key(header.as_str()))
         .map(|header| format!("required header {header} is missing"))
         .collect();
-    faults.extend(answer.body_faults(headers, body));
+    faults.extend(answer.body_faults(headers, body, |schema, value| {
+        carried::record(&contract.document, schema, &name, value)
+    }));
     if faults.is_empty() {
         Ok(())
     } else {
         fail(faults)
     }
+}
+
+/// Every optional property of a JSON answer `openapi.yaml` documents, named
+/// as `carried.rs` names them (`Order.shipDate`).
+pub fn optional_response_properties() -> BTreeSet<String> {
+    let contract = contract();
+    let mut optional = BTreeSet::new();
+    for operation in &contract.operations {
+        for (status, answer) in &operation.responses {
+            let name = format!("{} {} {status}", operation.method, operation.template);
+            for (_, body) in &answer.content {
+                if let Some(JsonBody { schema, .. }) = body {
+                    optional.extend(carried::optional(&contract.document, schema, &name));
+                }
+            }
+        }
+    }
+    optional
 }
 
 impl Contract {
@@ -123,7 +156,11 @@ impl Contract {
                 });
             }
         }
-        Ok(Contract { operations, error })
+        Ok(Contract {
+            operations,
+            error,
+            document,
+        })
     }
 
     /// The operation `method path` calls: of the templates matching `path`,
@@ -174,7 +211,14 @@ impl Operation {
 }
 
 impl Answer {
-    fn body_faults(&self, headers: &HeaderMap, body: &[u8]) -> Vec<String> {
+    /// What is wrong with `body`; a conforming JSON body is shown to `seen`
+    /// with its schema.
+    fn body_faults(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        seen: impl FnOnce(&Value, &Value),
+    ) -> Vec<String> {
         if self.content.is_empty() {
             return match body.is_empty() {
                 true => vec![],
@@ -193,11 +237,17 @@ impl Answer {
                 "Content-Type {media_type:?} is not one documented: {documented:?}"
             )];
         };
-        let Some(validator) = validator else {
+        let Some(JsonBody { schema, validator }) = validator else {
             return vec![];
         };
         match serde_json::from_slice::<Value>(body) {
-            Ok(value) => violations(validator, &value),
+            Ok(value) => {
+                let faults = violations(validator, &value);
+                if faults.is_empty() {
+                    seen(schema, &value);
+                }
+                faults
+            }
             Err(e) => vec![format!("the body is not JSON: {e}")],
         }
     }
@@ -234,7 +284,10 @@ impl Compiled {
         let mut content = Vec::new();
         for (media_type, media) in response["content"].as_object().into_iter().flatten() {
             let validator = match media_type.ends_with("json") {
-                true => Some(self.schema(document, &media["schema"])?),
+                true => Some(JsonBody {
+                    schema: media["schema"].clone(),
+                    validator: self.schema(document, &media["schema"])?,
+                }),
                 false => None,
             };
             content.push((media_type.to_ascii_lowercase(), validator));

@@ -314,7 +314,10 @@ mod tests {
         let mut category = Category {
             id: Id::clamped(7),
             name: Name::parse("Dogs", "name")?,
-            description: Some(Description::parse("Loyal")?),
+            description: Some(Description::parse(
+                "Loyal",
+                &crate::records::NewCategory::DESCRIPTION,
+            )?),
         };
         let expr = Expr::new().exists().replace(&category)?;
         assert_eq!(

@@ -70,6 +70,7 @@ pub use ids::new_id;
 pub use item::Item;
 pub use page::Page;
 pub use query::Cursor;
+pub use shape::fields as record_fields;
 pub use shards::Shards;
 pub use write::{Check, OnFailure, Write, Written};
 pub(crate) use write::{Pause, Retry};

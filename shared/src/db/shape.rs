@@ -16,11 +16,13 @@ use std::fmt;
 /// changed by an update.
 pub(crate) const ID: &str = "id";
 
-/// The attribute names a record of type `T` is stored under, in field order.
+/// The attribute names a record of type `T` is stored under, in field order:
+/// also the properties its schemas in `openapi.yaml` and `asyncapi.yaml`
+/// must list (`tests/responses.rs`).
 ///
 /// Empty for a type that is not a plain struct (a `#[serde(flatten)]` field
 /// makes serde read a map, with no list): the tests below fail on one.
-pub(crate) fn fields<T: DeserializeOwned>() -> &'static [&'static str] {
+pub fn fields<T: DeserializeOwned>() -> &'static [&'static str] {
     let mut names: &'static [&'static str] = &[];
     // The probe always ends in its own error, once the names are taken.
     let _ = T::deserialize(FieldProbe(&mut names));
@@ -117,7 +119,10 @@ mod tests {
         stored_as_its_fields(&Category {
             id: Id::clamped(2),
             name: Name::parse("Dogs", "name")?,
-            description: Some(Description::parse("Loyal")?),
+            description: Some(Description::parse(
+                "Loyal",
+                &crate::records::NewCategory::DESCRIPTION,
+            )?),
         })?;
         stored_as_its_fields(&Order {
             id: Id::clamped(3),

@@ -1,7 +1,9 @@
 //! Categories: the record and the body that creates or replaces one.
 
-use super::json::{optional, required, string, JsonObject};
-use super::{BeyondSchema, Conformance, Description, Id, Name, ValidationError};
+use super::json::JsonObject;
+use super::{
+    BeyondSchema, Conformance, Description, Id, Name, TextField, TextRule, ValidationError,
+};
 use serde::{Deserialize, Serialize};
 
 /// The rules on a category that its schema cannot state ([`BeyondSchema`]).
@@ -32,21 +34,27 @@ pub struct NewCategory {
 }
 
 impl NewCategory {
+    pub const NAME: TextField = TextField::new("name", TextRule::NAME);
+    pub const DESCRIPTION: TextField = TextField::new("description", TextRule::free_text(500));
+    /// Its free-text fields (see [`TextField`]).
+    pub const TEXT: &[TextField] = &[NewCategory::NAME, NewCategory::DESCRIPTION];
+
     pub fn parse(body: &JsonObject) -> Result<NewCategory, ValidationError> {
         Ok(NewCategory {
-            name: Name::parse(string(required(body, "name")?, "name")?, "name")?,
-            description: optional(body, "description")
-                .map(|v| Description::parse(string(v, "description")?))
-                .transpose()?,
+            name: NewCategory::NAME.required(body)?,
+            description: NewCategory::DESCRIPTION.optional(body)?,
         })
     }
 
     /// The category this body makes, with the id the service gave it.
+    /// Destructured, so a field added to one and not carried is a compile
+    /// error.
     pub fn into_category(self, id: Id) -> Category {
+        let NewCategory { name, description } = self;
         Category {
             id,
-            name: self.name,
-            description: self.description,
+            name,
+            description,
         }
     }
 }

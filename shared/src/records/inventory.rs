@@ -1,7 +1,7 @@
 //! Inventory entries: one pet's stock, and the body that sets it.
 
 use super::json::{required, JsonObject};
-use super::{Id, PetStatus, StockQuantity, ValidationError};
+use super::{Id, PetStatus, StockQuantity, TextField, ValidationError};
 use serde::{Deserialize, Serialize};
 
 /// One pet's stock, as the API shows it.
@@ -20,6 +20,9 @@ pub struct InventoryUpdate {
 }
 
 impl InventoryUpdate {
+    /// Its free-text fields (see [`TextField`]): none.
+    pub const TEXT: &[TextField] = &[];
+
     pub fn parse(body: &JsonObject) -> Result<InventoryUpdate, ValidationError> {
         let quantity = required(body, "quantity")?
             .as_u64()

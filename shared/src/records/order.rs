@@ -1,7 +1,7 @@
 //! Orders: the record and the bodies that place and change one.
 
 use super::json::{optional, required, JsonObject};
-use super::{BeyondSchema, Conformance, Id, OrderQuantity, ValidationError};
+use super::{BeyondSchema, Conformance, Id, OrderQuantity, TextField, ValidationError};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
@@ -76,6 +76,9 @@ fn ship_date(value: &Value) -> Result<DateTime<Utc>, ValidationError> {
 }
 
 impl NewOrder {
+    /// Its free-text fields (see [`TextField`]): none yet.
+    pub const TEXT: &[TextField] = &[];
+
     pub fn parse(body: &JsonObject) -> Result<NewOrder, ValidationError> {
         let quantity = match optional(body, "quantity") {
             None => OrderQuantity::DEFAULT,
@@ -101,6 +104,25 @@ impl NewOrder {
             ship_date: optional(body, "shipDate").map(ship_date).transpose()?,
         })
     }
+
+    /// The order this body places: an incomplete one, with the id the service
+    /// gave it and when its hold lapses. Destructured, so a field added to
+    /// one and not carried is a compile error.
+    pub fn into_order(self, id: Id, lapses_at: DateTime<Utc>) -> Order {
+        let NewOrder {
+            pet_id,
+            quantity,
+            ship_date,
+        } = self;
+        Order {
+            id,
+            pet_id,
+            quantity,
+            ship_date,
+            complete: false,
+            lapses_at: Some(lapses_at),
+        }
+    }
 }
 
 /// The body of `PATCH /store/orders/{orderId}`.
@@ -113,6 +135,9 @@ pub struct OrderPatch {
 }
 
 impl OrderPatch {
+    /// The same free-text fields as [`NewOrder`]'s, under the same rules.
+    pub const TEXT: &[TextField] = NewOrder::TEXT;
+
     pub fn parse(body: &JsonObject) -> Result<OrderPatch, ValidationError> {
         Ok(OrderPatch {
             complete: optional(body, "complete")
@@ -123,6 +148,39 @@ impl OrderPatch {
                 .transpose()?,
             ship_date: optional(body, "shipDate").map(ship_date).transpose()?,
         })
+    }
+
+    /// Whether the patch changes nothing (`{}`): the only one a complete
+    /// order accepts.
+    pub fn is_empty(&self) -> bool {
+        *self == OrderPatch::default()
+    }
+
+    /// `order` with each field this patch carries replacing its own, as
+    /// sent: what completing implies (a ship date, the hold) is the rules'
+    /// (`rules::patch_order`). Both destructured, so a field added to either
+    /// and not merged is a compile error.
+    pub fn merged(&self, order: &Order) -> Order {
+        let OrderPatch {
+            complete,
+            ship_date,
+        } = self.clone();
+        let Order {
+            id,
+            pet_id,
+            quantity,
+            ship_date: was_shipping,
+            complete: was_complete,
+            lapses_at,
+        } = order.clone();
+        Order {
+            id,
+            pet_id,
+            quantity,
+            ship_date: ship_date.or(was_shipping),
+            complete: complete.unwrap_or(was_complete),
+            lapses_at,
+        }
     }
 }
 

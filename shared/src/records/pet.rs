@@ -1,7 +1,7 @@
 //! Pets: the record, its status, and the bodies that create and change one.
 
-use super::json::{optional, required, string, JsonObject};
-use super::{BeyondSchema, Conformance, Id, Name, ValidationError};
+use super::json::{optional, required, JsonObject};
+use super::{BeyondSchema, Conformance, Id, Name, TextField, TextRule, ValidationError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
@@ -90,9 +90,13 @@ pub struct NewPet {
 }
 
 impl NewPet {
+    pub const NAME: TextField = TextField::new("name", TextRule::NAME);
+    /// Its free-text fields (see [`TextField`]).
+    pub const TEXT: &[TextField] = &[NewPet::NAME];
+
     pub fn parse(body: &JsonObject) -> Result<NewPet, ValidationError> {
         Ok(NewPet {
-            name: Name::parse(string(required(body, "name")?, "name")?, "name")?,
+            name: NewPet::NAME.required(body)?,
             category_id: Id::from_json(required(body, "categoryId")?, "categoryId")?,
             status: optional(body, "status")
                 .map(PetStatus::from_json)
@@ -101,13 +105,19 @@ impl NewPet {
         })
     }
 
-    /// The pet this body makes, with the id the service gave it.
+    /// The pet this body makes, with the id the service gave it. Destructured,
+    /// so a field added to one and not carried is a compile error.
     pub fn into_pet(self, id: Id) -> Pet {
+        let NewPet {
+            name,
+            category_id,
+            status,
+        } = self;
         Pet {
             id,
-            name: self.name,
-            category_id: self.category_id,
-            status: self.status,
+            name,
+            category_id,
+            status,
         }
     }
 }
@@ -121,6 +131,9 @@ pub struct PetPatch {
 }
 
 impl PetPatch {
+    /// The same fields as [`NewPet`]'s, under the same rules.
+    pub const TEXT: &[TextField] = NewPet::TEXT;
+
     /// In a merge patch `null` means "remove"; every NewPet field but `status`
     /// is required, so only `status: null` (back to its default) is meaningful,
     /// and a `null` name or category is refused.
@@ -133,9 +146,7 @@ impl PetPatch {
             }
         }
         Ok(PetPatch {
-            name: optional(body, "name")
-                .map(|v| Name::parse(string(v, "name")?, "name"))
-                .transpose()?,
+            name: NewPet::NAME.optional(body)?,
             category_id: optional(body, "categoryId")
                 .map(|v| Id::from_json(v, "categoryId"))
                 .transpose()?,
@@ -147,12 +158,25 @@ impl PetPatch {
         })
     }
 
-    /// The pet this patch would make of `pet`.
+    /// The pet this patch would make of `pet`: each field the patch carries
+    /// replaces the pet's. Both destructured, so a field added to either and
+    /// not merged is a compile error.
     pub fn apply(&self, pet: &Pet) -> NewPet {
+        let PetPatch {
+            name,
+            category_id,
+            status,
+        } = self.clone();
+        let Pet {
+            id: _,
+            name: was_named,
+            category_id: was_in,
+            status: was,
+        } = pet.clone();
         NewPet {
-            name: self.name.clone().unwrap_or_else(|| pet.name.clone()),
-            category_id: self.category_id.unwrap_or(pet.category_id),
-            status: self.status.unwrap_or(pet.status),
+            name: name.unwrap_or(was_named),
+            category_id: category_id.unwrap_or(was_in),
+            status: status.unwrap_or(was),
         }
     }
 }

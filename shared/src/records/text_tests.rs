@@ -1,6 +1,10 @@
 use super::*;
 use crate::http::openapi::OPENAPI_JSON;
+use crate::records::TEXT_FIELDS;
 use serde_json::Value;
+use std::collections::BTreeSet;
+
+const DESCRIPTION: TextField = TextField::new("description", TextRule::free_text(500));
 
 #[test]
 fn names_are_trimmed_and_bounded() -> Result<(), ValidationError> {
@@ -47,13 +51,19 @@ fn names_refuse_what_is_not_seen() {
 #[test]
 fn descriptions_keep_tabs_and_line_breaks_only() {
     for kept in ["", "a\tb", "a\nb", "a\r\nb", "Ｆｕｌｌ width", "\n\n"] {
-        assert!(Description::parse(kept).is_ok(), "{kept:?} was refused");
+        assert!(
+            Description::parse(kept, &DESCRIPTION).is_ok(),
+            "{kept:?} was refused"
+        );
     }
     let refused = [
         "a\0b", "a\u{1b}b", "a\rb", "a\r", "\u{202e}", "\u{200b}", "\u{2028}", "\u{e000}",
     ];
     for text in refused {
-        assert!(Description::parse(text).is_err(), "{text:?} was accepted");
+        assert!(
+            Description::parse(text, &DESCRIPTION).is_err(),
+            "{text:?} was accepted"
+        );
     }
 }
 
@@ -134,20 +144,48 @@ fn beyond_bmp(runs: &[(u32, u32)]) -> Vec<String> {
         .collect()
 }
 
-/// openapi.yaml's name pattern, made from the rules: trimmed whitespace at
-/// either end, 1–100 characters between, none of them hidden (in the BMP).
-fn name_pattern() -> String {
+/// `rule` as `openapi.yaml`'s `pattern` states it (up to U+FFFF). Trimmed
+/// text may be longer than its rule allows before trimming, so its pattern
+/// bounds the length between the whitespace at either end; untrimmed text
+/// is bounded by `maxLength` instead (a CRLF is two characters, which a
+/// repeat count could not say).
+fn pattern(rule: &TextRule) -> String {
+    let hidden = class(&runs(|c| !rule.allows(c, None)));
+    let inner = match rule.line_breaks {
+        true => format!("(?:[^{hidden}]|\\r\\n)"),
+        false => format!("[^{hidden}]"),
+    };
+    if !rule.trimmed {
+        return format!("^{inner}*$");
+    }
     let space = class(&runs(char::is_whitespace));
-    let hidden = class(&runs(hidden));
     let edge = format!("[^{space}{hidden}]");
-    format!("^[{space}]*{edge}(?:[^{hidden}]{{0,98}}{edge})?[{space}]*$")
+    let (min, max) = (rule.min_chars, rule.max_chars);
+    let text = match (min, max) {
+        (_, 0) => String::new(),
+        (_, 1) => edge.clone(),
+        (0 | 1, _) => format!("{edge}(?:{inner}{{0,{}}}{edge})?", max - 2),
+        _ => format!("{edge}{inner}{{{},{}}}{edge}", min - 2, max - 2),
+    };
+    let text = match min {
+        0 => format!("(?:{text})?"),
+        _ => text,
+    };
+    format!("^[{space}]*{text}[{space}]*$")
 }
 
-/// openapi.yaml's description pattern: no hidden character but tab, LF and
-/// CRLF (in the BMP).
-fn description_pattern() -> String {
-    let hidden = class(&runs(|c| hidden(c) && c != '\t' && c != '\n'));
-    format!("^(?:[^{hidden}]|\\r\\n)*$")
+/// The `minLength` and `maxLength` `openapi.yaml` states for `rule` (what
+/// the pattern does not say).
+fn lengths(rule: &TextRule) -> (Value, Value) {
+    let min = match rule.min_chars {
+        0 => Value::Null,
+        min => Value::from(min),
+    };
+    let max = match rule.trimmed {
+        true => Value::Null,
+        false => Value::from(rule.max_chars),
+    };
+    (min, max)
 }
 
 /// As YAML's double-quoted scalar, to paste into openapi.yaml.
@@ -155,57 +193,123 @@ fn yaml(pattern: &str) -> String {
     format!("\"{}\"", pattern.replace('\\', "\\\\"))
 }
 
-/// openapi.yaml refuses exactly the characters the service refuses: its
-/// patterns are these rules' rendering (printed to paste when they differ),
-/// and `x-refused-beyond-bmp` lists the rest.
+fn document() -> Value {
+    serde_json::from_str(OPENAPI_JSON).unwrap_or_default()
+}
+
+/// The schemas `openapi.yaml`'s operations take as JSON bodies, by name.
+fn request_bodies(document: &Value) -> BTreeSet<String> {
+    let operations = document["paths"].as_object().into_iter().flatten();
+    let operations = operations.flat_map(|(_, item)| item.as_object().into_iter().flatten());
+    operations
+        .filter_map(|(_, operation)| {
+            let schema = &operation["requestBody"]["content"]["application/json"]["schema"];
+            schema["$ref"]
+                .as_str()?
+                .rsplit('/')
+                .next()
+                .map(String::from)
+        })
+        .collect()
+}
+
+/// openapi.yaml refuses exactly what each text field's rule refuses: its
+/// `pattern` is the rule's rendering (printed to paste when it differs), its
+/// lengths and `x-refused-beyond-bmp` the rule's, property by property.
 #[test]
-fn openapi_patterns_are_the_text_rules() {
-    let document: Value = serde_json::from_str(OPENAPI_JSON).unwrap_or_default();
-    let beyond = Value::from(beyond_bmp(&runs(hidden)));
-    let texts = [
-        ("NewPet", "name", name_pattern()),
-        ("PetPatch", "name", name_pattern()),
-        ("NewCategory", "name", name_pattern()),
-        ("NewCategory", "description", description_pattern()),
-    ];
-    for (schema, property, want) in texts {
-        let documented = &document["components"]["schemas"][schema]["properties"][property];
-        assert!(
-            documented["pattern"] == want.as_str(),
-            "{schema}.{property}: {}",
-            yaml(&want)
-        );
-        assert_eq!(
-            documented["x-refused-beyond-bmp"], beyond,
-            "{schema}.{property}: {beyond}"
-        );
+fn openapi_text_properties_are_their_fields_rules() {
+    let document = document();
+    let schemas = &document["components"]["schemas"];
+    for (schema, fields) in TEXT_FIELDS {
+        for TextField { property, rule } in fields {
+            let documented = &schemas[schema]["properties"][property];
+            let named = format!("openapi.yaml, {schema}.{property}");
+            assert!(documented.is_object(), "{named}: no such property");
+            let want = pattern(rule);
+            let pasted = yaml(&want);
+            assert!(
+                documented["pattern"] == want.as_str(),
+                "{named}: pattern {pasted}"
+            );
+            let (min, max) = lengths(rule);
+            assert_eq!(documented["minLength"], min, "{named}: minLength");
+            assert_eq!(documented["maxLength"], max, "{named}: maxLength");
+            let beyond = Value::from(beyond_bmp(&runs(|c| !rule.allows(c, None))));
+            let listed = &documented["x-refused-beyond-bmp"];
+            assert_eq!(listed, &beyond, "{named}: x-refused-beyond-bmp {beyond}");
+        }
     }
 }
 
-/// The rendering means what the rules say, character by character in the BMP.
+/// No text reaches the service undeclared: every body schema is in
+/// `TEXT_FIELDS`, and each of its free-text properties (a string with no
+/// `format` or `enum`) and each property refusing characters beyond U+FFFF
+/// is a declared field.
 #[test]
-fn the_rendered_patterns_accept_what_the_parsers_accept() {
-    let compile = |pattern: String| regex::Regex::new(&pattern).unwrap_or_else(|e| panic!("{e}"));
-    let name = compile(name_pattern());
-    let description = compile(description_pattern());
-    for c in every_char().filter(|&c| u32::from(c) <= 0xffff) {
-        for text in [format!("a{c}b"), c.to_string()] {
-            let accepted = Name::parse(&text, "name").is_ok();
-            assert_eq!(
-                name.is_match(&text),
-                accepted,
-                "name, U+{:04X}",
-                u32::from(c)
+fn every_text_property_of_a_body_is_a_declared_field() {
+    let document = document();
+    let declared: BTreeSet<(&str, &str)> = TEXT_FIELDS
+        .iter()
+        .flat_map(|(schema, fields)| fields.iter().map(|field| (*schema, field.property)))
+        .collect();
+    let listed: BTreeSet<&str> = TEXT_FIELDS.iter().map(|(schema, _)| *schema).collect();
+    for schema in request_bodies(&document) {
+        assert!(
+            listed.contains(schema.as_str()),
+            "openapi.yaml's body {schema} is not in records::TEXT_FIELDS: list it with its TEXT"
+        );
+        let properties = document["components"]["schemas"][&schema]["properties"].as_object();
+        for (property, documented) in properties.into_iter().flatten() {
+            let text = documented["type"] == "string"
+                && documented["format"].is_null()
+                && documented["enum"].is_null();
+            let refusing = !documented["x-refused-beyond-bmp"].is_null();
+            assert!(
+                !(text || refusing) || declared.contains(&(schema.as_str(), property.as_str())),
+                "openapi.yaml, {schema}.{property} is free text no TextField declares: add it \
+                 to the body type's TEXT (shared/src/records/) and read it through it"
             );
         }
-        for text in [format!("a{c}b"), format!("{c}\n"), c.to_string()] {
-            let accepted = Description::parse(&text).is_ok();
-            assert_eq!(
-                description.is_match(&text),
-                accepted,
-                "description, U+{:04X}",
-                u32::from(c)
-            );
+    }
+    assert!(declared.len() >= 4, "the fields were read");
+}
+
+/// The rendering means what each rule says, character by character in the
+/// BMP and at its lengths.
+#[test]
+fn the_rendered_patterns_accept_what_the_fields_accept() {
+    let mut rules: Vec<TextField> = TEXT_FIELDS
+        .iter()
+        .flat_map(|(_, f)| f.iter().copied())
+        .collect();
+    rules.dedup_by_key(|field| field.rule);
+    for field in rules {
+        let TextField { property, rule } = field;
+        let rendered = regex::Regex::new(&pattern(&rule)).unwrap_or_else(|e| panic!("{e}"));
+        let (_, max) = lengths(&rule);
+        let fits = |text: &str| {
+            max.as_u64()
+                .is_none_or(|max| text.chars().count() as u64 <= max)
+        };
+        let agree = |text: String| {
+            let accepted = field.check(&text).is_ok();
+            let matched = rendered.is_match(&text) && fits(&text);
+            assert_eq!(matched, accepted, "{property}: {text:?}");
+        };
+        for c in every_char().filter(|&c| u32::from(c) <= 0xffff) {
+            for text in [format!("a{c}b"), format!("{c}\n"), c.to_string()] {
+                agree(text);
+            }
+        }
+        let at = |n: usize| "a".repeat(n);
+        for n in [
+            rule.min_chars.saturating_sub(1),
+            rule.min_chars,
+            rule.max_chars,
+            rule.max_chars + 1,
+        ] {
+            agree(at(n));
+            agree(format!(" {} ", at(n)));
         }
     }
 }

@@ -59,14 +59,8 @@ impl Changes {
                 .await?
                 .ok_or_else(|| DbError::unknown_reference("petId", new.pet_id))?;
             let decision = rules::place_order(pet.state(), new.quantity)?;
-            let order = Order {
-                id: new_id(now),
-                pet_id: new.pet_id,
-                quantity: new.quantity,
-                ship_date: new.ship_date,
-                complete: false,
-                lapses_at: Some(holds::lapses_at(now, new.ship_date, self.hold)),
-            };
+            let lapses_at = holds::lapses_at(now, new.ship_date, self.hold);
+            let order = new.clone().into_order(new_id(now), lapses_at);
             let item = to_item(&OrderItem {
                 pk: pk(order.id),
                 sk: SK,
