@@ -12,6 +12,8 @@
 //! petstore-admin data export [--table NAME] [--segments N] [--output FILE]
 //! petstore-admin data import [--table NAME] [--input FILE]
 //! petstore-admin data restore --to NEW_TABLE (--backup ARN | --from TABLE [--at RFC3339])
+//! petstore-admin data migrate plan|status [--require-done]
+//! petstore-admin data migrate run [--max-writes-per-second N] [--segments N] [--pages N]
 //! ```
 //!
 //! Every command prints JSON lines on stdout, one per key, with its `id`,
@@ -52,6 +54,7 @@ use petstore::ratelimit::Plan;
 use petstore::records::{Id, Role};
 use petstore::App;
 use petstore_admin::check::{check_table, Report};
+use petstore_admin::migrate::cli::{self as migrate, MigrateCommand};
 use petstore_admin::scan::ScanOptions;
 use petstore_admin::{copy, restore};
 use serde_json::json;
@@ -95,6 +98,10 @@ enum DataCommand {
     /// Restore a backup or a point in time into a new table, with the
     /// stream, TTL, point-in-time recovery, deletion protection and tags.
     Restore(RestoreArgs),
+    /// Migration 0001 (the last release's layout to this one's): its plan,
+    /// its backfills, their status (docs/upgrade.md).
+    #[command(subcommand)]
+    Migrate(MigrateCommand),
 }
 
 #[derive(Args)]
@@ -219,6 +226,7 @@ enum Command {
         source: restore::Source,
         to: String,
     },
+    Migrate(MigrateCommand),
 }
 
 /// `args` without the program name. A key request that cannot be made
@@ -251,6 +259,7 @@ fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, clap::Error
             };
             return Ok(Command::Restore { source, to: r.to });
         }
+        Group::Data(DataCommand::Migrate(m)) => return Ok(Command::Migrate(m)),
         Group::Data(DataCommand::Import(i)) => {
             return Ok(Command::Import {
                 table: i.table,
@@ -355,6 +364,7 @@ async fn run(command: Command) -> Result<ExitCode, BoxError> {
             let backfilled = app.db.backfill_inventory_index().await?;
             println!("{}", json!({ "backfilled": backfilled }));
         }
+        Command::Migrate(command) => return migrate::execute(&app.db.unrecorded(), command).await,
         Command::Check { table, segments } => {
             let table = table.unwrap_or_else(|| app.db.table().to_string());
             return check(&app, &table, segments).await;

@@ -1,0 +1,106 @@
+//! `petstore-admin data migrate ...`: the commands, their output (JSON lines
+//! on stdout) and exit statuses.
+
+use super::backfill::{self, Options};
+use super::{backfills_done, plan, Manifest, StepStatus};
+use crate::scan::{self, BoxError};
+use clap::{Args, Subcommand};
+use petstore::db::Changes;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// `data migrate`'s commands (migration 0001, docs/upgrade.md).
+#[derive(Debug, Subcommand, PartialEq, Eq)]
+pub enum MigrateCommand {
+    /// Every step of the migration with its state on the table.
+    Plan,
+    /// Run the pending backfills whose template steps before them are in
+    /// place; refuses, naming the step to deploy, otherwise.
+    Run(RunArgs),
+    /// As plan; with --require-done, exit 1 unless every backfill is done.
+    Status {
+        #[arg(long)]
+        require_done: bool,
+    },
+}
+
+#[derive(Debug, Args, PartialEq, Eq)]
+pub struct RunArgs {
+    /// Item writes a second at most (default: 25% of a provisioned table's
+    /// write capacity, or 200 on demand).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_writes_per_second: Option<u32>,
+    /// Parallel scan segments of a new run (a resumed run keeps its own).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub segments: u32,
+    /// Stop after this many scan pages, positions saved (run again to resume).
+    #[arg(long, value_name = "N")]
+    pub pages: Option<u64>,
+}
+
+/// Runs `command` on `changes`' table: the lines it prints, and its status.
+pub async fn execute(changes: &Changes, command: MigrateCommand) -> Result<ExitCode, BoxError> {
+    let manifest = Manifest::migration_0001()?;
+    let (client, table) = (changes.client(), changes.table());
+    match command {
+        MigrateCommand::Plan => {
+            print(&plan(client, table, &manifest).await?)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        MigrateCommand::Status { require_done } => {
+            let statuses = plan(client, table, &manifest).await?;
+            print(&statuses)?;
+            let done = backfills_done(&statuses);
+            Ok(match done || !require_done {
+                true => ExitCode::SUCCESS,
+                false => {
+                    eprintln!("petstore-admin: migration 0001's backfills are not all done");
+                    ExitCode::FAILURE
+                }
+            })
+        }
+        MigrateCommand::Run(args) => run(changes, &manifest, args).await,
+    }
+}
+
+async fn run(changes: &Changes, manifest: &Manifest, args: RunArgs) -> Result<ExitCode, BoxError> {
+    let (client, table) = (changes.client(), changes.table());
+    let stop = Arc::new(AtomicBool::new(false));
+    let on_signal = stop.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("petstore-admin: stopping at the next page (its position is saved)");
+            on_signal.store(true, Ordering::SeqCst);
+        }
+    });
+    let options = Options {
+        max_writes_per_second: backfill::writes_per_second(
+            client,
+            table,
+            args.max_writes_per_second,
+        )
+        .await?,
+        segments: args.segments,
+        page_size: None,
+        stop_after_pages: args.pages,
+        stop,
+    };
+    eprintln!(
+        "petstore-admin: at most {} item writes a second",
+        options.max_writes_per_second
+    );
+    let bar = scan::progress(client, table).await;
+    let outcomes = super::run(changes, manifest, &options, &bar).await?;
+    for outcome in &outcomes {
+        println!("{}", serde_json::to_string(outcome)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print(statuses: &[StepStatus]) -> Result<(), BoxError> {
+    for status in statuses {
+        println!("{}", serde_json::to_string(status)?);
+    }
+    Ok(())
+}
