@@ -30,4 +30,5 @@ mod roles;
 mod routes;
 mod shield;
 mod store;
+mod upgrade;
 mod values;
