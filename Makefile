@@ -40,7 +40,7 @@ LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
 .PHONY: help run run-lambda invoke test-run-lambda test iam-check key build bench bench-report check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status check-circles venv lint-template lint-openapi conformance clients docs-browser cors-browser lint-asyncapi deploy-rehearsal
-.PHONY: test-lint-rust contract-check contract-release release-check deploy-role-check lint-workflows restore-rehearsal front-rehearsal
+.PHONY: test-lint-rust contract-check layout-check contract-release release-check deploy-role-check lint-workflows restore-rehearsal front-rehearsal
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
@@ -74,7 +74,7 @@ test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on Dyna
 	$(RECORD_AWS_CALLS) scripts/test-local-stacks.sh
 	$(RECORD_AWS_CALLS) $(MAKE) test-run-lambda
 	$(MAKE) iam-check
-	$(MAKE) contract-check lint-workflows deploy-role-check
+	$(MAKE) contract-check layout-check lint-workflows deploy-role-check
 	$(MAKE) lint-template deploy-rehearsal restore-rehearsal front-rehearsal lint-openapi lint-asyncapi check-docs conformance clients docs-browser cors-browser
 	@scripts/test-summary.sh .local/cargo-test.log
 
@@ -144,6 +144,11 @@ cors-browser: venv dynamodb-install node_modules/.package-lock.json ## Call the 
 contract-check: venv node_modules/.package-lock.json ## Fail on a change to openapi.yaml or asyncapi.yaml that breaks a client, against the last released contract (contract/released/); then the gate's own fixtures
 	$(VENV)/bin/python scripts/contract_gate.py
 	$(VENV)/bin/python scripts/contract-check-fixtures.py
+
+# docs/upgrade.md: what a release may change in the stored layout.
+layout-check: venv ## Fail on a change to the stored layout (the tables, their keys, indexes, stream, TTL, policies) that CloudFormation cannot apply over the last release in one update, unless a migration in migrations/ carries it; then the gate's own fixtures
+	$(VENV)/bin/python scripts/layout_check.py
+	$(VENV)/bin/python scripts/layout-check-fixtures.py
 
 contract-release: venv ## Move the released-contract baseline (contract/released/) to the documents, once CHANGELOG.md has the version's heading
 	$(VENV)/bin/python scripts/contract_gate.py --move-baseline

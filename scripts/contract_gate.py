@@ -30,7 +30,8 @@ Usage:
   contract_gate.py --release vX.Y.Z   also check a release tag: the tag is the
                                    documents' version, CHANGELOG.md has its
                                    heading, the baseline is the documents
-  contract_gate.py --move-baseline copy the documents into contract/released/
+  contract_gate.py --move-baseline copy the documents, and template.yaml for
+                                   the layout gate, into contract/released/
 """
 
 import argparse
@@ -49,6 +50,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = ROOT / "contract" / "released"
 DOCUMENTS = ("openapi.yaml", "asyncapi.yaml")
+# Moved with the contract, read by the layout gate (scripts/layout_check.py).
+RELEASED_TOO = ("template.yaml",)
 BIN = ROOT / "node_modules" / ".bin"
 
 # What refuses values a request could send before, and nothing else.
@@ -245,7 +248,8 @@ def evaluate(cases):
 
 
 def release_problems(tag, changelog_text):
-    problems = []
+    problems = [f"contract/released/{name} is not {name}: run `make contract-release` before tagging"
+                for name in RELEASED_TOO if (BASELINE / name).read_bytes() != (ROOT / name).read_bytes()]
     for name in DOCUMENTS:
         version = str(yaml.safe_load((ROOT / name).read_text())["info"]["version"])
         if tag != f"v{version}":
@@ -269,7 +273,7 @@ def main():
         if not re.search(rf"^## \[{re.escape(str(version))}\]", changelog, re.M):
             sys.exit(f"contract-release: CHANGELOG.md has no `## [{version}]` heading: "
                      "move its Unreleased entries under one first")
-        for name in DOCUMENTS:
+        for name in DOCUMENTS + RELEASED_TOO:
             shutil.copyfile(ROOT / name, BASELINE / name)
         print(f"contract-release: contract/released/ is now the {version} contract")
         return 0

@@ -264,10 +264,10 @@ def upload_code(emulator: Emulator, sam: dict) -> None:
 # --- What moto's CloudFormation can create ----------------------------------
 
 
-def split(translated: dict, checks: Checks) -> tuple[dict, dict[str, dict]]:
-    """The template moto's CloudFormation is given, and the resources left
-    for the service APIs: those of a type moto's CloudFormation lacks, and
-    those that refer to one."""
+def split(translated: dict, checks: Checks, parameters: dict[str, str] | None = None) -> tuple[dict, dict[str, dict]]:
+    """The template moto's CloudFormation is given (for the stack's
+    `parameters`), and the resources left for the service APIs: those of a
+    type moto's CloudFormation lacks, and those that refer to one."""
     resources = translated["Resources"]
     deferred = {
         name for name, r in resources.items() if r["Type"] not in get_model_map()
@@ -290,7 +290,21 @@ def split(translated: dict, checks: Checks) -> tuple[dict, dict[str, dict]]:
     }
     rewrite_event_bus_refs(stack, checks)
     stringify_environments(stack, checks)
+    resolve_conditional_indexes(stack, translated, parameters or parameters_of(translated, {}), checks)
     return stack, {n: resources[n] for n in resources if n in deferred}
+
+
+def resolve_conditional_indexes(stack: dict, translated: dict, parameters: dict[str, str], checks: Checks) -> None:
+    """A table's index list with `Fn::If [condition, index, AWS::NoValue]`
+    items (the stored layout's states, DataLayoutStep): moto keeps a
+    NoValue item as null and fails to create the table. moto is given the
+    list as CloudFormation resolves it for the stack's parameters."""
+    resolver = Resolver(translated, parameters, "rehearsal")
+    for name, resource in stack["Resources"].items():
+        indexes = resource.get("Properties", {}).get("GlobalSecondaryIndexes")
+        if resource["Type"] == "AWS::DynamoDB::Table" and any("Fn::If" in i for i in indexes or []):
+            resource["Properties"]["GlobalSecondaryIndexes"] = resolver.resolve(indexes)
+            checks.gap("Fn::If items in a table's GlobalSecondaryIndexes: moto keeps AWS::NoValue as null; moto is given the list resolved for the stack's parameters", name)
 
 
 def rewrite_event_bus_refs(stack: dict, checks: Checks) -> None:
@@ -891,7 +905,7 @@ def rehearse(emulator: Emulator, template: Path, overrides: dict[str, str], chec
     checks.check(len(translated.get("Outputs", {})) <= MAX_OUTPUTS, f"{len(translated.get('Outputs', {}))} outputs, at most {MAX_OUTPUTS}")
 
     upload_code(emulator, sam)
-    stack, deferred = split(translated, checks)
+    stack, deferred = split(translated, checks, parameters_of(translated, overrides))
     s3 = emulator.client("s3")
     s3.put_object(Bucket=ARTIFACTS, Key=f"{stack_name}.json", Body=json.dumps(stack).encode())
     parameters = parameters_of(translated, overrides)

@@ -50,9 +50,9 @@ MUTATIONS = [
     (
         "StoreFunction",
         '                - '
-        + ADOPTABLE.format(arn='/index/GSI4"', own='!Sub "${DataTable.Arn}/index/GSI4"')
+        + ADOPTABLE.format(arn='/index/GSI4*"', own='!Sub "${DataTable.Arn}/index/GSI4*"')
         + "\n",
-        "StoreFunction: dynamodb:Query on DataTable/index/GSI4 ",
+        "StoreFunction: dynamodb:Query on DataTable/index/GSI4v2 ",
         "one index gone: a customer's own orders",
     ),
     (
@@ -64,9 +64,9 @@ MUTATIONS = [
     (
         "PetsFunction",
         '                - '
-        + ADOPTABLE.format(arn='/index/GSI1"', own='!Sub "${DataTable.Arn}/index/GSI1"')
+        + ADOPTABLE.format(arn='/index/GSI1*"', own='!Sub "${DataTable.Arn}/index/GSI1*"')
         + "\n",
-        "PetsFunction: dynamodb:Query on DataTable/index/GSI1 ",
+        "PetsFunction: dynamodb:Query on DataTable/index/GSI1v2 ",
         "one index gone: the list of all pets",
     ),
     (

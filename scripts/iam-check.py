@@ -71,13 +71,17 @@ EXPECTED_DENIALS = [
         )
     ),
     # A customer's own orders are the store function's index only.
+    # (GSIn and GSInv2: layout 1's index and layout 2's, both named while an
+    # upgrade runs; docs/upgrade.md.)
     ("PetsFunction", "dynamodb:Query", "DataTable/index/GSI4", ["ORDER#OWNER#1"]),
+    ("PetsFunction", "dynamodb:Query", "DataTable/index/GSI4v2", ["ORDER#OWNER#1"]),
     # Neither data function scans the table; only the store function scans,
     # and only the inventory index (one entry per pet).
     ("PetsFunction", "dynamodb:Scan", "DataTable", []),
     ("StoreFunction", "dynamodb:Scan", "DataTable", []),
     ("PetsFunction", "dynamodb:Scan", "DataTable/index/GSI5", []),
     ("StoreFunction", "dynamodb:Scan", "DataTable/index/GSI1", []),
+    ("StoreFunction", "dynamodb:Scan", "DataTable/index/GSI1v2", []),
     # The events function reads the table through its stream, no other
     # stream (SAM's own role for a DynamoDB event would read them all), and
     # its hold sweep only orders, their pets and hold counts: no other item,
@@ -86,6 +90,7 @@ EXPECTED_DENIALS = [
     ("EventsFunction", "dynamodb:UpdateItem", "DataTable", ["CATEGORY#1"]),
     ("EventsFunction", "dynamodb:PutItem", "DataTable", ["PET#1"]),
     ("EventsFunction", "dynamodb:Query", "DataTable/index/GSI1", ["PET#0"]),
+    ("EventsFunction", "dynamodb:Query", "DataTable/index/GSI1v2", ["PET#0"]),
     *(
         ("EventsFunction", f"dynamodb:{action}", OTHER_STREAM, [])
         for action in ("DescribeStream", "GetRecords", "GetShardIterator")

@@ -49,6 +49,12 @@ if ! aws s3 cp --only-show-errors "$artifact" "$template"; then
   exit 1
 fi
 
+# A stack still on an older stored layout is upgraded first, by the operator
+# (scripts/upgrade.py STAGE: the migration's template states and backfills,
+# docs/upgrade.md); deploying the release over it would fail in CloudFormation
+# or leave the functions reading indexes the stack does not have.
+python3 "$ROOT/scripts/upgrade.py" "$stage" --pending
+
 # The same build every stage gets; only samconfig.toml's settings for the
 # stage differ (its parameters: Stage, the release strategy, alarm actions).
 "$SAM" deploy --config-env "$stage" --stack-name "$stack" \

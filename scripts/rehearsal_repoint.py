@@ -26,7 +26,7 @@ def update_stack(emulator: Any, dr: Any, before: Any, template: Any, overrides: 
     resources left to the APIs."""
     stack_name = before.pseudo["AWS::StackName"]
     _, translated = dr.translate(template, overrides)
-    stack, deferred = dr.split(translated, dr.Checks())
+    stack, deferred = dr.split(translated, dr.Checks(), dr.parameters_of(translated, overrides))
     emulator.client("s3").put_object(Bucket=dr.ARTIFACTS, Key=TEMPLATE_KEY, Body=json.dumps(stack).encode())
     cf = emulator.client("cloudformation")
     with contextlib.redirect_stdout(io.StringIO()):

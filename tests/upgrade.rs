@@ -199,6 +199,7 @@ pub async fn run_backfills(app: &TestApp, options: &Options) -> Vec<Outcome> {
     migrate::run(
         &app.app.db.unrecorded(),
         &manifest,
+        None,
         options,
         &ProgressBar::hidden(),
     )

@@ -87,50 +87,92 @@ impl Config {
 
     /// Reads configuration through `lookup`, so tests need not touch the process environment.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let text = |name: &'static str, default: &str| {
-            lookup(name)
-                .filter(|v| !v.is_empty())
-                .unwrap_or_else(|| default.to_string())
-        };
-        let instant = |name: &'static str, default: &str| {
-            let raw = text(name, default);
-            DateTime::parse_from_rfc3339(&raw)
-                .map(|t| t.with_timezone(&Utc))
-                .map_err(|e| ConfigError {
-                    name,
-                    reason: e.to_string(),
-                })
-        };
-        let number = |name: &'static str, default: u64| match lookup(name).filter(|v| !v.is_empty())
-        {
+        let vars = Vars(lookup);
+        let fail_open = vars.fail_open()?;
+        let allowed_origins = vars.allowed_origins()?;
+        let hold = vars.hold()?;
+        let defaults = Shards::default();
+        Ok(Config {
+            data_layout: vars.data_layout()?,
+            allowed_origins,
+            origin_secret: (vars.0)("ORIGIN_SECRET").filter(|secret| !secret.is_empty()),
+            hold,
+            shards: Shards {
+                pets: vars.shards("PET_LIST_SHARDS", defaults.pets)?,
+                orders: vars.shards("ORDER_LIST_SHARDS", defaults.orders)?,
+                categories: vars.shards("CATEGORY_LIST_SHARDS", defaults.categories)?,
+            },
+            table_name: vars.text("TABLE_NAME", "petstore"),
+            rate_limit_table_name: vars.text("RATE_LIMIT_TABLE_NAME", "petstore-ratelimits"),
+            sunset_at: vars.instant("SUNSET_AT", DEFAULT_SUNSET_AT)?,
+            deprecated_at: vars.instant("DEPRECATED_AT", DEFAULT_DEPRECATED_AT)?,
+            limits: LimitsConfig {
+                ban_threshold: vars.number("BAN_THRESHOLD", 30)?,
+                ban_base: Duration::from_secs(vars.number("BAN_BASE_SECONDS", 15 * 60)?),
+                ban_max: Duration::from_secs(vars.number("BAN_MAX_SECONDS", 24 * 60 * 60)?),
+                key_cache_ttl: Duration::from_secs(vars.number("KEY_CACHE_SECONDS", 30)?),
+                fail_open,
+                refusal_flush_every: vars.number("REFUSAL_FLUSH_EVERY", 5)?.max(1),
+            },
+        })
+    }
+}
+
+/// The variables as `lookup` gives them, each read as its type; a set but
+/// empty variable is as unset (its default).
+struct Vars<F>(F);
+
+impl<F: Fn(&str) -> Option<String>> Vars<F> {
+    fn text(&self, name: &'static str, default: &str) -> String {
+        (self.0)(name)
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| default.to_string())
+    }
+
+    fn instant(&self, name: &'static str, default: &str) -> Result<DateTime<Utc>, ConfigError> {
+        let raw = self.text(name, default);
+        DateTime::parse_from_rfc3339(&raw)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|e| ConfigError {
+                name,
+                reason: e.to_string(),
+            })
+    }
+
+    fn number(&self, name: &'static str, default: u64) -> Result<u64, ConfigError> {
+        match (self.0)(name).filter(|v| !v.is_empty()) {
             None => Ok(default),
             Some(raw) => raw.parse::<u64>().map_err(|e| ConfigError {
                 name,
                 reason: e.to_string(),
             }),
-        };
-        let fail_open = match text("RATE_LIMIT_FAILURE_MODE", "closed").as_str() {
-            "closed" => false,
-            "open" => true,
-            other => {
-                return Err(ConfigError {
-                    name: "RATE_LIMIT_FAILURE_MODE",
-                    reason: format!("expected `closed` or `open`, got `{other}`"),
-                })
-            }
-        };
-        let defaults = Shards::default();
-        let shards = |name: &'static str, default: u16| {
-            let count = number(name, u64::from(default))?;
-            u16::try_from(count)
-                .ok()
-                .filter(|c| (1..=MAX_SHARDS).contains(c))
-                .ok_or_else(|| ConfigError {
-                    name,
-                    reason: format!("a shard count is 1 to {MAX_SHARDS}, got {count}"),
-                })
-        };
-        let allowed_origins = lookup("ALLOWED_ORIGINS")
+        }
+    }
+
+    fn shards(&self, name: &'static str, default: u16) -> Result<u16, ConfigError> {
+        let count = self.number(name, u64::from(default))?;
+        u16::try_from(count)
+            .ok()
+            .filter(|c| (1..=MAX_SHARDS).contains(c))
+            .ok_or_else(|| ConfigError {
+                name,
+                reason: format!("a shard count is 1 to {MAX_SHARDS}, got {count}"),
+            })
+    }
+
+    fn fail_open(&self) -> Result<bool, ConfigError> {
+        match self.text("RATE_LIMIT_FAILURE_MODE", "closed").as_str() {
+            "closed" => Ok(false),
+            "open" => Ok(true),
+            other => Err(ConfigError {
+                name: "RATE_LIMIT_FAILURE_MODE",
+                reason: format!("expected `closed` or `open`, got `{other}`"),
+            }),
+        }
+    }
+
+    fn allowed_origins(&self) -> Result<Vec<String>, ConfigError> {
+        (self.0)("ALLOWED_ORIGINS")
             .unwrap_or_default()
             .split(',')
             .map(str::trim)
@@ -143,47 +185,30 @@ impl Config {
                     ),
                 })
             })
-            .collect::<Result<Vec<_>, _>>()?;
-        let hold_days = number(
+            .collect()
+    }
+
+    fn data_layout(&self) -> Result<Layout, ConfigError> {
+        let layout = self.number("DATA_LAYOUT", Layout::default().number())?;
+        Layout::from_number(layout).ok_or_else(|| ConfigError {
+            name: "DATA_LAYOUT",
+            reason: format!("a data layout is 1 or 2, got {layout}"),
+        })
+    }
+
+    fn hold(&self) -> Result<chrono::Duration, ConfigError> {
+        let hold_days = self.number(
             "HOLD_DAYS",
             u64::from(crate::rules::holds::DEFAULT_HOLD_DAYS),
         )?;
-        let hold = i64::try_from(hold_days)
+        i64::try_from(hold_days)
             .ok()
             .filter(|days| (1..=3_650).contains(days))
             .map(chrono::Duration::days)
             .ok_or_else(|| ConfigError {
                 name: "HOLD_DAYS",
                 reason: format!("a hold is 1 to 3650 days, got {hold_days}"),
-            })?;
-        let layout = number("DATA_LAYOUT", Layout::default().number())?;
-        let data_layout = Layout::from_number(layout).ok_or_else(|| ConfigError {
-            name: "DATA_LAYOUT",
-            reason: format!("a data layout is 1 or 2, got {layout}"),
-        })?;
-        Ok(Config {
-            data_layout,
-            allowed_origins,
-            origin_secret: lookup("ORIGIN_SECRET").filter(|secret| !secret.is_empty()),
-            hold,
-            shards: Shards {
-                pets: shards("PET_LIST_SHARDS", defaults.pets)?,
-                orders: shards("ORDER_LIST_SHARDS", defaults.orders)?,
-                categories: shards("CATEGORY_LIST_SHARDS", defaults.categories)?,
-            },
-            table_name: text("TABLE_NAME", "petstore"),
-            rate_limit_table_name: text("RATE_LIMIT_TABLE_NAME", "petstore-ratelimits"),
-            sunset_at: instant("SUNSET_AT", DEFAULT_SUNSET_AT)?,
-            deprecated_at: instant("DEPRECATED_AT", DEFAULT_DEPRECATED_AT)?,
-            limits: LimitsConfig {
-                ban_threshold: number("BAN_THRESHOLD", 30)?,
-                ban_base: Duration::from_secs(number("BAN_BASE_SECONDS", 15 * 60)?),
-                ban_max: Duration::from_secs(number("BAN_MAX_SECONDS", 24 * 60 * 60)?),
-                key_cache_ttl: Duration::from_secs(number("KEY_CACHE_SECONDS", 30)?),
-                fail_open,
-                refusal_flush_every: number("REFUSAL_FLUSH_EVERY", 5)?.max(1),
-            },
-        })
+            })
     }
 }
 

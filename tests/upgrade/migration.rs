@@ -237,7 +237,7 @@ async fn a_run_refused_before_its_indexes_and_stopped_midway_resumes() {
     let manifest = Manifest::migration_0001().expect("the manifest");
     let changes = staff.app.db.unrecorded();
     let bar = ProgressBar::hidden();
-    let refused = migrate::run(&changes, &manifest, &options(1_000, 1, None), &bar).await;
+    let refused = migrate::run(&changes, &manifest, None, &options(1_000, 1, None), &bar).await;
     let refused = refused.err().map(|e| e.to_string()).unwrap_or_default();
     assert!(refused.contains("DataLayoutStep=1"), "{refused}");
 

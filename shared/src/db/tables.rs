@@ -327,7 +327,9 @@ mod tests {
         let lists = lists();
         for (index, _) in INDEXES {
             assert!(
-                lists.iter().any(|(_, read, _)| Layout::V2.index_of(read) == index),
+                lists
+                    .iter()
+                    .any(|(_, read, _)| Layout::V2.index_of(read) == index),
                 "no list reads {index}"
             );
         }

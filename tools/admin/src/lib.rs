@@ -6,6 +6,9 @@
 //! - [`migrate`]: the numbered migrations between stored layouts, their backfills.
 //! - [`restore`]: a backup or point in time restored into a new table, made whole.
 //! - [`scan`]: reading a whole table, in parallel segments.
+//!
+//! `src/cli/` (the command line) and `src/commands/` (what each command does)
+//! are the binary's own modules, declared by `main.rs`, not this library's.
 
 pub mod check;
 pub mod copy;

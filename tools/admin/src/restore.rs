@@ -75,55 +75,20 @@ pub async fn restore(
     timed("restore", started);
 
     let started = Instant::now();
-    let stream = StreamSpecification::builder()
-        .stream_enabled(true)
-        .stream_view_type(StreamViewType::NewAndOldImages)
-        .build()?;
-    let out = client
-        .update_table()
-        .table_name(target)
-        .stream_specification(stream)
-        .send()
-        .await;
-    out.map_err(|e| failed("enable the stream", e))?;
+    enable_stream(client, target).await?;
     active(client, target, patience).await?;
     timed("stream (NEW_AND_OLD_IMAGES)", started);
 
     let started = Instant::now();
-    let ttl = TimeToLiveSpecification::builder()
-        .attribute_name(TTL_ATTRIBUTE)
-        .enabled(true)
-        .build()?;
-    let out = client
-        .update_time_to_live()
-        .table_name(target)
-        .time_to_live_specification(ttl)
-        .send()
-        .await;
-    out.map_err(|e| failed("turn on TTL", e))?;
+    enable_ttl(client, target).await?;
     timed("TTL on expiresAt", started);
 
     let started = Instant::now();
-    let pitr = PointInTimeRecoverySpecification::builder()
-        .point_in_time_recovery_enabled(true)
-        .build()?;
-    let out = client
-        .update_continuous_backups()
-        .table_name(target)
-        .point_in_time_recovery_specification(pitr)
-        .send()
-        .await;
-    out.map_err(|e| failed("turn on point-in-time recovery", e))?;
+    enable_point_in_time_recovery(client, target).await?;
     timed("point-in-time recovery", started);
 
     let started = Instant::now();
-    let out = client
-        .update_table()
-        .table_name(target)
-        .deletion_protection_enabled(true)
-        .send()
-        .await;
-    out.map_err(|e| failed("turn on deletion protection", e))?;
+    protect_from_deletion(client, target).await?;
     active(client, target, patience).await?;
     timed("deletion protection", started);
 
@@ -146,6 +111,61 @@ pub async fn restore(
         stream_arn,
         steps,
     })
+}
+
+async fn enable_stream(client: &Client, target: &str) -> Result<(), BoxError> {
+    let stream = StreamSpecification::builder()
+        .stream_enabled(true)
+        .stream_view_type(StreamViewType::NewAndOldImages)
+        .build()?;
+    let out = client
+        .update_table()
+        .table_name(target)
+        .stream_specification(stream)
+        .send()
+        .await;
+    out.map_err(|e| failed("enable the stream", e))?;
+    Ok(())
+}
+
+async fn enable_ttl(client: &Client, target: &str) -> Result<(), BoxError> {
+    let ttl = TimeToLiveSpecification::builder()
+        .attribute_name(TTL_ATTRIBUTE)
+        .enabled(true)
+        .build()?;
+    let out = client
+        .update_time_to_live()
+        .table_name(target)
+        .time_to_live_specification(ttl)
+        .send()
+        .await;
+    out.map_err(|e| failed("turn on TTL", e))?;
+    Ok(())
+}
+
+async fn enable_point_in_time_recovery(client: &Client, target: &str) -> Result<(), BoxError> {
+    let pitr = PointInTimeRecoverySpecification::builder()
+        .point_in_time_recovery_enabled(true)
+        .build()?;
+    let out = client
+        .update_continuous_backups()
+        .table_name(target)
+        .point_in_time_recovery_specification(pitr)
+        .send()
+        .await;
+    out.map_err(|e| failed("turn on point-in-time recovery", e))?;
+    Ok(())
+}
+
+async fn protect_from_deletion(client: &Client, target: &str) -> Result<(), BoxError> {
+    let out = client
+        .update_table()
+        .table_name(target)
+        .deletion_protection_enabled(true)
+        .send()
+        .await;
+    out.map_err(|e| failed("turn on deletion protection", e))?;
+    Ok(())
 }
 
 fn failed<E: std::error::Error + 'static>(what: &str, error: E) -> BoxError {

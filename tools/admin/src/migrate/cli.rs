@@ -14,19 +14,46 @@ use std::sync::Arc;
 #[derive(Debug, Subcommand, PartialEq, Eq)]
 pub enum MigrateCommand {
     /// Every step of the migration with its state on the table.
-    Plan,
+    Plan(Target),
     /// Run the pending backfills whose template steps before them are in
     /// place; refuses, naming the step to deploy, otherwise.
     Run(RunArgs),
     /// As plan; with --require-done, exit 1 unless every backfill is done.
     Status {
+        #[command(flatten)]
+        target: Target,
         #[arg(long)]
         require_done: bool,
     },
 }
 
+impl MigrateCommand {
+    /// The table it names, if not the stage's own.
+    pub fn table(&self) -> Option<&str> {
+        match self {
+            MigrateCommand::Plan(target)
+            | MigrateCommand::Status { target, .. }
+            | MigrateCommand::Run(RunArgs { target, .. }) => target.table.as_deref(),
+        }
+    }
+}
+
+/// The table a command works on.
+#[derive(Debug, Args, PartialEq, Eq)]
+pub struct Target {
+    /// The data table, if not the stage's own (TABLE_NAME): the deploy
+    /// script passes its stack's.
+    #[arg(long)]
+    pub table: Option<String>,
+}
+
 #[derive(Debug, Args, PartialEq, Eq)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Run only this backfill (holds, name-claims), if it is pending.
+    #[arg(long, value_name = "NAME")]
+    pub only: Option<String>,
     /// Item writes a second at most (default: 25% of a provisioned table's
     /// write capacity, or 200 on demand).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -44,11 +71,11 @@ pub async fn execute(changes: &Changes, command: MigrateCommand) -> Result<ExitC
     let manifest = Manifest::migration_0001()?;
     let (client, table) = (changes.client(), changes.table());
     match command {
-        MigrateCommand::Plan => {
+        MigrateCommand::Plan(_) => {
             print(&plan(client, table, &manifest).await?)?;
             Ok(ExitCode::SUCCESS)
         }
-        MigrateCommand::Status { require_done } => {
+        MigrateCommand::Status { require_done, .. } => {
             let statuses = plan(client, table, &manifest).await?;
             print(&statuses)?;
             let done = backfills_done(&statuses);
@@ -91,7 +118,8 @@ async fn run(changes: &Changes, manifest: &Manifest, args: RunArgs) -> Result<Ex
         options.max_writes_per_second
     );
     let bar = scan::progress(client, table).await;
-    let outcomes = super::run(changes, manifest, &options, &bar).await?;
+    let only = args.only.as_deref();
+    let outcomes = super::run(changes, manifest, only, &options, &bar).await?;
     for outcome in &outcomes {
         println!("{}", serde_json::to_string(outcome)?);
     }

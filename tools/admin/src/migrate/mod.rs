@@ -208,19 +208,27 @@ pub fn runnable(statuses: &[StepStatus]) -> Result<Vec<String>, String> {
     Ok(pending)
 }
 
-/// Runs every pending backfill of `manifest` on `changes`' table, in order,
-/// once the template steps before it are in place (else refuses, naming the
-/// step to deploy); stops after a backfill that was stopped.
+/// Runs every pending backfill of `manifest` (or `only` that one) on
+/// `changes`' table, in order, once the template steps before it are in
+/// place (else refuses, naming the step to deploy); stops after a backfill
+/// that was stopped.
 pub async fn run(
     changes: &Changes,
     manifest: &Manifest,
+    only: Option<&str>,
     options: &backfill::Options,
     bar: &ProgressBar,
 ) -> Result<Vec<backfill::Outcome>, BoxError> {
+    if let Some(name) = only.filter(|name| !manifest.backfills().any(|b| b == *name)) {
+        return Err(format!("migration {} has no backfill `{name}`", manifest.id).into());
+    }
     let (client, table) = (changes.client(), changes.table());
     let pending = runnable(&plan(client, table, manifest).await?)?;
     let mut outcomes = Vec::new();
-    for name in pending {
+    for name in pending
+        .into_iter()
+        .filter(|name| only.is_none_or(|o| o == name))
+    {
         let backfill = backfill::Backfill::named(&name)
             .ok_or_else(|| format!("no backfill is named `{name}`"))?;
         let found = progress::read(client, table, manifest.id, &name).await?;

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""The layout gate's own fixtures (`make layout-check`): each alters a copy of
+the released template (contract/released/template.yaml) the way a release
+might, and runs scripts/layout_check.py on a scratch root holding it, the
+released template and any migration it declares. A gate that passed one of
+the refused changes, or refused a carried one, fails this.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import layout_check  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+RELEASED = (ROOT / "contract" / "released" / "template.yaml").read_text()
+
+GSI1_PROJECTION = "NonKeyAttributes: [name, categoryId, status, description, petId, quantity, shipDate, complete, plan"
+GSI5 = "        - IndexName: GSI5\n"
+STEP_PARAMETER = """Metadata:
+  StoredLayout:
+    Version: 2
+    StepParameter: LayoutStep
+Parameters:
+  LayoutStep:
+    Type: String
+    Default: done
+    AllowedValues: ["1", done]
+"""
+
+
+def index(name: str, key: str, condition: str | None = None) -> str:
+    body = (f"IndexName: {name}\n"
+            f"          KeySchema:\n"
+            f"            - {{ AttributeName: {key}, KeyType: HASH }}\n"
+            f"            - {{ AttributeName: id, KeyType: RANGE }}\n"
+            f"          Projection:\n"
+            f"            ProjectionType: KEYS_ONLY\n")
+    if condition is None:
+        return "        - " + body
+    body = body.replace("\n          ", "\n            ")
+    return f"        - !If\n          - {condition}\n          - {body}          - !Ref AWS::NoValue\n"
+
+
+def replaced(text: str, old: str, new: str) -> str:
+    assert text.count(old) >= 1, f"the released template no longer has {old!r}: update this fixture"
+    return text.replace(old, new, 1)
+
+
+def with_layout(text: str, conditions: str = "") -> str:
+    text = replaced(text, "\nParameters:\n", "\n" + STEP_PARAMETER)
+    if conditions:
+        text = replaced(text, "\nConditions:\n", f"\nConditions:\n{conditions}")
+    return text
+
+
+MIGRATION = {"id": 1, "name": "fixture", "fromLayout": 1, "toLayout": 2}
+
+# (name, the template, the migration or None, passes, words the report must hold)
+CASES = [
+    ("unchanged", RELEASED, None, True, ["one update"]),
+    ("a projection changed",
+     replaced(RELEASED, GSI1_PROJECTION, GSI1_PROJECTION.replace("complete, ", "complete, lapsesAt, ")),
+     None, False, ["DataTable", "GSI1", "Projection", "cannot update an index"]),
+    ("the table's sort key changed",
+     replaced(RELEASED, "- { AttributeName: SK, KeyType: RANGE }", "- { AttributeName: id, KeyType: RANGE }"),
+     None, False, ["DataTable KeySchema", "replaces the resource"]),
+    ("two indexes created at once",
+     replaced(RELEASED, GSI5, index("GSI6", "GSI5PK") + index("GSI7", "GSI4PK") + GSI5),
+     None, False, ["created ['GSI6', 'GSI7']", "at most one index per update"]),
+    ("DeletionPolicy Retain removed",
+     replaced(RELEASED, "    DeletionPolicy: Retain\n    UpdateReplacePolicy: Retain\n",
+              "    DeletionPolicy: Delete\n    UpdateReplacePolicy: Retain\n"),
+     None, False, ["DataTable DeletionPolicy", "no longer kept"]),
+    ("one new index, carried by a migration",
+     with_layout(replaced(RELEASED, GSI5, index("GSI6", "GSI5PK") + GSI5)),
+     MIGRATION | {"steps": [{"kind": "template", "step": "done"}]}, True, ["released -> done: one update"]),
+    ("two new indexes, one per template state",
+     with_layout(replaced(RELEASED, GSI5, index("GSI6", "GSI5PK") + index("GSI7", "GSI4PK", "HasGSI7") + GSI5),
+                 "  HasGSI7: !Equals [!Ref LayoutStep, done]\n"),
+     MIGRATION | {"steps": [{"kind": "template", "step": "1"}, {"kind": "template", "step": "done"}]},
+     True, ["released -> 1: one update", "1 -> done: one update"]),
+    ("two new indexes in one template state of a migration",
+     with_layout(replaced(RELEASED, GSI5, index("GSI6", "GSI5PK") + index("GSI7", "GSI4PK") + GSI5)),
+     MIGRATION | {"steps": [{"kind": "template", "step": "1"}, {"kind": "template", "step": "done"}]},
+     False, ["released -> 1: FAILED", "at most one index per update"]),
+    ("a new layout without a migration",
+     with_layout(replaced(RELEASED, GSI5, index("GSI6", "GSI5PK") + index("GSI7", "GSI4PK") + GSI5)),
+     None, False, ["no migration in migrations/ takes layout 1 to layout 2"]),
+]
+
+
+def run(template: str, migration: dict | None) -> tuple[bool, str]:
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        (root / "contract" / "released").mkdir(parents=True)
+        (root / "contract" / "released" / "template.yaml").write_text(RELEASED)
+        (root / "template.yaml").write_text(template)
+        (root / "migrations").mkdir()
+        if migration:
+            (root / "migrations" / "0001-fixture.json").write_text(json.dumps(migration))
+        passes, lines = layout_check.check(root)
+        return passes, "\n".join(lines)
+
+
+def main() -> int:
+    failures = 0
+    for name, template, migration, expected, words in CASES:
+        passes, report = run(template, migration)
+        missing = [w for w in words if w not in report]
+        ok = passes == expected and not missing
+        failures += not ok
+        print(f"layout-check fixture: {'ok  ' if ok else 'FAIL'} {name}: {'passes' if passes else 'refused'}"
+              + (f" (expected {'to pass' if expected else 'a refusal'})" if passes != expected else "")
+              + (f"; the report lacks {missing}" if missing else ""))
+        if not ok:
+            print("\n".join(f"    {line}" for line in report.splitlines()))
+    print(f"layout-check fixtures: {len(CASES) - failures} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

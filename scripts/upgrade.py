@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Take a deployed stack from the stored layout it has to the template's, as
+the migration in migrations/ says (docs/upgrade.md): each template state a
+`sam deploy` of that state (DataLayoutStep) in order, each backfill
+`petstore-admin data migrate run` between them, the switch only once
+`petstore-admin data migrate status --require-done` passes. Safe to run
+again after an interruption: it starts from the state the stack is in.
+
+    scripts/upgrade.py STAGE --template-file .aws-sam/build/template.yaml [--dry-run]
+    scripts/upgrade.py STAGE --pending      exit 1 when the stack still has states to walk
+                                            (the release pipeline's check before its deploy)
+
+The last state, the template at its defaults, is the release's own deploy
+(the pipeline's, or `sam deploy --config-env STAGE`). Runs with the
+operator's credentials: `sam deploy` and the data table's items.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ADMIN = ["cargo", "run", "-q", "--release", "--bin", "petstore-admin", "--"]
+
+
+def stack_name(stage: str) -> str:
+    config = tomllib.loads((ROOT / "samconfig.toml").read_text()).get(stage, {})
+    for command in ("global", "deploy"):
+        name = config.get(command, {}).get("parameters", {}).get("stack_name")
+        if name:
+            return name
+    raise SystemExit(f"upgrade: samconfig.toml has no stack_name for the config environment {stage!r}")
+
+
+def aws(*args: str) -> dict:
+    done = subprocess.run(["aws", *args, "--output", "json"], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise LookupError(done.stderr.strip())
+    return json.loads(done.stdout or "{}")
+
+
+def current_step(stack: str) -> str | None:
+    """The stack's DataLayoutStep; None for a stack of a release before
+    layouts were declared (layout 1)."""
+    described = aws("cloudformation", "describe-stacks", "--stack-name", stack)["Stacks"][0]
+    for parameter in described.get("Parameters", []):
+        if parameter["ParameterKey"] == "DataLayoutStep":
+            return parameter["ParameterValue"]
+    return None
+
+
+def pending(migration: dict, step: str | None) -> list[dict]:
+    """The migration's steps after the stack's state, the last one (the
+    release's own deploy) left out."""
+    steps = migration["steps"]
+    if step is not None:
+        at = next(i for i, s in enumerate(steps) if s["kind"] == "template" and s["step"] == step)
+        steps = steps[at + 1:]
+    return steps[:-1] if steps and steps[-1]["kind"] == "template" else steps
+
+
+def the_migration() -> dict:
+    migrations = sorted((ROOT / "migrations").glob("[0-9]*.json"))
+    return json.loads(migrations[-1].read_text())
+
+
+def run(command: list[str], dry_run: bool) -> None:
+    print("upgrade: " + " ".join(command), flush=True)
+    if not dry_run:
+        subprocess.run(command, check=True, cwd=ROOT)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("stage")
+    parser.add_argument("--template-file", default=".aws-sam/build/template.yaml")
+    parser.add_argument("--dry-run", action="store_true")
+    parser.add_argument("--pending", action="store_true")
+    args = parser.parse_args()
+    stack = stack_name(args.stage)
+    try:
+        step = current_step(stack)
+    except LookupError:
+        print(f"upgrade: no stack {stack}: a new stack is created at the template's layout, nothing to walk")
+        return 0
+    migration = the_migration()
+    todo = [] if step == "done" else pending(migration, step)
+    if args.pending:
+        if todo:
+            print(f"::error::{stack} is at DataLayoutStep={step or '(layout 1)'}: run scripts/upgrade.py "
+                  f"{args.stage} first (docs/upgrade.md); this deploy would fail or break its lists")
+        return 1 if todo else 0
+    table = aws("cloudformation", "describe-stack-resource", "--stack-name", stack,
+                "--logical-resource-id", "DataTable")["StackResourceDetail"]["PhysicalResourceId"]
+    print(f"upgrade: {stack} ({table}) at DataLayoutStep={step or '(layout 1)'}; "
+          f"{migration['name']}: {len(todo)} steps before the release's own deploy")
+    for entry in todo:
+        if entry["kind"] == "backfill":
+            run([*ADMIN, "data", "migrate", "run", "--table", table, "--only", entry["name"]], args.dry_run)
+            continue
+        if entry.get("switch"):  # the functions read the new layout: only once every backfill is done
+            run([*ADMIN, "data", "migrate", "status", "--table", table, "--require-done"], args.dry_run)
+        run(["sam", "deploy", "--config-env", args.stage, "--template-file", args.template_file,
+             "--parameter-overrides", f"DataLayoutStep={entry['step']}", "--no-confirm-changeset",
+             "--no-fail-on-empty-changeset"], args.dry_run)
+    print(f"upgrade: {stack} is ready for the release's own deploy (DataLayoutStep=done)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

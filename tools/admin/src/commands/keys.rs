@@ -1,0 +1,39 @@
+//! `petstore-admin keys ...`: API keys, through the rate limiter's key store.
+
+use crate::cli::keys::Keys;
+use crate::BoxError;
+use petstore::App;
+use serde_json::json;
+use std::process::ExitCode;
+
+/// Runs `command`, printing each key's record (and an issued key) as a JSON line.
+pub async fn run(app: &App, command: Keys) -> Result<ExitCode, BoxError> {
+    let keys = app.limiter.keys();
+    match command {
+        Keys::Create(new) => {
+            let issued = keys.create(new, chrono::Utc::now()).await?;
+            println!("{}", serde_json::to_string(&issued)?);
+        }
+        Keys::Rotate(id) => {
+            let issued = keys.rotate(id, chrono::Utc::now()).await?;
+            println!("{}", serde_json::to_string(&issued)?);
+        }
+        Keys::List => {
+            for record in keys.list().await? {
+                println!("{}", serde_json::to_string(&record)?);
+            }
+        }
+        Keys::Revoke(id) => match keys.revoke(id).await? {
+            Some(record) => println!("{}", serde_json::to_string(&record)?),
+            None => return Err(format!("no key has id {id}").into()),
+        },
+        Keys::Unban(id) => {
+            if !keys.exists(id).await? {
+                return Err(format!("no key has id {id}").into());
+            }
+            let was_banned = app.limiter.unban(id).await?;
+            println!("{}", json!({ "id": id, "wasBanned": was_banned }));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
