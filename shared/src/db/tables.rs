@@ -282,7 +282,7 @@ mod tests {
     use crate::db::orders::OrderFilter;
     use crate::db::pets::{PetFilter, INVENTORY_INDEX, PET_FIELDS};
     use crate::db::query::Projection as Reads;
-    use crate::db::{categories, inventory, shape};
+    use crate::db::{categories, inventory};
     use crate::records::{Id, OrderScope, PetStatus};
 
     /// Every list the service serves: its name, the index it reads and
