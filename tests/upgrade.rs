@@ -10,9 +10,12 @@
 //!   the migration fails, as the rehearsal must show.
 //! - `migration`: the backfills under concurrent shoppers, exact; twice is
 //!   a no-op; interrupted, they resume; afterwards layout 2 serves it all.
+//! - `throughput`: the backfills' rate on DynamoDB Local (ignored: a
+//!   measurement for docs/upgrade.md, run by name).
 
 mod migration;
 mod serving;
+mod throughput;
 
 use crate::helpers::{repo_root, TestApp};
 use aws_sdk_dynamodb::types::{
