@@ -3,7 +3,7 @@
 //! afterwards every list on layout 2 is complete, with `lapsesAt`.
 
 use super::serving::{assert_every_list_complete, every_record, field_set};
-use super::{create_new_indexes, old_table, on_layout, options, run_backfills, snapshot};
+use super::{old_table, old_table_with_new_indexes, on_layout, options, run_backfills, snapshot};
 use crate::data::check::{assert_sound, check};
 use crate::helpers::TestApp;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -123,10 +123,7 @@ async fn shop(shopper: TestApp, staff: TestApp, pets: Vec<u64>, done: Arc<Atomic
 
 #[tokio::test]
 async fn the_backfills_under_concurrent_shoppers_leave_every_count_exact() {
-    let (staff, keys) = old_table().await;
-    let started = Instant::now();
-    create_new_indexes(&staff).await;
-    let indexes_seconds = started.elapsed().as_secs_f64();
+    let (staff, keys) = old_table_with_new_indexes().await;
     let before = snapshot(&staff).await;
     let pets: Vec<u64> = field_set(&every_record(&staff, "/pets?limit=100").await, "id")
         .into_iter()
@@ -163,7 +160,7 @@ async fn the_backfills_under_concurrent_shoppers_leave_every_count_exact() {
         shopper.await.expect("a shopper ends");
     }
     assert!(outcomes.iter().all(|o| !o.stopped), "{outcomes:?}");
-    eprintln!("upgrade timings: indexes {indexes_seconds:.2} s, backfills {backfill_seconds:.2} s: {outcomes:?}");
+    eprintln!("upgrade timings: backfills {backfill_seconds:.2} s: {outcomes:?}");
 
     assert_sound(&staff).await;
     let after = snapshot(&staff).await;
@@ -202,8 +199,7 @@ async fn the_backfills_under_concurrent_shoppers_leave_every_count_exact() {
 
 #[tokio::test]
 async fn a_second_run_changes_nothing() {
-    let (staff, _) = old_table().await;
-    create_new_indexes(&staff).await;
+    let (staff, _) = old_table_with_new_indexes().await;
     let first = run_backfills(&staff, &options(10_000, 4, None)).await;
     assert_eq!(first.len(), 2);
     let migrated = snapshot(&staff).await;
@@ -233,15 +229,16 @@ async fn a_second_run_changes_nothing() {
 
 #[tokio::test]
 async fn a_run_refused_before_its_indexes_and_stopped_midway_resumes() {
-    let (staff, keys) = old_table().await;
     let manifest = Manifest::migration_0001().expect("the manifest");
-    let changes = staff.app.db.unrecorded();
     let bar = ProgressBar::hidden();
+    let (before_step_1, _) = old_table().await;
+    let changes = before_step_1.app.db.unrecorded();
     let refused = migrate::run(&changes, &manifest, None, &options(1_000, 1, None), &bar).await;
     let refused = refused.err().map(|e| e.to_string()).unwrap_or_default();
     assert!(refused.contains("DataLayoutStep=1"), "{refused}");
 
-    create_new_indexes(&staff).await;
+    let (staff, keys) = old_table_with_new_indexes().await;
+    let changes = staff.app.db.unrecorded();
     let stopping = super::backfill_options_stopping(1, 5, 2);
     let stopped = run_backfills(&staff, &stopping).await;
     assert_eq!(stopped.len(), 1, "{stopped:?}");

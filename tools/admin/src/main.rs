@@ -37,7 +37,12 @@
 //! restores a backup or a point in time into a new table and gives it the
 //! stream, TTL, point-in-time recovery, deletion protection and tags a
 //! restore leaves out, printing the new table's ARNs and each step's time
-//! (docs/restore.md). The tables
+//! (docs/restore.md). `data migrate` runs migration 0001 (docs/upgrade.md):
+//! `plan` and `status` print each step and its state as a JSON line
+//! (`status --require-done` exits 1 unless every backfill is done, the
+//! deploy's gate before the switch), `run` runs the pending backfills
+//! (throttled, resumable, Ctrl-C saves the position) and prints each one's
+//! `scanned`, `changed`, `skipped`, `conflicts`, `stopped` and `seconds`. The tables
 //! come from the same environment as the functions (`TABLE_NAME`,
 //! `RATE_LIMIT_TABLE_NAME`); with `AWS_ENDPOINT_URL_DYNAMODB` set it talks to
 //! that endpoint (DynamoDB Local) and creates the tables if missing, otherwise

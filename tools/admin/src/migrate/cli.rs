@@ -132,3 +132,53 @@ fn print(statuses: &[StepStatus]) -> Result<(), BoxError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Line {
+        #[command(subcommand)]
+        command: MigrateCommand,
+    }
+
+    fn parse(line: &str) -> Result<MigrateCommand, String> {
+        let words = std::iter::once("migrate").chain(line.split_whitespace());
+        Line::try_parse_from(words)
+            .map(|l| l.command)
+            .map_err(|e| e.to_string())
+    }
+
+    fn table(name: &str) -> Target {
+        Target {
+            table: Some(name.to_string()),
+        }
+    }
+
+    #[test]
+    fn the_deploy_script_s_commands_parse() {
+        assert_eq!(
+            parse("run --table t --only holds"),
+            Ok(MigrateCommand::Run(RunArgs {
+                target: table("t"),
+                only: Some("holds".into()),
+                max_writes_per_second: None,
+                segments: 4,
+                pages: None,
+            }))
+        );
+        assert_eq!(
+            parse("status --table t --require-done"),
+            Ok(MigrateCommand::Status {
+                target: table("t"),
+                require_done: true
+            })
+        );
+        let plan = parse("plan");
+        assert_eq!(plan, Ok(MigrateCommand::Plan(Target { table: None })));
+        assert!(parse("run --max-writes-per-second 0").is_err());
+        assert!(parse("run --segments 0").is_err());
+    }
+}
