@@ -107,6 +107,11 @@ FIXTURES = [
      [lambda d: d["paths"]["/pets"]["post"]["responses"].pop("201")], CHANGELOG, "Response `201` was removed"),
     ("new required request field", "openapi.yaml",
      [lambda d: schemas(d)["NewOrder"]["required"].append("quantity")], CHANGELOG, "became required: `quantity`"),
+    ("a request field becoming required", "openapi.yaml",
+     [lambda d: schemas(d)["NewPet"]["required"].append("status")], CHANGELOG, "became required: `status`"),
+    # A client only reads a response: a field it must now find there breaks none.
+    ("a response field becoming required", "openapi.yaml",
+     [lambda d: schemas(d)["Category"]["required"].append("description")], CHANGELOG, "pass"),
     ("retyped request field", "openapi.yaml",
      [lambda d: schemas(d)["NewOrder"]["properties"]["shipDate"].update(type="integer")], CHANGELOG,
      "schema-type-changed"),

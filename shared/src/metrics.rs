@@ -56,7 +56,7 @@ pub const NAMESPACE: &str = "PetStore";
 /// A count a request can make besides `Latency`, which every request has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metric {
-    /// Requests answered 429 (`RATE_LIMITED` or `API_KEY_BANNED`).
+    /// Requests answered 429 (`RATE_LIMITED`, `API_KEY_BANNED` or `SOURCE_REFUSED`).
     RateLimited,
     /// Keys (or source IPs) banned.
     Bans,

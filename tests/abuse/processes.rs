@@ -4,6 +4,10 @@
 //! its own SDK client and its own memory of keys and windows, reached over
 //! HTTP on a port of its own.
 //!
+//! Starts race too: eight starts, each with a client of its own, create one
+//! fresh pair of tables at once (the real binaries race the same way in
+//! `scripts/test-local-stacks.sh`).
+//!
 //! The processes pin their limiter's clock to [`NOW`] (as the rate-limit
 //! tests do), so no test straddles a minute; only the revocation test runs
 //! on the wall clock, to let `KEY_CACHE_SECONDS` pass.
@@ -382,5 +386,56 @@ async fn a_revocation_reaches_every_process_within_the_key_cache_time() {
     for instance in &instances {
         let response = instance.get("/categories", &key).await;
         response.assert_error(401, "UNAUTHORIZED");
+    }
+}
+
+#[tokio::test]
+async fn eight_starts_at_once_on_fresh_tables_all_come_up_round_after_round() {
+    // Given one DynamoDB Local, and each round two table names no one used
+    let endpoint = TestApp::spawn().await.endpoint;
+    for round in 0..4 {
+        let suffix = format!("{:016x}", rand::random::<u64>());
+        let (data, limits) = (format!("t-{suffix}"), format!("t-{suffix}-limits"));
+
+        // When eight starts, each with a client of its own as a process has,
+        // create the tables at once (as every local stack and test does)
+        let starts = (0..8).map(|_| {
+            let (endpoint, data, limits) = (endpoint.clone(), data.clone(), limits.clone());
+            tokio::spawn(async move {
+                let config = petstore::config::Config::from_lookup(|name| match name {
+                    "TABLE_NAME" => Some(data.clone()),
+                    "RATE_LIMIT_TABLE_NAME" => Some(limits.clone()),
+                    _ => None,
+                })
+                .expect("a valid configuration");
+                let app = petstore::App::new(config, petstore::local_client(&endpoint).await);
+                app.create_tables().await
+            })
+        });
+
+        // Then every start comes up, and the tables are whole: TTL on each
+        for started in join_all(starts).await {
+            let created = started.expect("a start runs to its end");
+            if let Err(error) = created {
+                panic!("round {round}: {}", petstore::db::cause_chain(&error));
+            }
+        }
+        let client = petstore::local_client(&endpoint).await;
+        for table in [&data, &limits] {
+            let ttl = client
+                .describe_time_to_live()
+                .table_name(table)
+                .send()
+                .await;
+            let status = ttl
+                .expect("the table's TTL reads")
+                .time_to_live_description
+                .and_then(|d| d.time_to_live_status);
+            assert_eq!(
+                status,
+                Some(aws_sdk_dynamodb::types::TimeToLiveStatus::Enabled),
+                "round {round}: {table}"
+            );
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! The cheapest refusals first (contract section 4): a string that cannot
 //! be a key is 401 without a look-up; a source refused or banned on this
 //! process gets no key look-up (only keys it already knows valid are
-//! served); sources are IPv4 addresses or IPv6 /64s. DynamoDB calls counted
+//! served, any other is refused as its source, 429 `SOURCE_REFUSED`);
+//! sources are IPv4 addresses or IPv6 /64s. DynamoDB calls counted
 //! by the proxy between the service and DynamoDB Local.
 
 use super::{calls_since, counted, random_key};
@@ -59,7 +60,7 @@ async fn a_banned_source_sending_random_keys_makes_no_dynamodb_call() {
     let requests = probe_size();
     for _ in 0..requests {
         let response = source.with_key(random_key()).get("/categories").await;
-        response.assert_error(429, "API_KEY_BANNED");
+        response.assert_error(429, "SOURCE_REFUSED");
         assert_eq!(response.header("retry-after"), Some("120"));
     }
 
@@ -99,11 +100,11 @@ async fn a_refused_source_gets_no_look_up_but_its_known_keys_are_served() {
     let before = proxy.calls().len();
     for _ in 0..20 {
         let response = known.with_key(random_key()).get("/categories").await;
-        response.assert_error(429, "RATE_LIMITED");
+        response.assert_error(429, "SOURCE_REFUSED");
         assert!(response.header("retry-after").is_some());
     }
     let response = known.with_key(unseen).get("/categories").await;
-    response.assert_error(429, "RATE_LIMITED");
+    response.assert_error(429, "SOURCE_REFUSED");
 
     // Then none was looked up: only refusals were reported
     let calls = calls_since(&proxy, before);
@@ -113,6 +114,48 @@ async fn a_refused_source_gets_no_look_up_but_its_known_keys_are_served() {
 
     // And the key this process knows valid is served as usual
     known.get("/categories").await.assert_status(200);
+}
+
+#[tokio::test]
+async fn a_valid_key_new_to_the_instance_is_told_its_address_is_refused_not_the_key() {
+    // Given a source banned on this process for requests without a valid
+    // key, and a valid key this process has never seen
+    let (app, _clock) = pinned(config(BANNING)).await;
+    let source = app.with_source_ip(ABUSER);
+    ban(&source).await;
+    let unseen = app.as_customer().await.api_key.unwrap_or_default();
+
+    // When the key is sent from the banned address
+    let response = source.with_key(unseen.clone()).get("/categories").await;
+
+    // Then the refusal is the address's, with its own code, saying when it ends
+    response.assert_error(429, "SOURCE_REFUSED");
+    let body = response.json();
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("requests from this address are refused")
+            && message.contains("ends in 120 seconds")
+            && !message.contains("key is banned"),
+        "{message}"
+    );
+    // And the usual headers: when to retry, and the source's exhausted budget
+    assert_eq!(response.header("retry-after"), Some("120"));
+    assert_eq!(response.header("x-ratelimit-remaining"), Some("0"));
+    for header in [
+        "x-ratelimit-limit",
+        "x-ratelimit-reset",
+        "ratelimit",
+        "ratelimit-policy",
+    ] {
+        assert!(response.header(header).is_some(), "{header} missing");
+    }
+    // And the key itself is not banned: from another address it is served
+    let elsewhere = IpAddr::V4(Ipv4Addr::new(198, 51, 100, 9));
+    app.with_source_ip(elsewhere)
+        .with_key(unseen)
+        .get("/categories")
+        .await
+        .assert_status(200);
 }
 
 #[tokio::test]

@@ -56,7 +56,7 @@ impl Db {
                     .request_items(&self.table, request)
                     .send()
                     .await
-                    .map_err(classify)?;
+                    .map_err(|e| classify(&self.table, e))?;
                 found.extend(
                     out.responses
                         .and_then(|mut r| r.remove(&self.table))

@@ -69,36 +69,132 @@ pub(crate) fn is_throttling(code: Option<&str>) -> bool {
     )
 }
 
-/// The SDK's error with its whole context in its message, kept as a cause.
-fn described<E, R>(err: &SdkError<E, R>) -> BoxError
-where
-    E: std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug,
-{
-    DisplayErrorContext(err).to_string().into()
+/// A DynamoDB call that failed, as an operator needs it to act: the
+/// operation, the table, and what AWS answered (its error code and
+/// message). Never the request's items, keys or values: only AWS's own
+/// words, cut to [`MESSAGE_CHARS`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("DynamoDB {operation} on table {table} failed: {}{answer}", code.as_deref().map(|c| format!("{c}: ")).unwrap_or_default())]
+pub struct DbFailure {
+    /// The API operation, as AWS names it (`GetItem`, `TransactWriteItems`).
+    pub operation: &'static str,
+    /// The table (or tables, comma-separated, of a transaction).
+    pub table: String,
+    /// AWS's error code (`ResourceNotFoundException`); none when no answer came.
+    pub code: Option<String>,
+    /// AWS's message, or what kept the answer from coming (a timeout, a
+    /// refused connection).
+    pub answer: String,
 }
 
-/// Sorts an SDK error into unavailable (retry later) or internal (a bug).
-pub(crate) fn classify<E, R>(err: SdkError<E, R>) -> DbError
+/// The most of AWS's message a failure keeps: its messages are a sentence;
+/// a log line's budget is not spent on anything longer.
+pub const MESSAGE_CHARS: usize = 300;
+
+impl DbFailure {
+    /// The failure of a call of `E`'s operation on `table`.
+    pub fn of<E, R>(table: &str, err: &SdkError<E, R>) -> DbFailure
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+        R: std::fmt::Debug,
+    {
+        match err {
+            SdkError::ServiceError(service) => DbFailure::answered(table, service.err()),
+            other => DbFailure {
+                operation: operation_of::<E>(),
+                table: table.to_string(),
+                code: None,
+                answer: bounded(DisplayErrorContext(other).to_string()),
+            },
+        }
+    }
+
+    /// The failure `error`, which DynamoDB answered to a call on `table`.
+    pub fn answered<E: ProvideErrorMetadata>(table: &str, error: &E) -> DbFailure {
+        DbFailure {
+            operation: operation_of::<E>(),
+            table: table.to_string(),
+            code: error.code().map(str::to_string),
+            answer: bounded(error.message().unwrap_or("(no message)").to_string()),
+        }
+    }
+}
+
+/// The operation an SDK error type belongs to: `GetItem` for
+/// `aws_sdk_dynamodb::operation::get_item::GetItemError`.
+fn operation_of<E>() -> &'static str {
+    let name = std::any::type_name::<E>();
+    let last = name.rsplit("::").next().unwrap_or(name);
+    last.strip_suffix("Error").unwrap_or(last)
+}
+
+fn bounded(mut text: String) -> String {
+    if let Some((cut, _)) = text.char_indices().nth(MESSAGE_CHARS) {
+        text.truncate(cut);
+        text.push('…');
+    }
+    text
+}
+
+/// Sorts an SDK error of a call on `table` into unavailable (retry later) or
+/// internal (a bug), named as a [`DbFailure`].
+pub fn classify<E, R>(table: &str, err: SdkError<E, R>) -> DbError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     R: std::fmt::Debug,
 {
+    let failure = Box::new(DbFailure::of(table, &err));
     match &err {
-        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) => {
-            DbError::Unavailable(described(&err))
-        }
+        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) => DbError::Unavailable(failure),
         SdkError::ServiceError(service) if is_throttling(service.err().code()) => {
             crate::metrics::count(crate::metrics::Metric::DbThrottles, 1);
-            DbError::Unavailable(described(&err))
+            DbError::Unavailable(failure)
         }
-        _ => DbError::Internal(described(&err)),
+        _ => DbError::Internal(failure),
     }
+}
+
+/// An error and its causes, outermost first: what a tool prints and a
+/// function logs, so a DynamoDB failure shows as its [`DbFailure`].
+pub fn cause_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut chain = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        chain.push_str(": ");
+        chain.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    chain
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_names_the_operation_the_table_and_what_aws_answered() {
+        use aws_sdk_dynamodb::operation::get_item::GetItemError;
+        use aws_sdk_dynamodb::types::error::ResourceNotFoundException;
+        let missing = GetItemError::ResourceNotFoundException(
+            ResourceNotFoundException::builder()
+                .message("Cannot do operations on a non-existent table")
+                .meta(
+                    aws_sdk_dynamodb::error::ErrorMetadata::builder()
+                        .code("ResourceNotFoundException")
+                        .message("Cannot do operations on a non-existent table")
+                        .build(),
+                )
+                .build(),
+        );
+        let failure = DbFailure::answered("petstore-dev", &missing);
+        assert_eq!(
+            failure.to_string(),
+            "DynamoDB GetItem on table petstore-dev failed: ResourceNotFoundException: \
+             Cannot do operations on a non-existent table"
+        );
+        let long = bounded("x".repeat(MESSAGE_CHARS + 50));
+        assert_eq!(long.chars().count(), MESSAGE_CHARS + 1);
+    }
 
     #[test]
     fn throttling_codes_are_told_from_bugs() {

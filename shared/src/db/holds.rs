@@ -99,7 +99,7 @@ impl Db {
                 .set_exclusive_start_key(start)
                 .send()
                 .await
-                .map_err(classify)?;
+                .map_err(|e| classify(self.table(), e))?;
             keys.extend(out.items().iter().filter_map(table_key));
             start = out.last_evaluated_key;
             if start.is_none() {
@@ -150,7 +150,7 @@ impl Db {
                     .set_exclusive_start_key(start)
                     .send()
                     .await
-                    .map_err(classify)?;
+                    .map_err(|e| classify(self.table(), e))?;
                 for item in out.items() {
                     if let Some(id) = item.get("id").and_then(id_of) {
                         ids.push(id);

@@ -89,7 +89,7 @@ impl Db {
                     .filter_expression("#status = :status")
                     .expression_attribute_values(":status", s(status.as_str()));
             }
-            let out = request.send().await.map_err(classify)?;
+            let out = request.send().await.map_err(|e| classify(&self.table, e))?;
             for item in out.items.unwrap_or_default() {
                 rows.push(from_item(item)?);
             }
@@ -143,7 +143,7 @@ impl Db {
                 .set_exclusive_start_key(start)
                 .send()
                 .await
-                .map_err(classify)?;
+                .map_err(|e| classify(&self.table, e))?;
             for item in out.items.unwrap_or_default() {
                 let Some(pk) = item.get("PK").cloned() else {
                     continue;
@@ -169,7 +169,7 @@ impl Db {
                         if err
                             .as_service_error()
                             .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
-                    Err(err) => return Err(classify(err)),
+                    Err(err) => return Err(classify(&self.table, err)),
                 }
             }
             start = out.last_evaluated_key;

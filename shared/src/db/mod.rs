@@ -67,7 +67,7 @@ use idempotency::Recording;
 use std::ops::Deref;
 use std::sync::Arc;
 
-pub use error::{BoxError, DbError};
+pub use error::{cause_chain, classify, BoxError, DbError, DbFailure};
 pub use ids::new_id;
 pub use item::Item;
 pub use layout::Layout;
@@ -77,7 +77,6 @@ pub use shards::Shards;
 pub use write::{Check, OnFailure, Write, Written};
 pub(crate) use write::{Pause, Retry};
 
-pub(crate) use error::classify;
 pub(crate) use item::{from_item, n, s, to_item};
 
 /// The data table.
@@ -160,7 +159,7 @@ impl Db {
             .consistent_read(true)
             .send()
             .await
-            .map_err(classify)?;
+            .map_err(|e| classify(&self.table, e))?;
         Ok(out.item)
     }
 }

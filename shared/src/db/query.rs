@@ -227,7 +227,7 @@ impl Db {
         for (placeholder, name) in &projection.names {
             request = request.expression_attribute_names(placeholder, name);
         }
-        let out = request.send().await.map_err(classify)?;
+        let out = request.send().await.map_err(|e| classify(&self.table, e))?;
         // The key DynamoDB stopped at holds the index's sort key, the id.
         let examined_to = out
             .last_evaluated_key

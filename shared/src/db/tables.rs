@@ -6,10 +6,11 @@ use super::{classify, DbError};
 use aws_sdk_dynamodb::operation::create_table::builders::CreateTableFluentBuilder;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
+    ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType, TableStatus,
     TimeToLiveSpecification,
 };
 use aws_sdk_dynamodb::Client;
+use std::time::{Duration, Instant};
 
 /// The GSIs every list runs on, all sorting on the numeric `id`, each with
 /// the attributes its lists return (beyond the keys, always projected).
@@ -231,8 +232,12 @@ pub fn index_definition(index: &str, attributes: &[&str]) -> Result<GlobalSecond
         .map_err(DbError::internal)
 }
 
-/// Sends a table's creation and turns on its TTL on [`TTL_ATTRIBUTE`]; a
-/// table another process created meanwhile is left as it is.
+/// Sends a table's creation, waits until it is `ACTIVE`, and turns on its
+/// TTL on [`TTL_ATTRIBUTE`]. Several processes may start on one fresh
+/// DynamoDB at once (`make run` twice, the multi-process tests): the one
+/// whose creation DynamoDB accepts sets the TTL; the others, refused with
+/// `ResourceInUseException`, wait until the table is `ACTIVE` and leave it
+/// as it is.
 pub(crate) async fn create_expiring(
     request: CreateTableFluentBuilder,
     client: &Client,
@@ -240,17 +245,42 @@ pub(crate) async fn create_expiring(
 ) -> Result<(), DbError> {
     match request.send().await {
         Ok(_) => {}
-        // Another process created it between our check and our create.
         Err(err)
             if err
                 .as_service_error()
                 .is_some_and(|e| e.is_resource_in_use_exception()) =>
         {
-            return Ok(())
+            return wait_until_active(client, table).await;
         }
-        Err(err) => return Err(classify(err)),
+        Err(err) => return Err(classify(table, err)),
     }
+    wait_until_active(client, table).await?;
     expire_on(client, table, TTL_ATTRIBUTE).await
+}
+
+/// How long a start waits for a table another process is creating: DynamoDB
+/// Local makes one at once, DynamoDB in seconds.
+const CREATION_PATIENCE: Duration = Duration::from_secs(120);
+
+/// Waits until `table` is `ACTIVE` (no update of it is accepted before).
+async fn wait_until_active(client: &Client, table: &str) -> Result<(), DbError> {
+    let started = Instant::now();
+    loop {
+        let out = client.describe_table().table_name(table).send().await;
+        let status = out
+            .map_err(|e| classify(table, e))?
+            .table
+            .and_then(|t| t.table_status);
+        if status == Some(TableStatus::Active) {
+            return Ok(());
+        }
+        if started.elapsed() > CREATION_PATIENCE {
+            return Err(DbError::internal(format!(
+                "table {table} is still {status:?} after {CREATION_PATIENCE:?}"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// The TTL attribute of both tables: idempotency records and counters expire by it.
@@ -269,14 +299,18 @@ async fn expire_on(client: &Client, table: &str, attribute: &str) -> Result<(), 
         .time_to_live_specification(ttl)
         .send()
         .await
-        .map_err(classify)?;
+        .map_err(|e| classify(table, e))?;
     Ok(())
 }
 
-/// Whether `table` exists.
+/// Whether `table` exists; one another process is creating is waited for
+/// until it is `ACTIVE`, so whoever finds it can use it at once.
 pub async fn table_exists(client: &Client, table: &str) -> Result<bool, DbError> {
     match client.describe_table().table_name(table).send().await {
-        Ok(_) => Ok(true),
+        Ok(out) => match out.table.and_then(|t| t.table_status) {
+            Some(TableStatus::Active) => Ok(true),
+            _ => wait_until_active(client, table).await.map(|()| true),
+        },
         Err(err)
             if err
                 .as_service_error()
@@ -284,7 +318,7 @@ pub async fn table_exists(client: &Client, table: &str) -> Result<bool, DbError>
         {
             Ok(false)
         }
-        Err(err) => Err(classify(err)),
+        Err(err) => Err(classify(table, err)),
     }
 }
 

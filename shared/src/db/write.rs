@@ -16,7 +16,7 @@
 //! or is making its change: [`DbError::IdempotencyKeyInUse`], never another attempt.
 
 use super::error::is_throttling;
-use super::{classify, Changes, Db, DbError};
+use super::{classify, Changes, Db, DbError, DbFailure};
 use crate::metrics::{count, Metric};
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
@@ -234,6 +234,7 @@ impl Db {
         items: Vec<TransactWriteItem>,
         record_at: Option<usize>,
     ) -> Result<Sent, DbError> {
+        let tables = tables_of(&items);
         let result = self
             .client
             .transact_write_items()
@@ -243,7 +244,7 @@ impl Db {
         let service = match result {
             Ok(_) => return Ok(Sent::Done),
             Err(SdkError::ServiceError(service)) => service.into_err(),
-            Err(other) => return Err(classify(other)),
+            Err(other) => return Err(classify(&tables, other)),
         };
         match service {
             TransactWriteItemsError::TransactionCanceledException(cancelled) => {
@@ -267,7 +268,8 @@ impl Db {
                 }
                 if reasons.iter().any(|r| is_throttling(r.code())) {
                     count(Metric::DbThrottles, 1);
-                    return Err(DbError::Unavailable(Box::new(cancelled)));
+                    let failure = DbFailure::answered(&tables, &cancelled);
+                    return Err(DbError::Unavailable(Box::new(failure)));
                 }
                 count(Metric::DbConflicts, 1);
                 Ok(Sent::Conflict)
@@ -276,17 +278,18 @@ impl Db {
                 count(Metric::DbConflicts, 1);
                 Ok(Sent::Conflict)
             }
-            other => Err(unexpected(other)),
+            other => Err(unexpected(&tables, other)),
         }
     }
 
     async fn conditional_update(&self, update: Option<Update>) -> Result<Sent, DbError> {
         let update =
             update.ok_or_else(|| DbError::internal("an update item without its update"))?;
+        let table = update.table_name;
         let result = self
             .client
             .update_item()
-            .table_name(update.table_name)
+            .table_name(&table)
             .set_key(Some(update.key))
             .update_expression(update.update_expression)
             .set_condition_expression(update.condition_expression)
@@ -303,24 +306,40 @@ impl Db {
                     count(Metric::DbConflicts, 1);
                     Ok(Sent::Conflict)
                 }
-                other => Err(unexpected(other)),
+                other => Err(unexpected(&table, other)),
             },
-            Err(other) => Err(classify(other)),
+            Err(other) => Err(classify(&table, other)),
         }
     }
 }
 
-/// A service error a write did not expect: throttling (retry later) or a bug.
-fn unexpected<E>(error: E) -> DbError
-where
-    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-{
+/// A service error a write on `table` did not expect: throttling (retry
+/// later) or a bug.
+fn unexpected<E: ProvideErrorMetadata>(table: &str, error: E) -> DbError {
+    let failure = Box::new(DbFailure::answered(table, &error));
     if is_throttling(error.code()) {
         count(Metric::DbThrottles, 1);
-        DbError::Unavailable(Box::new(error))
+        DbError::Unavailable(failure)
     } else {
-        DbError::Internal(Box::new(error))
+        DbError::Internal(failure)
     }
+}
+
+/// The tables a transaction writes, as its failure names them.
+fn tables_of(items: &[TransactWriteItem]) -> String {
+    let mut tables: Vec<&str> = items
+        .iter()
+        .filter_map(|item| {
+            let put = item.put().map(|p| p.table_name());
+            let update = item.update().map(|u| u.table_name());
+            let delete = item.delete().map(|d| d.table_name());
+            let check = item.condition_check().map(|c| c.table_name());
+            put.or(update).or(delete).or(check)
+        })
+        .collect();
+    tables.sort_unstable();
+    tables.dedup();
+    tables.join(", ")
 }
 
 /// What a sent request came to, by item position.

@@ -5,7 +5,7 @@
 //! at the HTTP boundary, and only [`ApiError::into_response`] writes the body. Internal
 //! details are logged with the request id and never shown to the caller.
 
-use crate::db::{BoxError, DbError};
+use crate::db::{cause_chain, BoxError, DbError};
 use crate::ratelimit::Refusal;
 use crate::records::ValidationError;
 use crate::rules::RuleViolation;
@@ -46,6 +46,10 @@ pub enum ApiError {
     RateLimited { retry_after: u64 },
     #[error("this API key is banned for repeated calls over its limit; retry after {retry_after} seconds")]
     Banned { retry_after: u64 },
+    /// A key not read at all: its source address is refused (contract
+    /// section 4), and the key's owner must look there, not at the key.
+    #[error("requests from this address are refused for too many calls without a valid key, whatever key they carry (this one was not checked); the refusal ends in {retry_after} seconds")]
+    SourceRefused { retry_after: u64 },
     #[error("the service is temporarily unavailable; retry after {retry_after} seconds")]
     Unavailable { retry_after: u64 },
     #[error(
@@ -92,7 +96,9 @@ impl ApiError {
             ApiError::Sunset => StatusCode::GONE,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::RateLimited { .. } | ApiError::Banned { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::RateLimited { .. }
+            | ApiError::Banned { .. }
+            | ApiError::SourceRefused { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -113,6 +119,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             ApiError::RateLimited { .. } => "RATE_LIMITED",
             ApiError::Banned { .. } => "API_KEY_BANNED",
+            ApiError::SourceRefused { .. } => "SOURCE_REFUSED",
             ApiError::Unavailable { .. } => "SERVICE_UNAVAILABLE",
             ApiError::IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
             ApiError::IdempotencyKeyInUse { .. } => "IDEMPOTENCY_KEY_IN_USE",
@@ -148,18 +155,6 @@ fn conflict_code(violation: &RuleViolation) -> &'static str {
     }
 }
 
-/// An error and its causes, outermost first, for the log.
-fn cause_chain(error: &dyn std::error::Error) -> String {
-    let mut chain = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        chain.push_str(": ");
-        chain.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    chain
-}
-
 impl From<DbError> for ApiError {
     fn from(err: DbError) -> Self {
         match err {
@@ -183,6 +178,7 @@ impl From<Refusal> for ApiError {
         match refusal {
             Refusal::RateLimited { retry_after } => ApiError::RateLimited { retry_after },
             Refusal::Banned { retry_after } => ApiError::Banned { retry_after },
+            Refusal::SourceRefused { retry_after } => ApiError::SourceRefused { retry_after },
             Refusal::Unavailable => ApiError::Unavailable { retry_after: 1 },
         }
     }
@@ -205,6 +201,7 @@ impl IntoResponse for ApiError {
         let retry_after = match &self {
             ApiError::RateLimited { retry_after }
             | ApiError::Banned { retry_after }
+            | ApiError::SourceRefused { retry_after }
             | ApiError::Unavailable { retry_after }
             | ApiError::IdempotencyKeyInUse { retry_after } => Some(*retry_after),
             _ => None,

@@ -10,7 +10,7 @@ use super::plan::Plan;
 use super::status::RateStatus;
 use super::window::{seconds_until, Limits};
 use super::RateLimiter;
-use crate::db::DbError;
+use crate::db::{cause_chain, DbError};
 use crate::records::Caller;
 use std::net::{IpAddr, Ipv6Addr};
 
@@ -45,6 +45,9 @@ pub enum Refusal {
     RateLimited { retry_after: u64 },
     /// Banned for calling on after 429s (429 `API_KEY_BANNED`).
     Banned { retry_after: u64 },
+    /// A key this process does not know, sent from a source it refuses or
+    /// bans: refused for the source, the key unread (429 `SOURCE_REFUSED`).
+    SourceRefused { retry_after: u64 },
     /// A table the limiter needs failed (503 `SERVICE_UNAVAILABLE`).
     Unavailable,
 }
@@ -63,10 +66,12 @@ impl RateLimiter {
                 Ok(Found::Lookup(lookup)) => lookup.into_record(),
                 Ok(Found::SourceRefused(counted)) => {
                     let (subject, limits) = subject_of(None, source_ip);
-                    return self.admission(Ok(counted), &subject, limits, None, now);
+                    return self
+                        .admission(Ok(counted), &subject, limits, None, now)
+                        .for_the_source();
                 }
                 Err(error) => {
-                    tracing::warn!(error = ?error, "API key look-up failed");
+                    tracing::warn!(error = %cause_chain(&error), "API key look-up failed");
                     return Admission {
                         status: RateStatus::unknown(Limits::FREE, now),
                         verdict: Verdict::Refused(Refusal::Unavailable),
@@ -108,14 +113,14 @@ impl RateLimiter {
                 }),
             ),
             Err(error) if self.config.fail_open => {
-                tracing::warn!(error = ?error, %subject, "serving uncounted: the rate-limit table failed");
+                tracing::warn!(error = %cause_chain(&error), %subject, "serving uncounted: the rate-limit table failed");
                 (
                     RateStatus::unknown(limits, now),
                     Verdict::Admitted { caller },
                 )
             }
             Err(error) => {
-                tracing::warn!(error = ?error, %subject, "refusing: the rate-limit table failed");
+                tracing::warn!(error = %cause_chain(&error), %subject, "refusing: the rate-limit table failed");
                 (
                     RateStatus::unknown(limits, now),
                     Verdict::Refused(Refusal::Unavailable),
@@ -196,6 +201,21 @@ impl RateLimiter {
             Refused::Banned(until) => Counted::Banned(until),
             Refused::Limited(usage, flush) => self.after_refusal(subject, usage, flush, now).await,
         }
+    }
+}
+
+impl Admission {
+    /// This refusal, said to be the source's: the key sent was never read,
+    /// so its owner must not be told that the key is over a limit or banned.
+    fn for_the_source(self) -> Admission {
+        let verdict = match self.verdict {
+            Verdict::Refused(Refusal::RateLimited { retry_after })
+            | Verdict::Refused(Refusal::Banned { retry_after }) => {
+                Verdict::Refused(Refusal::SourceRefused { retry_after })
+            }
+            other => other,
+        };
+        Admission { verdict, ..self }
     }
 }
 

@@ -7,8 +7,9 @@
 //! the response must carry: the rate-limit headers ([`RateStatus`]), and
 //! either the caller ([`Verdict::Admitted`], with the key's id and role, for
 //! the wrapper's role check) or the [`Refusal`] (429 `RATE_LIMITED`, 429
-//! `API_KEY_BANNED`, 503 `SERVICE_UNAVAILABLE`), which the HTTP edge turns
-//! into the Error record.
+//! `API_KEY_BANNED`, 429 `SOURCE_REFUSED` for a key refused unread with its
+//! source, 503 `SERVICE_UNAVAILABLE`), which the HTTP edge turns into the
+//! Error record.
 //!
 //! - [`clock`], [`plan`], [`window`], [`status`]: the time, plans, the limits
 //!   in fixed UTC windows and usage of them (whether another request fits is

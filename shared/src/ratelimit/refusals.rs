@@ -6,6 +6,7 @@ use super::counter::{Counted, Stored, Subject};
 use super::memory::Flush;
 use super::window::Usage;
 use super::RateLimiter;
+use crate::db::cause_chain;
 
 impl RateLimiter {
     /// Answers a refusal of `subject`: reports refusals when `flush` says it
@@ -31,7 +32,7 @@ impl RateLimiter {
             Ok(Some(stored)) => stored,
             Ok(None) => return limited,
             Err(error) => {
-                tracing::warn!(error = ?error, %subject, "refusals not reported");
+                tracing::warn!(error = %cause_chain(&error), %subject, "refusals not reported");
                 return limited;
             }
         };
@@ -49,7 +50,7 @@ impl RateLimiter {
                     (until, limited)
                 }
                 Err(error) => {
-                    tracing::warn!(error = ?error, %subject, "ban not recorded");
+                    tracing::warn!(error = %cause_chain(&error), %subject, "ban not recorded");
                     return limited;
                 }
             }

@@ -19,7 +19,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use futures::stream::{self, StreamExt, TryStreamExt};
 use petstore::db::shards::{shard_of, Kind as Listed, Shards};
-use petstore::db::Item;
+use petstore::db::{DbFailure, Item};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -132,7 +132,7 @@ async fn a_copied_item(client: &Client, table: &str) -> Result<Option<String>, B
             .set_exclusive_start_key(start)
             .send()
             .await
-            .map_err(|e| aws_sdk_dynamodb::error::DisplayErrorContext(e).to_string())?;
+            .map_err(|e| DbFailure::of(table, &e).to_string())?;
         for item in out.items.unwrap_or_default() {
             if copied(kind_of(&item)) {
                 return Ok(text(&item, "PK").map(str::to_string));
@@ -155,7 +155,7 @@ async fn put_new(client: &Client, table: &str, item: Item) -> Result<(), BoxErro
         .condition_expression("attribute_not_exists(PK)")
         .send()
         .await
-        .map_err(|e| format!("{pk}: {}", aws_sdk_dynamodb::error::DisplayErrorContext(e)))?;
+        .map_err(|e| format!("{pk}: {}", DbFailure::of(table, &e)))?;
     Ok(())
 }
 

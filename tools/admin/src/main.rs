@@ -57,6 +57,7 @@ mod commands;
 
 use cli::Command;
 use petstore::config::Config;
+use petstore::db::cause_chain;
 use petstore::App;
 use std::process::ExitCode;
 
@@ -84,17 +85,6 @@ async fn run(command: Command) -> Result<ExitCode, BoxError> {
     }
 }
 
-/// An error and its causes, outermost first: the operator needs the detail.
-fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    text
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let command = match cli::parse(std::env::args().skip(1)) {
@@ -105,7 +95,9 @@ async fn main() -> ExitCode {
     match run(command).await {
         Ok(status) => status,
         Err(error) => {
-            eprintln!("petstore-admin: {}", with_causes(error.as_ref()));
+            // With its causes: a DynamoDB failure names its operation,
+            // table, and AWS's code and message (`DbFailure`).
+            eprintln!("petstore-admin: {}", cause_chain(error.as_ref()));
             ExitCode::FAILURE
         }
     }

@@ -7,7 +7,7 @@
 //! `ACTIVE` between them (an update of a table still updating is refused).
 
 use crate::scan::BoxError;
-use aws_sdk_dynamodb::error::DisplayErrorContext;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::primitives::DateTime as AwsTime;
 use aws_sdk_dynamodb::types::{
     PointInTimeRecoverySpecification, SseSpecification, StreamSpecification, StreamViewType,
@@ -15,6 +15,7 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
+use petstore::db::DbFailure;
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
@@ -100,7 +101,7 @@ pub async fn restore(
             .set_tags(Some(tags))
             .send()
             .await;
-        out.map_err(|e| failed("tag the table", e))?;
+        out.map_err(|e| failed("tag the table", target, e))?;
     }
     timed("tags", started);
 
@@ -124,7 +125,7 @@ async fn enable_stream(client: &Client, target: &str) -> Result<(), BoxError> {
         .stream_specification(stream)
         .send()
         .await;
-    out.map_err(|e| failed("enable the stream", e))?;
+    out.map_err(|e| failed("enable the stream", target, e))?;
     Ok(())
 }
 
@@ -139,7 +140,7 @@ async fn enable_ttl(client: &Client, target: &str) -> Result<(), BoxError> {
         .time_to_live_specification(ttl)
         .send()
         .await;
-    out.map_err(|e| failed("turn on TTL", e))?;
+    out.map_err(|e| failed("turn on TTL", target, e))?;
     Ok(())
 }
 
@@ -153,7 +154,7 @@ async fn enable_point_in_time_recovery(client: &Client, target: &str) -> Result<
         .point_in_time_recovery_specification(pitr)
         .send()
         .await;
-    out.map_err(|e| failed("turn on point-in-time recovery", e))?;
+    out.map_err(|e| failed("turn on point-in-time recovery", target, e))?;
     Ok(())
 }
 
@@ -164,12 +165,17 @@ async fn protect_from_deletion(client: &Client, target: &str) -> Result<(), BoxE
         .deletion_protection_enabled(true)
         .send()
         .await;
-    out.map_err(|e| failed("turn on deletion protection", e))?;
+    out.map_err(|e| failed("turn on deletion protection", target, e))?;
     Ok(())
 }
 
-fn failed<E: std::error::Error + 'static>(what: &str, error: E) -> BoxError {
-    format!("{what}: {}", DisplayErrorContext(error)).into()
+/// `what` failed on `table`: the operation, the table and AWS's answer.
+fn failed<E, R>(what: &str, table: &str, error: SdkError<E, R>) -> BoxError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug,
+{
+    format!("{what}: {}", DbFailure::of(table, &error)).into()
 }
 
 /// The tags of the table restored from, when it still exists.
@@ -189,7 +195,7 @@ async fn source_tags(client: &Client, source: &Source) -> Result<Vec<Tag>, BoxEr
         .send()
         .await;
     Ok(out
-        .map_err(|e| failed("read the old table's tags", e))?
+        .map_err(|e| failed("read the old table's tags", table, e))?
         .tags
         .unwrap_or_default())
 }
@@ -211,7 +217,7 @@ async fn start_restore(client: &Client, source: &Source, target: &str) -> Result
             request
                 .send()
                 .await
-                .map_err(|e| failed("restore to a point in time", e))?;
+                .map_err(|e| failed("restore to a point in time", target, e))?;
         }
         Source::Backup { arn } => {
             client
@@ -221,7 +227,7 @@ async fn start_restore(client: &Client, source: &Source, target: &str) -> Result
                 .sse_specification_override(sse)
                 .send()
                 .await
-                .map_err(|e| failed("restore the backup", e))?;
+                .map_err(|e| failed("restore the backup", target, e))?;
         }
     }
     Ok(())
@@ -234,7 +240,7 @@ async fn described(
 ) -> Result<(Option<TableStatus>, Option<String>, String), BoxError> {
     let out = client.describe_table().table_name(table).send().await;
     let table = out
-        .map_err(|e| failed("describe the table", e))?
+        .map_err(|e| failed("describe the table", table, e))?
         .table
         .ok_or("no table")?;
     Ok((

@@ -44,7 +44,7 @@ pub fn scan_pages(
         tokio::spawn(async move {
             let request = client
                 .scan()
-                .table_name(table)
+                .table_name(&table)
                 .segment(segment as i32)
                 .total_segments(segments as i32)
                 .consistent_read(options.consistent);
@@ -54,7 +54,7 @@ pub fn scan_pages(
                 let out = match page {
                     Ok(out) => out,
                     Err(e) => {
-                        let error = aws_sdk_dynamodb::error::DisplayErrorContext(e).to_string();
+                        let error = petstore::db::DbFailure::of(&table, &e).to_string();
                         let _ = pages.send(Err(error.into())).await;
                         return;
                     }

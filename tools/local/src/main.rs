@@ -12,7 +12,7 @@
 //! would, so races the contract forbids show up locally too. `make
 //! run-lambda` is the faithful way: the function binaries themselves.
 
-use petstore::db::DbError;
+use petstore::db::{cause_chain, DbError};
 use petstore_local::{demo, sample_events};
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -44,7 +44,9 @@ async fn main() -> ExitCode {
             if unreachable {
                 eprintln!("petstore-local: cannot reach DynamoDB at {endpoint} (is DynamoDB Local running on that port?)");
             } else {
-                eprintln!("petstore-local: {error}");
+                // With its causes: a DynamoDB failure names its operation,
+                // table, and AWS's code and message (`DbFailure`).
+                eprintln!("petstore-local: {}", cause_chain(error.as_ref()));
             }
             ExitCode::FAILURE
         }

@@ -117,7 +117,7 @@ impl Counters {
             {
                 Ok(false)
             }
-            Err(err) => Err(classify(err).into()),
+            Err(err) => Err(classify(&self.table, err).into()),
         }
     }
 }

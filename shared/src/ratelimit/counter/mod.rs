@@ -295,7 +295,7 @@ impl Counters {
                 };
                 Ok(Update::ConditionFailed(Stored::read(item)?))
             }
-            Err(err) => Err(classify(err).into()),
+            Err(err) => Err(classify(&self.table, err).into()),
         }
     }
 

@@ -111,7 +111,7 @@ impl KeyStore {
             .condition_expression("attribute_not_exists(PK)")
             .send()
             .await
-            .map_err(classify)?;
+            .map_err(|e| classify(self.db.table(), e))?;
         Ok(IssuedKey { record, key })
     }
 
@@ -149,7 +149,10 @@ impl KeyStore {
             if let Some(id) = id {
                 query = query.expression_attribute_values(":id", n(id));
             }
-            let out = query.send().await.map_err(classify)?;
+            let out = query
+                .send()
+                .await
+                .map_err(|e| classify(self.db.table(), e))?;
             let items = out.items.unwrap_or_default().into_iter();
             pks.extend(items.filter_map(|mut item| match item.remove("PK") {
                 Some(AttributeValue::S(pk)) => Some(pk),
