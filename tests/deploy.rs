@@ -139,7 +139,9 @@ pub fn fill_params(path: &str, value: &str) -> String {
     out
 }
 
-/// The data table's GSIs in `template.yaml`: name → projected non-key attributes.
+/// The data table's GSIs in `template.yaml`, in any of its states (an
+/// index kept to some `DataLayoutStep`s is an `!If [Condition, index,
+/// !Ref AWS::NoValue]`): name → projected non-key attributes.
 pub fn template_data_table_indexes() -> BTreeMap<String, BTreeSet<String>> {
     let template = read_yaml("template.yaml");
     let indexes = &template["Resources"]["DataTable"]["Properties"]["GlobalSecondaryIndexes"];
@@ -147,6 +149,10 @@ pub fn template_data_table_indexes() -> BTreeMap<String, BTreeSet<String>> {
         .as_sequence()
         .unwrap_or_else(|| panic!("template.yaml: DataTable has no GlobalSecondaryIndexes"))
         .iter()
+        .map(|index| match tagged(index, "If") {
+            Some(branches) => &branches[1],
+            None => index,
+        })
         .map(|index| {
             let name = index["IndexName"].as_str().unwrap_or_default().to_string();
             assert_eq!(

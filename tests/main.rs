@@ -32,4 +32,5 @@ mod roles;
 mod routes;
 mod shield;
 mod store;
+mod upgrade;
 mod values;

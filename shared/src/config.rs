@@ -4,6 +4,7 @@
 //! `TABLE_NAME` and `RATE_LIMIT_TABLE_NAME` in production (set by `template.yaml`).
 
 use crate::db::shards::{Shards, MAX_SHARDS};
+use crate::db::Layout;
 use chrono::{DateTime, Utc};
 use std::time::Duration;
 
@@ -39,6 +40,11 @@ pub struct Config {
     /// How long an incomplete order holds its units before it lapses
     /// (`HOLD_DAYS`, whole days, at least 1; see [`crate::rules::holds`]).
     pub hold: chrono::Duration,
+    /// The data table's stored layout (`DATA_LAYOUT`, `1` or `2`; absent:
+    /// `2`, the current): set by the deploy that moves the table from one to
+    /// the next (template.yaml's `DataLayoutStep`, docs/upgrade.md), never
+    /// read from the table, so a cold start pays nothing for it.
+    pub data_layout: Layout,
 }
 
 /// The rate limiter's thresholds; small values make the ban testable.
@@ -87,6 +93,7 @@ impl Config {
         let hold = vars.hold()?;
         let defaults = Shards::default();
         Ok(Config {
+            data_layout: vars.data_layout()?,
             allowed_origins,
             origin_secret: (vars.0)("ORIGIN_SECRET").filter(|secret| !secret.is_empty()),
             hold,
@@ -181,6 +188,14 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
             .collect()
     }
 
+    fn data_layout(&self) -> Result<Layout, ConfigError> {
+        let layout = self.number("DATA_LAYOUT", Layout::default().number())?;
+        Layout::from_number(layout).ok_or_else(|| ConfigError {
+            name: "DATA_LAYOUT",
+            reason: format!("a data layout is 1 or 2, got {layout}"),
+        })
+    }
+
     fn hold(&self) -> Result<chrono::Duration, ConfigError> {
         let hold_days = self.number(
             "HOLD_DAYS",
@@ -225,6 +240,24 @@ mod tests {
         assert_eq!(config.shards, Shards::default());
         assert!(config.allowed_origins.is_empty());
         assert_eq!(config.hold, chrono::Duration::days(30));
+        assert_eq!(config.data_layout, Layout::V2);
+        Ok(())
+    }
+
+    #[test]
+    fn the_data_layout_is_one_the_code_serves() -> Result<(), Box<dyn std::error::Error>> {
+        let layout = |raw: &'static str| {
+            Config::from_lookup(move |n| (n == "DATA_LAYOUT").then(|| raw.into()))
+        };
+        assert_eq!(layout("1")?.data_layout, Layout::V1);
+        assert_eq!(layout("2")?.data_layout, Layout::V2);
+        for wrong in ["0", "3", "v2"] {
+            let err = layout(wrong)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains("DATA_LAYOUT"), "{wrong}: {err}");
+        }
         Ok(())
     }
 

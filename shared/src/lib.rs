@@ -77,10 +77,12 @@ impl App {
             &config.rate_limit_table_name,
             config.limits.clone(),
             clock,
-        );
+        )
+        .with_layout(config.data_layout);
         let db = Db::new(client, config.table_name.clone())
             .with_shards(config.shards)
-            .with_hold(config.hold);
+            .with_hold(config.hold)
+            .with_layout(config.data_layout);
         App {
             inner: Arc::new(AppInner {
                 config,
@@ -122,7 +124,8 @@ impl App {
 
     /// Creates the tables unless they exist; for local runs and tests.
     pub async fn create_tables(&self) -> Result<(), DbError> {
-        db::tables::create_data_table(self.db.client(), &self.config.table_name).await?;
+        let (client, table) = (self.db.client(), &self.config.table_name);
+        db::tables::create_data_table_in(client, table, self.config.data_layout).await?;
         ratelimit::create_counter_table(self.db.client(), &self.config.rate_limit_table_name).await
     }
 }

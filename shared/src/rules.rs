@@ -79,6 +79,10 @@ pub enum Guard {
     Lapsing,
     /// The order's hold lapses at or before this instant.
     LapsesBy(DateTime<Utc>),
+    /// The order carries a lapse time: its hold is on its owner's count
+    /// (negated: an order placed before holds were counted, not yet given
+    /// one by migration 0001's backfill, see [`holds`]).
+    HoldCounted,
     /// A key's hold count is below this cap (absent counts as none).
     OpenHoldsBelow(u32),
     /// The fact does not hold.
@@ -304,12 +308,23 @@ pub fn set_stock(state: StockState, quantity: StockQuantity) -> StockDecision {
 }
 
 /// Only an incomplete order may be changed or cancelled, and not once its
-/// lapse has begun (a lapsing order reads as gone, see [`holds`]).
+/// lapse has begun (a lapsing order reads as gone, see [`holds`]). The
+/// change also rests on whether the order's hold was counted as read: a
+/// backfill that counts it meanwhile (migration 0001) makes the change
+/// decide again, so its count is moved exactly once or not at all.
 pub fn open_order(order: &Order) -> Result<Guard, RuleViolation> {
     if order.complete {
         return Err(RuleViolation::OrderComplete);
     }
-    Ok(Guard::All(vec![Guard::OrderIncomplete, Guard::NotLapsing]))
+    let counted = match order.lapses_at {
+        Some(_) => Guard::HoldCounted,
+        None => Guard::HoldCounted.negated(),
+    };
+    Ok(Guard::All(vec![
+        Guard::OrderIncomplete,
+        Guard::NotLapsing,
+        counted,
+    ]))
 }
 
 /// A decided change of an order: the order it becomes, and the fact it rests on.
@@ -631,9 +646,10 @@ mod tests {
             .unwrap_or_else(|| panic!("a change"));
         assert!(decision.completes());
         assert_eq!(decision.updated.ship_date, Some(now));
+        let uncounted = Guard::HoldCounted.negated();
         assert_eq!(
             decision.guard,
-            Guard::All(vec![Guard::OrderIncomplete, Guard::NotLapsing])
+            Guard::All(vec![Guard::OrderIncomplete, Guard::NotLapsing, uncounted])
         );
 
         let nothing = OrderPatch::default();

@@ -28,7 +28,8 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     // The hold sweep's table: no call is made until a schedule invokes it.
     let db = petstore::db::Db::new(aws_sdk_dynamodb::Client::new(&aws), config.table_name)
         .with_shards(config.shards)
-        .with_hold(config.hold);
+        .with_hold(config.hold)
+        .with_layout(config.data_layout);
     let db = &db;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         let (payload, context) = event.into_parts();

@@ -15,9 +15,32 @@ impl Db {
         keys: Vec<Item>,
         projection: Option<&Projection>,
     ) -> Result<Vec<Item>, DbError> {
+        self.batch_read(operation, keys, projection, false).await
+    }
+
+    /// As [`Db::batch_get`], strongly consistent: for a decision made from
+    /// what it reads.
+    pub(crate) async fn batch_get_consistent(
+        &self,
+        operation: &'static str,
+        keys: Vec<Item>,
+        projection: Option<&Projection>,
+    ) -> Result<Vec<Item>, DbError> {
+        self.batch_read(operation, keys, projection, true).await
+    }
+
+    async fn batch_read(
+        &self,
+        operation: &'static str,
+        keys: Vec<Item>,
+        projection: Option<&Projection>,
+        consistent: bool,
+    ) -> Result<Vec<Item>, DbError> {
         let mut found = Vec::with_capacity(keys.len());
         for chunk in keys.chunks(100) {
-            let mut request = KeysAndAttributes::builder().set_keys(Some(chunk.to_vec()));
+            let mut request = KeysAndAttributes::builder()
+                .set_keys(Some(chunk.to_vec()))
+                .consistent_read(consistent);
             if let Some(projection) = projection {
                 request = request.projection_expression(&projection.expression);
                 for (placeholder, name) in &projection.names {

@@ -16,7 +16,7 @@ use std::sync::LazyLock;
 pub(crate) const SK: &str = "CATEGORY";
 /// GSI1's list of every category; sharded.
 const ALL: &str = "CATEGORY";
-const NAME_SK: &str = "CATEGORYNAME";
+pub(crate) const NAME_SK: &str = "CATEGORYNAME";
 
 fn pk(id: Id) -> String {
     format!("CATEGORY#{id}")
@@ -29,11 +29,16 @@ pub(crate) fn key(id: Id) -> Item {
 /// The item that makes a name unique: creating it fails if the name is taken.
 /// `folded` is [`Name::folded`] (or, for a claim made before names were
 /// compared under NFKC, [`Name::legacy_folded`]).
-fn name_key(folded: &str) -> Item {
+pub(crate) fn name_key(folded: &str) -> Item {
     HashMap::from([
-        ("PK".to_string(), s(format!("CATEGORYNAME#{folded}"))),
+        ("PK".to_string(), s(name_pk(folded))),
         ("SK".to_string(), s(NAME_SK)),
     ])
+}
+
+/// The partition key of the claim of `folded`.
+pub(crate) fn name_pk(folded: &str) -> String {
+    format!("CATEGORYNAME#{folded}")
 }
 
 /// What a category list reads: the Category record's attributes.

@@ -4,7 +4,9 @@
 use super::{n, s, shape, to_item, DbError, Item};
 use crate::records::Id;
 use crate::rules::Guard;
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem, Update,
+};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -123,6 +125,10 @@ impl Expr {
                 "<=",
                 s(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
             ),
+            Guard::HoldCounted => {
+                let lapses_at = self.name("lapsesAt");
+                format!("attribute_exists({lapses_at})")
+            }
             // A key with no counter item yet holds nothing.
             Guard::OpenHoldsBelow(cap) => {
                 let count = self.name("openOrders");
@@ -255,6 +261,20 @@ impl Expr {
     }
 
     /// A delete of the item at `key`.
+    /// A check of the item at `key`, writing nothing: a transaction's
+    /// condition on an item it does not change.
+    pub(crate) fn check(mut self, table: &str, key: Item) -> Result<TransactWriteItem, DbError> {
+        let check = ConditionCheck::builder()
+            .table_name(table)
+            .set_key(Some(key))
+            .set_condition_expression(self.condition_expression())
+            .set_expression_attribute_names(self.names())
+            .set_expression_attribute_values(self.values())
+            .build()
+            .map_err(DbError::internal)?;
+        Ok(TransactWriteItem::builder().condition_check(check).build())
+    }
+
     pub(crate) fn delete(mut self, table: &str, key: Item) -> Result<TransactWriteItem, DbError> {
         let delete = Delete::builder()
             .table_name(table)

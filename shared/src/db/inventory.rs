@@ -77,7 +77,7 @@ impl Db {
                 .client
                 .scan()
                 .table_name(&self.table)
-                .index_name(INVENTORY_INDEX)
+                .index_name(self.layout.index_of(INVENTORY_INDEX))
                 .limit(i32::try_from(limit + 1).unwrap_or(i32::MAX))
                 .projection_expression(&STOCK_FIELDS.expression)
                 .set_exclusive_start_key(examined_to.map(pets::inventory_entry_key));

@@ -49,6 +49,8 @@ pub mod idempotency;
 mod ids;
 pub mod inventory;
 mod item;
+pub mod layout;
+pub mod migration;
 pub mod orders;
 mod page;
 pub mod pets;
@@ -68,6 +70,7 @@ use std::sync::Arc;
 pub use error::{cause_chain, classify, BoxError, DbError, DbFailure};
 pub use ids::new_id;
 pub use item::Item;
+pub use layout::Layout;
 pub use page::Page;
 pub use query::Cursor;
 pub use shape::fields as record_fields;
@@ -85,6 +88,8 @@ pub struct Db {
     shards: Shards,
     /// How long an incomplete order holds its units (see [`holds`]).
     hold: chrono::Duration,
+    /// The table's stored layout: the indexes its lists read ([`layout`]).
+    layout: Layout,
 }
 
 impl Db {
@@ -95,7 +100,17 @@ impl Db {
             table: table.into(),
             shards: Shards::default(),
             hold: chrono::Duration::days(i64::from(crate::rules::holds::DEFAULT_HOLD_DAYS)),
+            layout: Layout::default(),
         }
+    }
+
+    /// This table, read as stored in `layout` (see [`layout`]).
+    pub fn with_layout(self, layout: Layout) -> Db {
+        Db { layout, ..self }
+    }
+
+    pub fn layout(&self) -> Layout {
+        self.layout
     }
 
     /// Sets how long an incomplete order holds its units before it lapses.

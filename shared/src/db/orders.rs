@@ -45,7 +45,7 @@ fn pet_partition(pet: Id) -> String {
     format!("ORDER#PET#{pet}")
 }
 
-fn owner_partition(owner: Id) -> String {
+pub(crate) fn owner_partition(owner: Id) -> String {
     format!("ORDER#OWNER#{owner}")
 }
 

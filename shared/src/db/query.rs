@@ -69,7 +69,7 @@ impl Projection {
         Projection::of_attributes(shape::fields::<T>())
     }
 
-    fn of_attributes(attributes: &[&str]) -> Projection {
+    pub(crate) fn of_attributes(attributes: &[&str]) -> Projection {
         let names: Vec<(String, String)> = attributes
             .iter()
             .map(|attribute| (format!("#{attribute}"), attribute.to_string()))
@@ -100,6 +100,8 @@ pub(crate) struct Filter<'a> {
 /// A query on one GSI list, in id order: one partition, or every shard of a
 /// sharded one (see [`shards`](super::shards)).
 pub(crate) struct IndexQuery<'a> {
+    /// The list's index, by its list's name (`GSI1`..`GSI5`): the table's
+    /// layout names the index it is stored in ([`super::layout`]).
     pub index: &'static str,
     /// The list's partition key; a sharded list's partitions add `#<shard>`.
     pub partition: String,
@@ -202,7 +204,7 @@ impl Db {
             .client
             .query()
             .table_name(&self.table)
-            .index_name(query.index)
+            .index_name(self.layout.index_of(query.index))
             .key_condition_expression(&key_condition)
             .expression_attribute_names("#pk", &pk_attr)
             .expression_attribute_values(":pk", s(partition))
@@ -220,8 +222,9 @@ impl Db {
                 request = request.expression_attribute_values(k, v.clone());
             }
         }
-        request = request.projection_expression(&query.projection.expression);
-        for (placeholder, name) in &query.projection.names {
+        let projection = self.layout.readable(query.index, query.projection);
+        request = request.projection_expression(&projection.expression);
+        for (placeholder, name) in &projection.names {
             request = request.expression_attribute_names(placeholder, name);
         }
         let out = request.send().await.map_err(|e| classify(&self.table, e))?;

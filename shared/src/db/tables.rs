@@ -1,6 +1,7 @@
 //! Creating the data table, for `make run` and the tests (production tables
 //! come from `template.yaml`, with the same schema and TTL attribute).
 
+use super::layout::Layout;
 use super::{classify, DbError};
 use aws_sdk_dynamodb::operation::create_table::builders::CreateTableFluentBuilder;
 use aws_sdk_dynamodb::types::{
@@ -22,10 +23,17 @@ use std::time::{Duration, Instant};
 /// order writes its own index copies, each on a partition of its own list's
 /// shards or of its pet or owner, and its pet's inventory entry, on that
 /// pet's own partition.
+///
+/// These are layout 2's ([`Layout::V2`]): `GSI1v2`..`GSI4v2` replaced the
+/// last release's `GSI1`..`GSI4` ([`RELEASED_INDEXES`]) when their
+/// projections gained `lapsesAt` (DynamoDB cannot change an index's
+/// projection: migration 0001 creates each new one beside the old, see
+/// docs/upgrade.md). Each keeps its old key attributes (`GSI1PK`.. and
+/// `id`), so no item is rewritten.
 pub const INDEXES: [(&str, &[&str]); 5] = [
     // Everything of a kind: pets, categories, orders, inventory, API keys.
     (
-        "GSI1",
+        "GSI1v2",
         &[
             "name",
             "categoryId",
@@ -45,7 +53,7 @@ pub const INDEXES: [(&str, &[&str]); 5] = [
     ),
     // Pets (and inventory) by status; orders by completion.
     (
-        "GSI2",
+        "GSI2v2",
         &[
             "name",
             "categoryId",
@@ -59,7 +67,7 @@ pub const INDEXES: [(&str, &[&str]); 5] = [
     ),
     // Pets by category; orders by pet.
     (
-        "GSI3",
+        "GSI3v2",
         &[
             "name",
             "categoryId",
@@ -74,11 +82,61 @@ pub const INDEXES: [(&str, &[&str]); 5] = [
     // Orders by owner: a customer's own orders (petId and complete are also
     // what its filters read).
     (
-        "GSI4",
+        "GSI4v2",
         &["petId", "quantity", "shipDate", "complete", "lapsesAt"],
     ),
     // The inventory: one entry per pet, on a partition of its own (`GSI5PK`
     // is the pet's `PK`), scanned for the inventory lists.
+    ("GSI5", &["stock", "status"]),
+];
+
+/// Layout 1's indexes ([`Layout::V1`]): the last release's (contract 1.0.0,
+/// commit e25da8e), as its template created them. Its `GSI1`..`GSI4` do not
+/// project `lapsesAt`; a list on them reads everything else.
+pub const RELEASED_INDEXES: [(&str, &[&str]); 5] = [
+    (
+        "GSI1",
+        &[
+            "name",
+            "categoryId",
+            "status",
+            "description",
+            "petId",
+            "quantity",
+            "shipDate",
+            "complete",
+            "plan",
+            "perMinute",
+            "perDay",
+            "createdAt",
+            "revoked",
+        ],
+    ),
+    (
+        "GSI2",
+        &[
+            "name",
+            "categoryId",
+            "status",
+            "petId",
+            "quantity",
+            "shipDate",
+            "complete",
+        ],
+    ),
+    (
+        "GSI3",
+        &[
+            "name",
+            "categoryId",
+            "status",
+            "petId",
+            "quantity",
+            "shipDate",
+            "complete",
+        ],
+    ),
+    ("GSI4", &["petId", "quantity", "shipDate", "complete"]),
     ("GSI5", &["stock", "status"]),
 ];
 
@@ -102,8 +160,30 @@ pub(crate) fn key(name: &str, kind: KeyType) -> Result<KeySchemaElement, DbError
 }
 
 /// Creates the data table unless it exists already, with its stream of new
-/// and old images, as in `template.yaml` (the `events` function reads it).
+/// and old images, as in `template.yaml` (the `events` function reads it),
+/// in the current layout.
 pub async fn create_data_table(client: &Client, table: &str) -> Result<(), DbError> {
+    create_data_table_in(client, table, Layout::V2).await
+}
+
+/// Creates the data table in `layout` unless it exists already: layout 1
+/// for the upgrade tests, which load the last release's items into it.
+pub async fn create_data_table_in(
+    client: &Client,
+    table: &str,
+    layout: Layout,
+) -> Result<(), DbError> {
+    create_data_table_with(client, table, layout.indexes()).await
+}
+
+/// Creates the data table with `indexes` unless it exists already: any
+/// layout, or a migration's state between two (the upgrade tests' table
+/// once migration 0001's new indexes are created beside the old ones).
+pub async fn create_data_table_with(
+    client: &Client,
+    table: &str,
+    indexes: &[(&str, &[&str])],
+) -> Result<(), DbError> {
     if table_exists(client, table).await? {
         return Ok(());
     }
@@ -122,28 +202,34 @@ pub async fn create_data_table(client: &Client, table: &str) -> Result<(), DbErr
         .attribute_definitions(attribute("PK", ScalarAttributeType::S)?)
         .attribute_definitions(attribute("SK", ScalarAttributeType::S)?)
         .attribute_definitions(attribute("id", ScalarAttributeType::N)?);
-    for (index, attributes) in INDEXES {
-        let pk = format!("{index}PK");
-        request = request
-            .attribute_definitions(attribute(&pk, ScalarAttributeType::S)?)
-            .global_secondary_indexes(
-                GlobalSecondaryIndex::builder()
-                    .index_name(index)
-                    .key_schema(key(&pk, KeyType::Hash)?)
-                    .key_schema(key("id", KeyType::Range)?)
-                    .projection(
-                        Projection::builder()
-                            .projection_type(ProjectionType::Include)
-                            .set_non_key_attributes(Some(
-                                attributes.iter().map(|a| a.to_string()).collect(),
-                            ))
-                            .build(),
-                    )
-                    .build()
-                    .map_err(DbError::internal)?,
-            );
+    let mut keys = std::collections::BTreeSet::new();
+    for (index, attributes) in indexes {
+        let pk = format!("{}PK", Layout::list_of(index));
+        if keys.insert(pk.clone()) {
+            request = request.attribute_definitions(attribute(&pk, ScalarAttributeType::S)?);
+        }
+        request = request.global_secondary_indexes(index_definition(index, attributes)?);
     }
     create_expiring(request, client, table).await
+}
+
+/// The definition of index `index` projecting `attributes`, keyed as its
+/// list's ([`Layout::list_of`]): for a new table, and for the upgrade tests'
+/// UpdateTable that adds a layout's index to an existing one.
+pub fn index_definition(index: &str, attributes: &[&str]) -> Result<GlobalSecondaryIndex, DbError> {
+    let pk = format!("{}PK", Layout::list_of(index));
+    GlobalSecondaryIndex::builder()
+        .index_name(index)
+        .key_schema(key(&pk, KeyType::Hash)?)
+        .key_schema(key("id", KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::Include)
+                .set_non_key_attributes(Some(attributes.iter().map(|a| a.to_string()).collect()))
+                .build(),
+        )
+        .build()
+        .map_err(DbError::internal)
 }
 
 /// Sends a table's creation, waits until it is `ACTIVE`, and turns on its
@@ -239,10 +325,11 @@ pub async fn table_exists(client: &Client, table: &str) -> Result<bool, DbError>
 #[cfg(test)]
 mod tests {
     use super::INDEXES;
+    use crate::db::layout::Layout;
     use crate::db::orders::OrderFilter;
     use crate::db::pets::{PetFilter, INVENTORY_INDEX, PET_FIELDS};
     use crate::db::query::Projection as Reads;
-    use crate::db::{categories, inventory, shape};
+    use crate::db::{categories, inventory};
     use crate::records::{Id, OrderScope, PetStatus};
 
     /// Every list the service serves: its name, the index it reads and
@@ -287,26 +374,42 @@ mod tests {
         let lists = lists();
         for (index, _) in INDEXES {
             assert!(
-                lists.iter().any(|(_, read, _)| *read == index),
+                lists
+                    .iter()
+                    .any(|(_, read, _)| Layout::V2.index_of(read) == index),
                 "no list reads {index}"
             );
         }
         for (list, index, reads) in lists {
-            let projected = INDEXES
-                .iter()
-                .find(|(name, _)| *name == index)
-                .map(|(_, attributes)| *attributes)
-                .unwrap_or_default();
+            let readable = Layout::V2.readable(index, reads);
             let missing: Vec<&str> = reads
                 .attributes()
-                .filter(|a| *a != shape::ID && !projected.contains(a))
+                .filter(|a| !readable.attributes().any(|r| r == *a))
                 .collect();
+            let index = Layout::V2.index_of(index);
             assert!(
                 missing.is_empty(),
                 "the {list} list reads {index}, which does not project {missing:?}: add them \
                  to {index} in INDEXES (shared/src/db/tables.rs) and in template.yaml's \
                  DataTable (tests/routes.rs holds the two equal). A deployed table cannot \
-                 change an index's projection in place: see docs/contributing.md"
+                 change an index's projection in place: see docs/upgrade.md"
+            );
+        }
+    }
+
+    // Layout 1's lists read all they can from the last release's indexes:
+    // only `lapsesAt`, which those never projected, is left out.
+    #[test]
+    fn layout_1_lists_leave_out_only_lapses_at() {
+        for (list, index, reads) in lists() {
+            let readable = Layout::V1.readable(index, reads);
+            let left_out: Vec<&str> = reads
+                .attributes()
+                .filter(|a| !readable.attributes().any(|r| r == *a))
+                .collect();
+            assert!(
+                left_out.is_empty() || left_out == ["lapsesAt"],
+                "the {list} list leaves out {left_out:?} on layout 1"
             );
         }
     }

@@ -132,6 +132,14 @@ impl RateLimiter {
         }
     }
 
+    /// This limiter, its keys read from a data table stored in `layout`.
+    pub fn with_layout(self, layout: crate::db::Layout) -> RateLimiter {
+        RateLimiter {
+            keys: self.keys.with_layout(layout),
+            ..self
+        }
+    }
+
     /// The key store, as the admin tool uses it.
     pub fn keys(&self) -> &KeyStore {
         &self.keys

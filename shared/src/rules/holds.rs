@@ -6,7 +6,11 @@
 //! order that places it to the one write that ends it (completion,
 //! cancellation or lapse), each in the same transaction as the order. Orders
 //! placed before holds existed have no `lapsesAt`: they are neither counted
-//! nor lapsed, so the counter never goes below what it counted.
+//! nor lapsed, so the counter never goes below what it counted, until
+//! migration 0001's backfill gives each its `lapsesAt` and counts it, in one
+//! transaction (docs/upgrade.md). Until then the cap counts them from the
+//! orders themselves ([`cap_guard`]), and a change of one rests on it being
+//! still uncounted ([`Guard::HoldCounted`]).
 //!
 //! A lapse is two conditional writes: the order is marked `lapsing` once its
 //! `lapsesAt` has passed (only while it is incomplete and not lapsing, so
@@ -15,7 +19,7 @@
 //! one marked. A marked order answers as gone, and a cancel or completion
 //! carries [`Guard::NotLapsing`], so exactly one of the three ends a hold.
 
-use super::Guard;
+use super::{Guard, RuleViolation};
 use crate::records::{Id, Order};
 use chrono::{DateTime, Duration, Utc};
 
@@ -68,12 +72,19 @@ pub fn counted(order: &Order, owner: Option<Id>) -> Option<Id> {
     owner.filter(|_| !order.complete && order.lapses_at.is_some())
 }
 
-/// What a new hold rests on for a caller capped at `cap` (`None`: staff,
-/// uncapped): the counter's condition in the order's own transaction, so the
-/// cap is exact under any concurrency, with no read before. Its failure is
-/// [`RuleViolation::TooManyOpenOrders`].
-pub fn cap_guard(cap: Option<u32>) -> Option<Guard> {
-    cap.map(Guard::OpenHoldsBelow)
+/// What a new hold rests on for a caller capped at `cap` (staff have none)
+/// who also holds `uncounted` open orders placed before holds were counted
+/// (only on a table of layout 1, before migration 0001's backfill; 0 once it
+/// ran): the counter's condition in the order's own transaction, so the cap
+/// is exact under any concurrency. `uncounted` only falls (the backfill
+/// moves an order onto the count in one transaction, a cancel removes it), so
+/// one read a little stale errs on the refusing side only. Its failure, here
+/// or in the transaction, is [`RuleViolation::TooManyOpenOrders`].
+pub fn cap_guard(cap: u32, uncounted: u32) -> Result<Guard, RuleViolation> {
+    match cap.checked_sub(uncounted) {
+        Some(room) if room > 0 => Ok(Guard::OpenHoldsBelow(room)),
+        _ => Err(RuleViolation::TooManyOpenOrders { cap }),
+    }
 }
 
 /// What a sweep at `now` does with an order it found open.
@@ -174,9 +185,12 @@ mod tests {
     }
 
     #[test]
-    fn only_a_capped_caller_is_guarded() {
-        assert_eq!(cap_guard(None), None);
-        assert_eq!(cap_guard(Some(10)), Some(Guard::OpenHoldsBelow(10)));
+    fn the_cap_leaves_room_for_the_uncounted_holds_too() {
+        assert_eq!(cap_guard(10, 0), Ok(Guard::OpenHoldsBelow(10)));
+        assert_eq!(cap_guard(10, 3), Ok(Guard::OpenHoldsBelow(7)));
+        let full = Err(RuleViolation::TooManyOpenOrders { cap: 10 });
+        assert_eq!(cap_guard(10, 10), full);
+        assert_eq!(cap_guard(10, 11), full);
     }
 
     #[test]

@@ -29,7 +29,9 @@ pub fn copied(kind: Kind) -> bool {
     match kind {
         // A key's hold count goes with the orders it counts.
         Kind::Pet | Kind::Order | Kind::Category | Kind::NameClaim | Kind::Holds => true,
-        Kind::ApiKey | Kind::Idempotency | Kind::Unknown => false,
+        // A backfill's progress is its own table's (the other runs its own,
+        // which finds nothing left to do).
+        Kind::ApiKey | Kind::Idempotency | Kind::Migration | Kind::Unknown => false,
     }
 }
 

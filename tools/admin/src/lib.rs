@@ -3,6 +3,7 @@
 //!
 //! - [`check`]: every invariant the service's writes keep, over the whole table.
 //! - [`copy`]: a stage's data exported as JSON lines, imported into another's table.
+//! - [`migrate`]: the numbered migrations between stored layouts, their backfills.
 //! - [`restore`]: a backup or point in time restored into a new table, made whole.
 //! - [`scan`]: reading a whole table, in parallel segments.
 //!
@@ -12,5 +13,6 @@
 pub mod check;
 pub mod copy;
 pub mod dynamo_json;
+pub mod migrate;
 pub mod restore;
 pub mod scan;

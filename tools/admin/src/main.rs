@@ -12,6 +12,8 @@
 //! petstore-admin data export [--table NAME] [--segments N] [--output FILE]
 //! petstore-admin data import [--table NAME] [--input FILE]
 //! petstore-admin data restore --to NEW_TABLE (--backup ARN | --from TABLE [--at RFC3339])
+//! petstore-admin data migrate plan|status [--require-done]
+//! petstore-admin data migrate run [--max-writes-per-second N] [--segments N] [--pages N]
 //! ```
 //!
 //! Every command prints JSON lines on stdout, one per key, with its `id`,
@@ -35,7 +37,12 @@
 //! restores a backup or a point in time into a new table and gives it the
 //! stream, TTL, point-in-time recovery, deletion protection and tags a
 //! restore leaves out, printing the new table's ARNs and each step's time
-//! (docs/restore.md). The tables
+//! (docs/restore.md). `data migrate` runs migration 0001 (docs/upgrade.md):
+//! `plan` and `status` print each step and its state as a JSON line
+//! (`status --require-done` exits 1 unless every backfill is done, the
+//! deploy's gate before the switch), `run` runs the pending backfills
+//! (throttled, resumable, Ctrl-C saves the position) and prints each one's
+//! `scanned`, `changed`, `skipped`, `conflicts`, `stopped` and `seconds`. The tables
 //! come from the same environment as the functions (`TABLE_NAME`,
 //! `RATE_LIMIT_TABLE_NAME`); with `AWS_ENDPOINT_URL_DYNAMODB` set it talks to
 //! that endpoint (DynamoDB Local) and creates the tables if missing, otherwise

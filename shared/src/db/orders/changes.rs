@@ -82,7 +82,11 @@ impl Changes {
                     OrderCheck::PetAsRead,
                     self.stock_write(new.pet_id, &decision)?,
                 );
-            let count = self.hold_change(owner, 1, holds::cap_guard(cap).as_ref())?;
+            let guard = match cap {
+                Some(cap) => Some(self.cap_guard(owner, cap).await?),
+                None => None,
+            };
+            let count = self.hold_change(owner, 1, guard.as_ref())?;
             let write = match cap {
                 Some(cap) => write.checked(OrderCheck::HoldsBelow(cap), count),
                 None => write.unchecked(count),

@@ -3,7 +3,7 @@
 use super::item::{item_of, key_of, pk_of, record_of, PARTITION, SK};
 use super::{ApiKeyHash, ApiKeyRecord, IssuedKey, NewApiKey, PREFIX};
 use crate::db::{
-    classify, n, new_id, s, Check, Db, DbError, OnFailure, Pause, Retry, Write, Written,
+    classify, n, new_id, s, Check, Db, DbError, Layout, OnFailure, Pause, Retry, Write, Written,
 };
 use crate::records::Id;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
@@ -53,6 +53,13 @@ impl KeyStore {
     pub fn new(client: Client, table: impl Into<String>) -> KeyStore {
         KeyStore {
             db: Db::new(client, table),
+        }
+    }
+
+    /// The keys of a table stored in `layout` (their list is on GSI1's index).
+    pub fn with_layout(self, layout: Layout) -> KeyStore {
+        KeyStore {
+            db: self.db.with_layout(layout),
         }
     }
 
@@ -131,7 +138,7 @@ impl KeyStore {
                 .client()
                 .query()
                 .table_name(self.db.table())
-                .index_name("GSI1")
+                .index_name(self.db.layout().index_of("GSI1"))
                 .key_condition_expression(match id {
                     Some(_) => "GSI1PK = :p AND id = :id",
                     None => "GSI1PK = :p",

@@ -37,9 +37,11 @@ pub struct Gathered {
     pub key_ids: HashMap<u64, Vec<String>>,
     /// Each key identity's stored count of held orders (`HOLDS#<keyId>`).
     pub holds: HashMap<u64, Whole>,
-    /// The incomplete orders with a lapse time (the ones a count holds;
-    /// orders placed before holds have none) of each key identity.
+    /// The incomplete orders of each key identity (the ones its count holds).
     pub held_by: HashMap<u64, u64>,
+    /// Of those, the ones without a lapse time: placed before holds were
+    /// counted, and not given theirs by migration 0001's holds backfill.
+    pub uncounted_by: HashMap<u64, u64>,
 }
 
 impl Gathered {
@@ -66,7 +68,7 @@ impl Gathered {
                     self.holds.insert(owner, s.whole("openOrders"));
                 }
             }
-            Kind::Idempotency | Kind::Unknown => {}
+            Kind::Idempotency | Kind::Migration | Kind::Unknown => {}
         }
     }
 
@@ -92,9 +94,11 @@ impl Gathered {
         };
         if !matches!(s.item.get("complete"), Some(AttributeValue::Bool(true))) {
             self.open_orders.entry(pet).or_default().push(id);
-            let owner = s.whole("ownerId").non_negative();
-            if let (Some(owner), Some(_)) = (owner, s.text("lapsesAt")) {
+            if let Some(owner) = s.whole("ownerId").non_negative() {
                 *self.held_by.entry(owner).or_default() += 1;
+                if s.text("lapsesAt").is_none() {
+                    *self.uncounted_by.entry(owner).or_default() += 1;
+                }
             }
         }
     }

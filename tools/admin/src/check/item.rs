@@ -16,6 +16,8 @@ pub enum Kind {
     Idempotency,
     /// A key identity's count of held (incomplete, lapsing) orders.
     Holds,
+    /// A migration's backfill progress (`SK` `BACKFILL#<name>`).
+    Migration,
     Unknown,
 }
 
@@ -30,6 +32,7 @@ impl Kind {
             "APIKEY" => Kind::ApiKey,
             "IDEMPOTENCY" => Kind::Idempotency,
             "HOLDS" => Kind::Holds,
+            _ if sk.starts_with("BACKFILL#") => Kind::Migration,
             _ => Kind::Unknown,
         }
     }
@@ -44,6 +47,7 @@ impl Kind {
             Kind::ApiKey => Some("APIKEY#"),
             Kind::Idempotency => Some("IDEMPOTENCY#"),
             Kind::Holds => Some("HOLDS#"),
+            Kind::Migration => Some("MIGRATION#"),
             Kind::Unknown => None,
         }
     }

@@ -2,6 +2,7 @@
 //! commands, parsed into a [`Data`] command before any AWS call.
 
 use clap::{Args, Subcommand};
+use petstore_admin::migrate::cli::MigrateCommand;
 use petstore_admin::restore;
 use std::path::PathBuf;
 
@@ -21,6 +22,10 @@ pub enum DataCommand {
     /// Restore a backup or a point in time into a new table, with the
     /// stream, TTL, point-in-time recovery, deletion protection and tags.
     Restore(RestoreArgs),
+    /// Migration 0001 (the last release's layout to this one's): its plan,
+    /// its backfills, their status (docs/upgrade.md).
+    #[command(subcommand)]
+    Migrate(MigrateCommand),
 }
 
 #[derive(Args)]
@@ -94,6 +99,7 @@ pub enum Data {
         source: restore::Source,
         to: String,
     },
+    Migrate(MigrateCommand),
 }
 
 /// `command` as run.
@@ -119,6 +125,7 @@ pub fn parsed(command: DataCommand) -> Data {
             };
             Data::Restore { source, to: r.to }
         }
+        DataCommand::Migrate(m) => Data::Migrate(m),
         DataCommand::Import(i) => Data::Import {
             table: i.table,
             input: i.input,

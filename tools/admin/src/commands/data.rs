@@ -1,10 +1,12 @@
 //! `petstore-admin data ...`: the data table's upkeep, through the library's
-//! `check`, `copy` and `restore`, and the db layer's backfill.
+//! `check`, `copy`, `restore` and `migrate`, and the db layer's backfill.
 
 use crate::cli::data::Data;
 use crate::BoxError;
+use petstore::db::Db;
 use petstore::App;
 use petstore_admin::check::{check_table, Report};
+use petstore_admin::migrate::cli as migrate;
 use petstore_admin::scan::ScanOptions;
 use petstore_admin::{copy, restore};
 use serde_json::json;
@@ -41,6 +43,13 @@ pub async fn run(app: &App, command: Data) -> Result<ExitCode, BoxError> {
         }
         Data::Import { table, input } => {
             import(app, &table.unwrap_or_else(stage_table), input).await?;
+        }
+        Data::Migrate(command) => {
+            let db = match command.table() {
+                Some(table) => Db::new(app.db.client().clone(), table).with_hold(app.config.hold),
+                None => app.db.clone(),
+            };
+            return migrate::execute(&db.unrecorded(), command).await;
         }
     }
     Ok(ExitCode::SUCCESS)
