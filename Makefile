@@ -41,7 +41,7 @@ LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
 .PHONY: help run run-lambda invoke test-run-lambda test iam-check key build bench bench-report check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status check-circles venv lint-template lint-openapi conformance clients docs-browser cors-browser lint-asyncapi deploy-rehearsal
-.PHONY: test-rust test-lint-rust contract-check layout-check contract-release release-check deploy-role-check lint-workflows restore-rehearsal front-rehearsal
+.PHONY: test-rust test-lint-rust contract-check layout-check contract-release release-check deploy-role-check lint-workflows restore-rehearsal front-rehearsal upgrade-rehearsal
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
@@ -124,6 +124,14 @@ deploy-rehearsal: venv ## Create template.yaml's dev and prod stacks side by sid
 restore-rehearsal: venv ## Rehearse restoring the data table in moto: write, back up, damage, restore (backup and point in time), check, point the stack at it
 	cargo build --bin petstore-admin
 	$(VENV)/bin/python scripts/restore-rehearsal.py
+
+# docs/upgrade.md, "The rehearsal": the last release's stack and data, taken
+# to this release's layout while shoppers shop; without the backfills the
+# same walk must fail.
+upgrade-rehearsal: venv ## Rehearse upgrading the last release's stack and data to this release in moto: migration 0001 walked while shoppers place, cancel and complete orders; data check sound, lists complete, no 5xx; and the same without the backfills fails
+	cargo build --bin petstore-admin --bin petstore-local
+	$(VENV)/bin/python scripts/upgrade-rehearsal.py
+	$(VENV)/bin/python scripts/upgrade-rehearsal.py --skip-backfills --expect-failure
 
 front-rehearsal: venv ## Create the stack with the optional CloudFront+WAF front in moto (us-east-1, another region, a domain) and check the front; about a minute
 	$(VENV)/bin/python scripts/front-rehearsal.py
