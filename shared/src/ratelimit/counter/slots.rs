@@ -157,10 +157,11 @@ impl Count {
     }
 }
 
-/// The minute slots an item holds: per family, the residue and value of the
-/// one it holds, if any.
+/// The minute slots an item holds: per family, the minute its one slot's
+/// value was counted in (`value / SPAN`: its name is that minute's residue)
+/// and its count (`value % SPAN`), if it holds one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct MinuteSlots([Option<(i64, i128)>; MODULI.len()]);
+pub struct MinuteSlots([Option<(i64, u64)>; MODULI.len()]);
 
 impl MinuteSlots {
     /// Reads the slots of `item`; a value that is not a number is absent.
@@ -168,8 +169,9 @@ impl MinuteSlots {
         let mut slots = MinuteSlots::default();
         for (family, p) in MODULI.iter().enumerate() {
             slots.0[family] = (0..*p).find_map(|r| {
-                let value = item.get(&minute_slot(*p, r))?.as_n().ok()?.parse().ok()?;
-                Some((r, value))
+                let value: i128 = item.get(&minute_slot(*p, r))?.as_n().ok()?.parse().ok()?;
+                let minute = i64::try_from(value.div_euclid(SPAN)).ok()?;
+                Some((minute, u64::try_from(value.rem_euclid(SPAN)).ok()?))
             });
         }
         slots
@@ -180,15 +182,14 @@ impl MinuteSlots {
     /// else the minute's count (0 when none counted it).
     pub(super) fn count_in(&self, m: UnixSeconds) -> Option<u64> {
         let k = minute_number(m);
-        let base = i128::from(k) * SPAN;
         let mut count = None;
         for (slot, p) in self.0.iter().zip(MODULI) {
             match slot {
-                Some((r, value)) if *r == k.rem_euclid(p) && *value < base => {}
-                Some((r, value)) if *r == k.rem_euclid(p) => {
-                    let this = u64::try_from(value - base).unwrap_or(u64::MAX);
-                    count = Some(count.unwrap_or(0).max(this));
-                }
+                // This minute's own count.
+                Some((minute, n)) if *minute == k => count = Some(count.unwrap_or(0).max(*n)),
+                // Another minute's, under this minute's name: says nothing.
+                Some((minute, _)) if minute.rem_euclid(p) == k.rem_euclid(p) => {}
+                // This minute's name absent: none counted it yet.
                 _ => count = Some(count.unwrap_or(0)),
             }
         }
