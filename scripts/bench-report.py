@@ -97,12 +97,12 @@ def coldstart(f):
     rows = []
     for at in cold["by_memory"]:
         for b in at["bootstraps"]:
-            ratio = b.get("first_response_vs_floor")
             rows.append([
                 f"{at['memory_mb']} MB", b["label"],
-                f"{num(b['init']['p50_ms'])} / {num(b['init']['p95_ms'])}",
                 f"**{num(b['first_response']['p50_ms'])}** / {num(b['first_response']['p95_ms'])}",
-                "-" if ratio is None else f"{ratio:.2f}",
+                f"{num(b['init']['p50_ms'])} / {num(b['init']['p95_ms'])}",
+                p50_p95(b.get("first_invocation")),
+                floor_ratios(b),
                 num(b["first_invocation_cpu"]["p50_ms"], 2),
                 f"{num(b['warm']['p50_ms'])} / {num(b['warm']['p95_ms'])}",
                 num(b["warm_cpu"]["p50_ms"], 2),
@@ -111,11 +111,31 @@ def coldstart(f):
                 f"{sum(b['statuses'].values())}",
             ])
     return table(
-        ["Memory", "bootstrap", "init p50 / p95 (full CPU)", "first response p50 / p95",
-         "÷ floor's", "first invocation CPU", "warm p50 / p95", "warm CPU",
+        ["Memory", "bootstrap", "first response p50 / p95", "its init p50 / p95 (full CPU)",
+         "its first invocation p50 / p95", "÷ floor's: first response (init / invocation)",
+         "first invocation CPU", "warm p50 / p95", "warm CPU",
          "after idle close p50 / p95", "not 200"],
         rows,
     )
+
+
+def p50_p95(summary):
+    """A summary's p50 / p95; "-" for one a run did not record."""
+    if not summary:
+        return "-"
+    return f"{num(summary['p50_ms'])} / {num(summary['p95_ms'])}"
+
+
+def floor_ratios(b):
+    """The first response's p50 over the floor's, and its two parts' (runs
+    before the parts were recorded show the first response's alone)."""
+    def ratio(key):
+        value = b.get(key)
+        return "-" if value is None else f"{value:.2f}"
+    if "init_vs_floor" not in b:
+        return ratio("first_response_vs_floor")
+    return (f"**{ratio('first_response_vs_floor')}** "
+            f"({ratio('init_vs_floor')} / {ratio('first_invocation_vs_floor')})")
 
 
 def memory_size(f):

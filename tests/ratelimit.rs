@@ -4,6 +4,7 @@
 //! (`ManualClock`), so no test can straddle a minute boundary and flake.
 
 mod bans;
+mod one_write;
 
 use crate::helpers::{TestApp, TestResponse};
 use aws_sdk_dynamodb::types::AttributeValue;

@@ -9,39 +9,44 @@
 //! each page of that code faulted in), a TLS connection for each call it
 //! makes at once (a list reads its shards in parallel: 4), and the first run
 //! of our own code (event parsing, routing, every layer, the handler, serde,
-//! the log line's formatting). So [`warm_up`] does, all at once:
+//! the log line's formatting). So [`warm_up`] does it in init, over ONE
+//! connection, the one the first request will use (its calls are one at a
+//! time: the key's look-up, its count, the handler's read), opened as early
+//! as init can:
 //!
-//! - one read through the function's whole service (`serve_once`): its most
-//!   frequent list, from an API Gateway event as Lambda hands it over to the
-//!   response as `lambda_http` takes it back. It is marked [`WarmUpRequest`]:
-//!   the rate-limit layer counts it against no one, and it has a log line
-//!   (`warm-up request`) but no metrics line, and leaves the `ColdStarts`
-//!   metric to the process's first real request. Its shard queries are the
-//!   lists' `Query` calls;
-//! - `GetItem` of the warm-up key, which no record has (the API key look-up,
-//!   single reads);
-//! - `BatchGetItem` of the same key (the inventory's stock, the lists' items);
-//! - `UpdateItem` on the rate-limit table, conditional on an attribute the
-//!   warm-up key's item cannot have since no such item exists: the condition
-//!   fails, nothing is written, and nothing is counted against any key or
-//!   address. DynamoDB still charges one write unit for a failed conditional
-//!   write: one write unit per cold start.
+//! - [`start`], called as soon as the DynamoDB client exists (before
+//!   telemetry, the metrics emitter and the router are built), spawns
+//!   `GetItem` of the warm-up key, which no record has (the API key look-up,
+//!   single reads): the TLS connection is made while the rest of init runs;
+//! - [`WarmUp::finish`] then waits for it and, one after the other on that
+//!   connection: `UpdateItem` on the rate-limit table, conditional on an
+//!   attribute the warm-up key's item cannot have since no such item exists
+//!   (the condition fails, nothing is written, nothing is counted against
+//!   any key or address; DynamoDB still charges one write unit for it: one
+//!   per cold start); and one read through the function's whole service
+//!   (`serve_once`): its most frequent list, from an API Gateway event as
+//!   Lambda hands it over to the response as `lambda_http` takes it back. It
+//!   is marked [`WarmUpRequest`]: the rate-limit layer counts it against no
+//!   one, and it has a log line (`warm-up request`) but no metrics line, and
+//!   leaves the `ColdStarts` metric to the process's first real request.
 //!
-//! Seven calls at once leave as many pooled connections open, more than one
-//! request makes at once (a list's 4 shard queries while the rate limiter
-//! counts). None of it writes a record; a failure, a warm-up request not
+//! One at a time, because calls at once each open a TLS connection of their
+//! own (the pool lends an idle one only): more connections cost init a
+//! handshake each and serve the first request no better, since its calls
+//! wait for each other. A call the first request makes that the warm-up
+//! does not (`BatchGetItem`) is first used by that request, on the same
+//! connection. None of it writes a record; a failure, a warm-up request not
 //! answered 200, or no answer in [`WARM_UP_LIMIT`] is logged as a warning
 //! and init goes on: the first request would meet the same failure and
 //! answer it properly.
 
 use crate::records::{Caller, Id, Role, MAX_ID};
 use crate::App;
-use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
-use futures::future::BoxFuture;
-use futures::FutureExt;
 use http::StatusCode;
 use std::collections::HashMap;
+use std::future::Future;
 use std::time::Duration;
 
 /// The key of every warm-up call: no record of ours has it.
@@ -52,31 +57,72 @@ pub const WARM_UP_KEY: &str = "WARMUP";
 pub const WARM_UP_LIMIT: Duration = Duration::from_secs(2);
 
 /// Warms up a function whose service is `service` (built on `app`), its
-/// warm-up request being `GET path_and_query` (see the module's
-/// documentation). Returns the warm-up request's status, if it answered.
+/// warm-up request being `GET path_and_query`: [`start`], then
+/// [`WarmUp::finish`]. Returns the warm-up request's status, if it answered.
 pub async fn warm_up(
     app: &App,
     service: &axum::Router,
     path_and_query: &str,
 ) -> Option<StatusCode> {
-    // Recorded as the wrapper's, which every function serving requests runs.
+    start(app).finish(service, path_and_query).await
+}
+
+/// A warm-up under way: the first connection being opened.
+pub struct WarmUp {
+    client: Client,
+    counters: String,
+    first: tokio::task::JoinHandle<Result<(), Failure>>,
+}
+
+/// Starts the warm-up of `app`'s function: spawns the call that opens the
+/// connection the first request will use, so that it is made while init
+/// builds the rest. Call it as soon as `app` exists, within the runtime.
+pub fn start(app: &App) -> WarmUp {
+    let client = app.db.client().clone();
+    let first = get_item(client.clone(), app.db.table().to_string());
+    WarmUp {
+        client,
+        counters: app.config.rate_limit_table_name.clone(),
+        first: tokio::spawn(as_the_wrapper_s(first)),
+    }
+}
+
+/// `calls`, recorded as the wrapper's, which every function serving
+/// requests runs.
+fn as_the_wrapper_s<F: Future>(calls: F) -> impl Future<Output = F::Output> {
     let wrapper = crate::aws_calls::enabled().then_some(crate::aws_calls::Caller::Wrapper);
-    let calls = crate::aws_calls::within(wrapper, futures::future::join_all(calls(app)));
-    let warmed = futures::future::join(calls, serve_once(service, path_and_query));
-    let Ok((results, status)) = tokio::time::timeout(WARM_UP_LIMIT, warmed).await else {
-        tracing::warn!("the warm-up took over {WARM_UP_LIMIT:?}");
-        return None;
-    };
-    if let Some(Err(error)) = results.into_iter().find(Result::is_err) {
-        tracing::warn!(error = %error, "the warm-up failed");
+    crate::aws_calls::within(wrapper, calls)
+}
+
+impl WarmUp {
+    /// Waits for the first connection, then makes the rest of the warm-up's
+    /// calls on it, one at a time (see the module's documentation).
+    pub async fn finish(self, service: &axum::Router, path_and_query: &str) -> Option<StatusCode> {
+        let WarmUp {
+            client,
+            counters,
+            first,
+        } = self;
+        let warmed = async {
+            let first = first.await.unwrap_or_else(|joined| Err(joined.into()));
+            let update = as_the_wrapper_s(failed_update(client, counters)).await;
+            (first.and(update), serve_once(service, path_and_query).await)
+        };
+        let Ok((calls, status)) = tokio::time::timeout(WARM_UP_LIMIT, warmed).await else {
+            tracing::warn!("the warm-up took over {WARM_UP_LIMIT:?}");
+            return None;
+        };
+        if let Err(error) = calls {
+            tracing::warn!(error = %error, "the warm-up failed");
+        }
+        if status != StatusCode::OK {
+            tracing::warn!(
+                status = status.as_u16(),
+                "the warm-up request was not answered 200"
+            );
+        }
+        Some(status)
     }
-    if status != StatusCode::OK {
-        tracing::warn!(
-            status = status.as_u16(),
-            "the warm-up request was not answered 200"
-        );
-    }
-    Some(status)
 }
 
 /// The mark of the one request `serve_once` sends through a function's
@@ -155,17 +201,6 @@ async fn serve_once(service: &axum::Router, path_and_query: &str) -> StatusCode 
 /// One failed warm-up call, for the warning.
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 
-fn calls(app: &App) -> Vec<BoxFuture<'static, Result<(), Failure>>> {
-    let client = app.db.client().clone();
-    let table = app.db.table().to_string();
-    let counters = app.config.rate_limit_table_name.clone();
-    vec![
-        get_item(client.clone(), table.clone()).boxed(),
-        batch_get_item(client.clone(), table).boxed(),
-        failed_update(client, counters).boxed(),
-    ]
-}
-
 fn s(value: &str) -> AttributeValue {
     AttributeValue::S(value.to_string())
 }
@@ -180,16 +215,6 @@ async fn get_item(client: Client, table: String) -> Result<(), Failure> {
         .table_name(table)
         .set_key(Some(key()))
         .consistent_read(true)
-        .send()
-        .await?;
-    Ok(())
-}
-
-async fn batch_get_item(client: Client, table: String) -> Result<(), Failure> {
-    let keys = KeysAndAttributes::builder().keys(key()).build()?;
-    client
-        .batch_get_item()
-        .request_items(table, keys)
         .send()
         .await?;
     Ok(())

@@ -1,5 +1,5 @@
 //! The `pets` Lambda function: wiring only. Configuration and the DynamoDB
-//! client are built, their connections opened and one list served, once per
+//! client are built, its one connection opened and one list served, once per
 //! cold start, during init (see [`petstore::warm_up`]); every request goes
 //! through the shared wrapper around this function's router, and its metrics
 //! line goes to stdout with the dimension `Function` = `pets`.
@@ -10,11 +10,13 @@
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
+    // The connection the first request uses is opened first, while the
+    // rest of init runs (petstore::warm_up).
+    let app = petstore::App::from_env().await?;
+    let warm_up = petstore::warm_up::start(&app);
     petstore::telemetry::init();
-    let app = petstore::App::from_env()
-        .await?
-        .with_metrics(petstore::metrics::Emitter::stdout("pets"));
+    let app = app.with_metrics(petstore::metrics::Emitter::stdout("pets"));
     let service = petstore::http::service(pets::routes(), app.clone());
-    petstore::warm_up::warm_up(&app, &service, "/pets?limit=20").await;
+    warm_up.finish(&service, "/pets?limit=20").await;
     lambda_http::run(service).await
 }

@@ -1,5 +1,5 @@
 //! The `store` Lambda function: wiring only. Configuration and the DynamoDB
-//! client are built, their connections opened and the inventory served once,
+//! client are built, its one connection opened and the inventory served once,
 //! per cold start, during init (see [`petstore::warm_up`]); every request goes
 //! through the shared wrapper around this function's router, and its metrics
 //! line goes to stdout with the dimension `Function` = `store`.
@@ -10,11 +10,13 @@
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
+    // The connection the first request uses is opened first, while the
+    // rest of init runs (petstore::warm_up).
+    let app = petstore::App::from_env().await?;
+    let warm_up = petstore::warm_up::start(&app);
     petstore::telemetry::init();
-    let app = petstore::App::from_env()
-        .await?
-        .with_metrics(petstore::metrics::Emitter::stdout("store"));
+    let app = app.with_metrics(petstore::metrics::Emitter::stdout("store"));
     let service = petstore::http::service(store::routes(), app.clone());
-    petstore::warm_up::warm_up(&app, &service, "/store/inventory?limit=20").await;
+    warm_up.finish(&service, "/store/inventory?limit=20").await;
     lambda_http::run(service).await
 }

@@ -178,14 +178,11 @@ impl RateLimiter {
         now: UnixSeconds,
     ) -> Result<Counted, CounterError> {
         let config = &self.config;
-        let decision = self.remember(subject, |memory| {
-            memory.decide(now, config, subject.first_variant())
-        });
-        let variant = match decision {
-            Decision::Ask(variant) => variant,
+        match self.remember(subject, |memory| memory.decide(now, config)) {
+            Decision::Ask => {}
             Decision::Refuse(refused) => return Ok(self.answer(subject, refused, now).await),
-        };
-        let counted = self.counters.count(subject, limits, now, variant).await?;
+        }
+        let counted = self.counters.count(subject, limits, now).await?;
         let flush = self.remember(subject, |memory| {
             memory.learn(&counted, limits, now, config)
         });

@@ -7,12 +7,12 @@
 //! least recently forgotten first, in O(1) per request. A source flooding
 //! the process is the most recent, so a flood of distinct sources pushes out
 //! idle subjects, not the flooding one. Forgetting costs at most what a
-//! subject first seen costs (one failed conditional update, and the
-//! refusals not yet reported: a ban may come that much later); the limits
-//! stay exact, as the counter table decides them.
+//! subject first seen costs (the refusals not yet reported: a ban may come
+//! that much later); the limits stay exact, as the counter table decides
+//! them.
 
 use super::clock::UnixSeconds;
-use super::counter::{Counted, Stored, Subject, Variant};
+use super::counter::{Counted, Stored, Subject};
 use super::window::{Limits, RateWindow, Usage};
 use crate::config::LimitsConfig;
 use lru::LruCache;
@@ -74,8 +74,8 @@ impl Subjects {
 /// What this process knows about one subject.
 #[derive(Debug, Default)]
 pub(super) struct Memory {
-    /// The window starts (minute, day) of the stored item, as last seen.
-    seen: Option<(UnixSeconds, UnixSeconds)>,
+    /// Whether this process has seen the subject's counts.
+    seen: bool,
     /// The usage last seen, for the headers of refusals answered from memory.
     usage: Usage,
     /// Refused without asking until then.
@@ -103,8 +103,8 @@ pub(super) struct Flush {
 /// What to do with a request, decided from memory.
 pub(super) enum Decision {
     Refuse(Refused),
-    /// Count it in the table, trying this variant first.
-    Ask(Variant),
+    /// Count it in the table.
+    Ask,
 }
 
 /// A refusal decided from memory alone.
@@ -116,17 +116,12 @@ pub(super) enum Refused {
 }
 
 impl Memory {
-    /// Decides about one more request at `now`, from memory alone; `unseen`
-    /// is the update to try when the stored windows were never seen.
-    pub fn decide(&mut self, now: UnixSeconds, config: &LimitsConfig, unseen: Variant) -> Decision {
-        if let Some(refused) = self.refusal(now, config) {
-            return Decision::Refuse(refused);
+    /// Decides about one more request at `now`, from memory alone.
+    pub fn decide(&mut self, now: UnixSeconds, config: &LimitsConfig) -> Decision {
+        match self.refusal(now, config) {
+            Some(refused) => Decision::Refuse(refused),
+            None => Decision::Ask,
         }
-        let (m, d) = (RateWindow::Minute.start(now), RateWindow::Day.start(now));
-        Decision::Ask(match self.seen {
-            None => unseen,
-            seen => Variant::for_windows(seen, m, d),
-        })
     }
 
     /// The refusal of one more request at `now` when memory alone decides
@@ -147,7 +142,7 @@ impl Memory {
     /// the subject's counts, they leave room, and no refusal or ban is known.
     /// A hint: other instances may have used the room since.
     pub fn has_room(&self, limits: Limits, now: UnixSeconds) -> bool {
-        self.seen.is_some()
+        self.seen
             && self.banned_until <= now
             && self.limited_until <= now
             && !self.usage.is_exhausted(limits, now)
@@ -208,7 +203,7 @@ impl Memory {
         let key = |u: &Usage| (u.day, u.day_count, u.minute, u.minute_count);
         if key(&usage) >= key(&self.usage) {
             self.usage = usage;
-            self.seen = Some((usage.minute, usage.day));
+            self.seen = true;
         }
     }
 
@@ -290,9 +285,7 @@ mod tests {
 
         // When a million other sources arrive, the flood going on among them
         for n in 0..1_000_000 {
-            subjects
-                .entry(&source(n))
-                .decide(100, &config, Variant::NewDay);
+            subjects.entry(&source(n)).decide(100, &config);
             if n % 1_000 == 0 {
                 let refusal = subjects.entry(&flooding).refusal(100, &config);
                 assert!(matches!(refusal, Some(Refused::Banned(10_000))));
@@ -319,9 +312,7 @@ mod tests {
             let mut subjects = Subjects::default();
             let started = std::time::Instant::now();
             for n in 0..distinct {
-                subjects
-                    .entry(&source(n))
-                    .decide(100, &config, Variant::NewDay);
+                subjects.entry(&source(n)).decide(100, &config);
             }
             let per_count = started.elapsed() / distinct;
             // The entry, its two list links, and the hash table's slot (two pointers).

@@ -30,7 +30,8 @@
 //! |---|---|
 //! | admitted, key known to this process | 1 `UpdateItem` (counter table) |
 //! | key not yet seen by this process, or its cache entry older than `KEY_CACHE_SECONDS` | + 1 consistent `GetItem` (data table); unknown and revoked keys are cached apart from valid ones, so a repeated one costs no look-up and made-up keys never push a valid one out; the role comes with the key, so authorising costs nothing more |
-//! | this process's guess of the window is stale (first call of a subject in a process; first call in a minute another instance opened) | + 1 failed conditional `UpdateItem`, whose `ALL_OLD` item picks the right variant |
+//! | first call of a subject in a process, first call in a minute or day (whoever opened it) | the same 1 `UpdateItem`: one update counts in any window (`counter`'s slots), so there is nothing to guess |
+//! | this process's clock behind the minute another instance counted, or the subject idle a multiple of 5,544 minutes | + 1 `UpdateItem` after a failed one, whose `ALL_OLD` item says which |
 //! | refused (429), first time this process sees the window exhausted | 1 failed conditional `UpdateItem` |
 //! | refused, exhaustion already known here | none; every `REFUSAL_FLUSH_EVERY`th refusal, or sooner when a ban may be due, 1 `UpdateItem` reports them (+ 1 `UpdateItem` to ban) |
 //! | banned, known here | none; re-checked with 1 failed `UpdateItem` every `KEY_CACHE_SECONDS` |

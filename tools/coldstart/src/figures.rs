@@ -47,6 +47,9 @@ pub struct BootstrapFigures {
     pub init: Summary,
     /// Spawn to the first response: init plus the throttled first invocation.
     pub first_response: Summary,
+    /// The first `next` to the first response: the throttled first
+    /// invocation, the other part of the first response.
+    pub first_invocation: Summary,
     /// The warm invocations that follow in the same processes.
     pub warm: Summary,
     /// CPU time of the first invocation (all threads), which the quota
@@ -63,6 +66,10 @@ pub struct BootstrapFigures {
     pub lambda_dollars_per_million: f64,
     /// First response p50 over the floor's at the same memory size.
     pub first_response_vs_floor: Option<f64>,
+    /// Init p50 over the floor's.
+    pub init_vs_floor: Option<f64>,
+    /// First invocation p50 over the floor's.
+    pub first_invocation_vs_floor: Option<f64>,
     /// Of every invocation.
     pub statuses: StatusCounts,
     /// The bootstrap, and zipped as Lambda takes it (x86_64: this host's build).
@@ -96,6 +103,7 @@ impl BootstrapFigures {
             failures: spawns - measured.len(),
             init: summary_of(|s| Some(s.ready)),
             first_response: summary_of(|s| Some(s.first_response)),
+            first_invocation: summary_of(|s| Some(s.first_invocation)),
             warm: summarize(&warm),
             first_invocation_cpu: summary_of(|s| s.first_invocation_cpu),
             warm_cpu: summarize(
@@ -107,6 +115,8 @@ impl BootstrapFigures {
             lambda_dollars_per_million: lambda_dollars_per_million(&warm, memory_mb),
             after_idle_close: summary_of(|s| s.after_idle_close),
             first_response_vs_floor: None,
+            init_vs_floor: None,
+            first_invocation_vs_floor: None,
             statuses,
             binary_bytes: std::fs::metadata(&bootstrap.path).ok().map(|m| m.len()),
             zip_bytes: zipped_bytes(&bootstrap.path),
@@ -147,16 +157,24 @@ fn zipped_bytes(bootstrap: &Path) -> Option<u64> {
 }
 
 impl AtMemory {
-    /// Fills each bootstrap's ratio to the floor's first response.
+    /// Fills each bootstrap's ratios to the floor's first response, and to
+    /// its two parts (init, first invocation), p50 over p50.
     pub fn compare_to_floor(&mut self) {
-        let floor = self
-            .bootstraps
-            .iter()
-            .find(|b| b.label == FLOOR)
-            .map(|b| b.first_response.p50_ms)
-            .filter(|ms| ms.is_finite() && *ms > 0.0);
+        let Some(floor) = self.bootstraps.iter().find(|b| b.label == FLOOR) else {
+            return;
+        };
+        let p50 = |summary: &Summary| Some(summary.p50_ms).filter(|ms| ms.is_finite() && *ms > 0.0);
+        let (response, init, invocation) = (
+            p50(&floor.first_response),
+            p50(&floor.init),
+            p50(&floor.first_invocation),
+        );
         for bootstrap in &mut self.bootstraps {
-            bootstrap.first_response_vs_floor = floor.map(|f| bootstrap.first_response.p50_ms / f);
+            bootstrap.first_response_vs_floor =
+                response.map(|f| bootstrap.first_response.p50_ms / f);
+            bootstrap.init_vs_floor = init.map(|f| bootstrap.init.p50_ms / f);
+            bootstrap.first_invocation_vs_floor =
+                invocation.map(|f| bootstrap.first_invocation.p50_ms / f);
         }
     }
 }
@@ -186,12 +204,13 @@ pub fn print_table(run: &ColdStartRun) {
         run.throttle, run.spawns_per_bootstrap
     );
     println!(
-        "  {:>5} {:<14} {:>13} {:>15} {:>8} {:>11} {:>11} {:>11} {:>8} {:>16} {:>8} {:>9}  statuses",
+        "  {:>5} {:<14} {:>13} {:>13} {:>15} {:>16} {:>11} {:>11} {:>11} {:>8} {:>16} {:>8} {:>9}  statuses",
         "MB",
         "bootstrap",
         "init",
+        "1st invocation",
         "first response",
-        "x floor",
+        "x floor (i/inv)",
         "1st inv CPU",
         "warm",
         "warm CPU",
@@ -202,16 +221,21 @@ pub fn print_table(run: &ColdStartRun) {
     );
     for at in &run.by_memory {
         for b in &at.bootstraps {
-            let ratio = b
-                .first_response_vs_floor
-                .map_or("-".to_string(), |r| format!("{r:.2}"));
+            let ratio = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{r:.2}"));
+            let ratios = format!(
+                "{} ({}/{})",
+                ratio(b.first_response_vs_floor),
+                ratio(b.init_vs_floor),
+                ratio(b.first_invocation_vs_floor)
+            );
             println!(
-                "  {:>5} {:<14} {:>13} {:>15} {:>8} {:>11} {:>11} {:>11} {:>8.1} {:>16} {:>8} {:>9.3}  {}{}",
+                "  {:>5} {:<14} {:>13} {:>13} {:>15} {:>16} {:>11} {:>11} {:>11} {:>8.1} {:>16} {:>8} {:>9.3}  {}{}",
                 at.memory_mb,
                 b.label,
                 pair(&b.init),
+                pair(&b.first_invocation),
                 pair(&b.first_response),
-                ratio,
+                ratios,
                 cpu_pair(&b.first_invocation_cpu),
                 pair(&b.warm),
                 cpu_pair(&b.warm_cpu),

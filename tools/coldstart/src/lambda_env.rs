@@ -56,12 +56,21 @@ pub struct Bootstrap {
     pub function: &'static Function,
 }
 
+/// The addresses the events come from, one spawn after another in turn, so
+/// that the counted subject is one other processes counted before, as in
+/// production where many instances serve the same callers: with the run's
+/// key the key is counted (every spawn's, so every earlier spawn counted
+/// it); without a valid key, the address (each one every fourth spawn).
+pub const SOURCES: [&str; 4] = ["203.0.113.7", "203.0.113.8", "203.0.113.9", "203.0.113.10"];
+
 /// How the function is set up, as Lambda would set it up.
 pub struct ColdSetup<'a> {
     pub function: &'a Function,
     pub bootstrap: &'a Path,
     pub dynamodb_endpoint: &'a str,
     pub api_key: Option<&'a str>,
+    /// The event's source address (one of [`SOURCES`]).
+    pub source_ip: &'a str,
     pub memory_mb: u32,
     pub log: &'a Path,
 }
@@ -133,13 +142,13 @@ pub fn event(setup: &ColdSetup<'_>) -> Value {
             method,
             path,
             query,
-        } => api_gateway_v2_event(method, path, query, setup.api_key),
+        } => api_gateway_v2_event(method, path, query, setup),
         Event::EmptyStreamBatch => json!({ "Records": [] }),
     }
 }
 
 /// An API Gateway HTTP API (payload 2.0) event, as `lambda_http` receives it.
-fn api_gateway_v2_event(method: &str, path: &str, query: &str, api_key: Option<&str>) -> Value {
+fn api_gateway_v2_event(method: &str, path: &str, query: &str, setup: &ColdSetup<'_>) -> Value {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
@@ -147,10 +156,10 @@ fn api_gateway_v2_event(method: &str, path: &str, query: &str, api_key: Option<&
         "accept": "application/json",
         "host": "abc123.execute-api.us-east-1.amazonaws.com",
         "user-agent": "petstore-bench",
-        "x-forwarded-for": "203.0.113.7",
+        "x-forwarded-for": setup.source_ip,
         "x-forwarded-proto": "https",
     });
-    if let Some(key) = api_key {
+    if let Some(key) = setup.api_key {
         headers["x-api-key"] = Value::from(key);
     }
     let mut event = json!({
@@ -168,7 +177,7 @@ fn api_gateway_v2_event(method: &str, path: &str, query: &str, api_key: Option<&
                 "method": method,
                 "path": path,
                 "protocol": "HTTP/1.1",
-                "sourceIp": "203.0.113.7",
+                "sourceIp": setup.source_ip,
                 "userAgent": "petstore-bench"
             },
             "requestId": "bench-apigw-request",

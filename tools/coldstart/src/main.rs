@@ -2,10 +2,11 @@
 //! (`bench/run.sh`) after it built the release bootstraps and the floor.
 //!
 //! Each bootstrap is spawned with Lambda's environment ([`lambda_env`])
-//! against a minimal Runtime API ([`runtime_api`]): init runs unthrottled; from
-//! its first `GET .../invocation/next` on, the process is in a cgroup whose
-//! CPU quota is MEM/1769 of one CPU ([`quota`]), as Lambda throttles an
-//! invocation. DynamoDB Local is reached through a TLS proxy ([`tls`]).
+//! against a minimal Runtime API ([`runtime_api`]), started in a cgroup
+//! ([`quota`]): init runs unthrottled; from its first `GET
+//! .../invocation/next` on, the cgroup's CPU quota is MEM/1769 of one CPU, as
+//! Lambda throttles an invocation. DynamoDB Local is reached through a TLS
+//! proxy ([`tls`]). The events come from [`lambda_env::SOURCES`] in turn.
 //! Each process serves a cold invocation, a warm one, and one after it was
 //! frozen while the proxy closed its connections. Spawns are interleaved
 //! across bootstraps so drifting load on a shared machine hits them alike.
@@ -13,7 +14,7 @@
 //! local figure, which the runner reads into `results.json`.
 //! It reports; it never fails on a figure.
 //!
-//! Knobs: `COLDSTART_SPAWNS` (8), `COLDSTART_WARM` (10 warm invocations per
+//! Knobs: `COLDSTART_SPAWNS` (16), `COLDSTART_WARM` (10 warm invocations per
 //! process), `COLDSTART_MEMORY` (`128,256,512,1024`),
 //! `COLDSTART_CFS_PERIOD_US` (20000), `COLDSTART_EXTRA`
 //! (`pets@before=path,...`: more builds of a function, compared in the run).
@@ -28,7 +29,7 @@ mod timeline;
 mod tls;
 
 use figures::{AtMemory, BootstrapFigures, ColdStartRun, COLDSTART_FILE, FLOOR};
-use lambda_env::{Bootstrap, ColdSetup, Event, Function};
+use lambda_env::{Bootstrap, ColdSetup, Event, Function, SOURCES};
 use petstore_bench::client::Error;
 use petstore_bench::processes::DynamoDbLocal;
 use petstore_bench::{api_key, env_or, machine};
@@ -135,7 +136,7 @@ impl Settings {
         Ok(Settings {
             release: target.join("release"),
             out: target.join("bench"),
-            spawns: env_or("COLDSTART_SPAWNS", 8),
+            spawns: env_or("COLDSTART_SPAWNS", 16),
             warm: env_or("COLDSTART_WARM", 10),
             period_us: env_or("COLDSTART_CFS_PERIOD_US", 20_000),
             memory_mb,
@@ -262,9 +263,7 @@ async fn at_memory(
             "SSL_CERT_FILE".to_string(),
             context.bundle.display().to_string(),
         )],
-        on_ready: quota
-            .clone()
-            .map(|quota| Arc::new(move |pid: u32| quota.enter(pid)) as runtime_api::OnReady),
+        quota: quota.clone(),
         idle_close: Some(context.proxy.clone()),
         warm_invocations: settings.warm,
     };
@@ -274,9 +273,10 @@ async fn at_memory(
         .filter(|b| b.path.is_file())
         .collect();
     let mut measured: Vec<Vec<Spawn>> = present.iter().map(|_| Vec::new()).collect();
-    for _ in 0..settings.spawns {
+    for round in 0..settings.spawns {
+        let source_ip = SOURCES[round % SOURCES.len()];
         for (bootstrap, spawns) in present.iter().zip(&mut measured) {
-            match spawn_one(context, bootstrap, memory_mb, &hooks).await {
+            match spawn_one(context, (bootstrap, source_ip), memory_mb, &hooks).await {
                 Ok(spawn) => spawns.push(spawn),
                 Err(e) => eprintln!(
                     "coldstart: {} at {memory_mb} MB failed: {e}",
@@ -307,7 +307,7 @@ async fn at_memory(
 /// One spawn of `bootstrap`, its output appended to its log.
 async fn spawn_one(
     context: &Context<'_>,
-    bootstrap: &Bootstrap,
+    (bootstrap, source_ip): (&Bootstrap, &str),
     memory_mb: u32,
     hooks: &Hooks,
 ) -> Result<Spawn, Error> {
@@ -321,6 +321,7 @@ async fn spawn_one(
         bootstrap: &bootstrap.path,
         dynamodb_endpoint: &endpoint,
         api_key: context.api_key.as_deref(),
+        source_ip,
         memory_mb,
         log: &log_path,
     };

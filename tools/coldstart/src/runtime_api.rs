@@ -5,12 +5,13 @@
 //! Lambda would bill it (minus Lambda's own rounding).
 //!
 //! The full-CPU run ([`crate::full_cpu`]) spawns with no [`Hooks`]; the
-//! Lambda-like one throttles the invocation from the first `next` on, and
-//! adds an invocation after the process was frozen while its DynamoDB
-//! connections were closed.
+//! Lambda-like one starts the process in a CPU-quota cgroup, throttles it
+//! from the first `next` on, and adds an invocation after the process was
+//! frozen while its DynamoDB connections were closed.
 
 use crate::cpu_time::cpu_time;
 use crate::lambda_env::{self, ColdSetup};
+use crate::quota::CpuQuota;
 pub use crate::timeline::Spawn;
 use crate::timeline::Timeline;
 use bytes::Bytes;
@@ -33,9 +34,10 @@ use tokio::sync::{watch, Notify};
 pub struct Hooks {
     /// Variables added to Lambda's environment (e.g. `SSL_CERT_FILE`).
     pub env: Vec<(String, String)>,
-    /// Called with the process id at its first `GET .../invocation/next`,
-    /// before the event is served: where Lambda's CPU throttling starts.
-    pub on_ready: Option<OnReady>,
+    /// The cgroup the process starts in, unthrottled; its quota applies from
+    /// the first `GET .../invocation/next` on, before the event is served:
+    /// where Lambda's CPU throttling starts.
+    pub quota: Option<Arc<CpuQuota>>,
     /// When set, one more invocation follows the warm ones: the process is
     /// frozen (as Lambda freezes it between invocations), this closes its
     /// idle DynamoDB connections, and it is thawed for the invocation.
@@ -43,9 +45,6 @@ pub struct Hooks {
     /// Warm invocations after the cold one (at least 1).
     pub warm_invocations: usize,
 }
-
-/// Given the process id; an error fails the spawn.
-pub type OnReady = Arc<dyn Fn(u32) -> Result<(), String> + Send + Sync>;
 
 /// Closes the function's idle connections on command (the TLS proxy).
 pub trait CloseIdle: Send + Sync {
@@ -64,7 +63,7 @@ struct RuntimeApi {
     /// Events in all; a `next` beyond waits until the process is killed.
     invocations: usize,
     pid: OnceLock<u32>,
-    on_ready: Option<OnReady>,
+    quota: Option<Arc<CpuQuota>>,
 }
 
 /// Spawns the bootstrap against a Runtime API of its own and times it through
@@ -90,7 +89,7 @@ pub async fn spawn_once(
         released: watch::Sender::new(1 + warm),
         invocations,
         pid: OnceLock::new(),
-        on_ready: hooks.on_ready.clone(),
+        quota: hooks.quota.clone(),
     });
     let server = tokio::spawn(serve(listener, api.clone()));
     // The bootstrap read once, so that it is in the page cache as after any
@@ -100,6 +99,10 @@ pub async fn spawn_once(
     let _ = tokio::fs::read(setup.bootstrap).await;
     let mut command = lambda_env::lambda_command(setup, runtime_api, log)?;
     command.envs(hooks.env.iter().map(|(k, v)| (k, v)));
+    if let Some(quota) = &hooks.quota {
+        quota.lift()?;
+        start_in(&mut command, quota.procs());
+    }
     let spawned = Instant::now();
     let mut child = command.spawn()?;
     let _ = api.pid.set(child.id().unwrap_or(0));
@@ -122,6 +125,18 @@ pub async fn spawn_once(
     }
     Spawn::from_timeline(spawned, &timeline, warm)
         .ok_or_else(|| "a response before any GET .../invocation/next".into())
+}
+
+/// Makes the process `command` spawns start in the cgroup whose
+/// `cgroup.procs` is `procs`: it writes its own id there between fork and
+/// exec, while it is one thread, so it is never moved once running.
+fn start_in(command: &mut Command, procs: std::path::PathBuf) {
+    // SAFETY: the closure runs in the forked child before exec; it only
+    // writes a file (glibc's malloc is usable after fork) and returns an
+    // error that fails the spawn.
+    unsafe {
+        command.pre_exec(move || std::fs::write(&procs, std::process::id().to_string()));
+    }
 }
 
 /// The cold and warm invocations, then (with [`Hooks::idle_close`]) freeze,
@@ -245,8 +260,8 @@ async fn next_invocation(api: &RuntimeApi, now: Instant) -> Response<Full<Bytes>
         timeline.served += 1;
         (timeline.served, first)
     };
-    if let (true, Some(on_ready)) = (first, &api.on_ready) {
-        if let Err(e) = on_ready(api.pid.get().copied().unwrap_or(0)) {
+    if let (true, Some(quota)) = (first, &api.quota) {
+        if let Err(e) = quota.apply() {
             api.timeline.lock().expect("timeline lock").error = Some(e);
             api.changed.notify_one();
             std::future::pending::<()>().await;

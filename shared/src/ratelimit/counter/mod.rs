@@ -4,8 +4,9 @@
 //! | attribute | meaning |
 //! |---|---|
 //! | `PK` | `LIMIT#key:<id>` or `LIMIT#ip:<address>` |
-//! | `minuteStart`, `minuteCount` | start of the minute window last counted (Unix s), and its count |
-//! | `dayStart`, `dayCount` | the same for the UTC day |
+//! | `lastMinute` | start of the minute window last counted (Unix s) |
+//! | `m<p>_<r>` | the minute's count, in slot families (`slots`) |
+//! | `d<day>` | the count of day number `day` since the epoch |
 //! | `refusalMinute`, `refusals` | 429s reported for that minute window |
 //! | `bannedUntil`, `banLevel`, `lastBanAt` | the ban, how many bans in a row, when the last began |
 //! | `expiresAt` | DynamoDB TTL: a day after the day window (and any ban memory) is over |
@@ -17,42 +18,44 @@
 //! on the very item counting a request updates, so "not banned" costs nothing, and a
 //! ban that runs past midnight needs no second item.
 //!
-//! An admitted request is ONE `UpdateItem`, one of three variants whose
-//! conditions are disjoint (so at most one can succeed for a given state):
+//! An admitted request is ONE `UpdateItem`, the same whatever the item holds
+//! and whatever this process has seen: `slots` says how the item's layout
+//! lets one expression count a request in the same minute, a new minute or
+//! a new day, and why its condition is exact. It also requires no ban in
+//! force. When the condition fails, DynamoDB returns the item as it was
+//! (`ReturnValuesOnConditionCheckFailure = ALL_OLD`), which says whether the
+//! request is over a limit (429, nothing written, so not counted) or banned;
+//! only a clock behind another instance's or an item idle a multiple of
+//! 5,544 minutes takes a second update.
 //!
-//! - same minute: `minuteCount + 1, dayCount + 1` if `minuteStart = :m` and both
-//!   counts are below their limits;
-//! - new minute, same day: `minuteStart = :m, minuteCount = 1, dayCount + 1` if
-//!   `dayStart = :d AND minuteStart < :m` and the day count is below its limit;
-//! - new day: `dayStart = :d, dayCount = 1, minuteStart = :m, minuteCount = 1` if the
-//!   item has no day or an older one.
-//!
-//! All three also require no ban in force. The process guesses the variant
-//! from the windows it last saw; when the condition fails, DynamoDB returns
-//! the item as it was (`ReturnValuesOnConditionCheckFailure = ALL_OLD`), which
-//! says whether the request is over a limit (429, nothing written, so not
-//! counted), banned, or just needs another variant (tried at once, bounded).
+//! Items written before this layout (`minuteStart`, `minuteCount`,
+//! `dayStart`, `dayCount`) are not read: their counts start again from 0
+//! in the minute and day the release comes (see docs/deploy.md).
 //!
 //! Refusals and bans on the same item are in `bans`; the table's creation
 //! (local runs and tests) in `table`.
 
 mod bans;
+mod slots;
 mod table;
 
 use super::clock::UnixSeconds;
 use super::window::{Limits, RateWindow, Usage};
-use crate::db::{classify, from_item, n, s, DbError, Item};
+use crate::db::{classify, from_item, s, DbError, Item};
 use crate::records::Id;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 use serde::Deserialize;
+use slots::Count;
 use std::fmt;
 
+pub use slots::MinuteSlots;
 pub use table::create_counter_table;
 
-/// How many variants counting a request tries before giving up (it needs at most
-/// three: a wrong guess, then the variant the stored item calls for).
+/// How many updates counting a request tries before giving up (it needs at
+/// most three: one, one more for a clock behind the item's, one to reset
+/// an item idle a multiple of 5,544 minutes).
 const MAX_ATTEMPTS: usize = 4;
 
 /// How long an item outlives its day window (and a ban its start), for TTL.
@@ -67,18 +70,6 @@ pub enum Subject {
 }
 
 impl Subject {
-    /// The update to try first for a subject this process has not counted
-    /// yet. A key was looked up before it is counted, so it exists, and a
-    /// new instance (Lambda scales out under load) most likely meets it
-    /// already counted this minute by another; an address is as likely new.
-    /// A wrong guess costs one more update (the failed one returns the item).
-    pub fn first_variant(&self) -> Variant {
-        match self {
-            Subject::Key(_) => Variant::SameMinute,
-            Subject::Ip(_) => Variant::NewDay,
-        }
-    }
-
     fn partition(&self) -> String {
         format!("LIMIT#{self}")
     }
@@ -110,9 +101,10 @@ pub enum CounterError {
 /// A subject's item as stored.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stored {
+    /// The counts of the minute last counted and its day.
     pub usage: Usage,
-    /// Whether the item holds any window (it may hold only refusals).
-    pub has_day: bool,
+    /// The minute's slots as stored (`slots`).
+    pub minute_slots: MinuteSlots,
     pub refusal_minute: UnixSeconds,
     pub refusals: u64,
     pub banned_until: UnixSeconds,
@@ -125,10 +117,6 @@ pub struct Stored {
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 struct CounterItem {
-    minute_start: UnixSeconds,
-    minute_count: u64,
-    day_start: Option<UnixSeconds>,
-    day_count: u64,
     refusal_minute: UnixSeconds,
     refusals: u64,
     banned_until: UnixSeconds,
@@ -137,90 +125,29 @@ struct CounterItem {
 }
 
 impl Stored {
+    /// Whether one update of every slot family can count a request in the
+    /// minute starting at `m` (else one must reset them: see `slots`).
+    fn counts_minute(&self, m: UnixSeconds) -> bool {
+        self.minute_slots.count_in(m).is_some()
+    }
+
     /// Reads an item DynamoDB returned; none is a subject never counted.
     fn read(item: Option<Item>) -> Result<Stored, DbError> {
         let Some(item) = item else {
             return Ok(Stored::default());
         };
+        let minute_slots = MinuteSlots::read(&item);
+        let usage = slots::usage_of(&item, &minute_slots);
         let item: CounterItem = from_item(item)?;
         Ok(Stored {
-            usage: Usage {
-                minute: item.minute_start,
-                minute_count: item.minute_count,
-                day: item.day_start.unwrap_or(0),
-                day_count: item.day_count,
-            },
-            has_day: item.day_start.is_some(),
+            usage,
+            minute_slots,
             refusal_minute: item.refusal_minute,
             refusals: item.refusals,
             banned_until: item.banned_until,
             ban_level: item.ban_level,
             last_ban_at: item.last_ban_at,
         })
-    }
-}
-
-/// Which update counting a request tries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Variant {
-    SameMinute,
-    NewMinute,
-    NewDay,
-}
-
-impl Variant {
-    /// The variant for a subject whose stored windows start at `minute` and
-    /// `day` (as last seen), at window starts `m` and `d`.
-    pub fn for_windows(
-        seen: Option<(UnixSeconds, UnixSeconds)>,
-        m: UnixSeconds,
-        d: UnixSeconds,
-    ) -> Variant {
-        match seen {
-            Some((minute, _)) if minute == m => Variant::SameMinute,
-            Some((_, day)) if day == d => Variant::NewMinute,
-            _ => Variant::NewDay,
-        }
-    }
-
-    /// The update expression, its condition and their values, for counting
-    /// one request against `limits` in the windows starting at `m` and `d`.
-    fn update(
-        self,
-        limits: Limits,
-        now: UnixSeconds,
-        (m, d): (UnixSeconds, UnixSeconds),
-    ) -> (&'static str, String, Vec<(&'static str, AttributeValue)>) {
-        let not_banned = "(attribute_not_exists(bannedUntil) OR bannedUntil <= :now)";
-        let mut values = vec![(":one", n(1)), (":now", n(now)), (":m", n(m))];
-        let (expression, condition) = match self {
-            Variant::SameMinute => {
-                values.extend([(":ml", n(limits.per_minute)), (":dl", n(limits.per_day))]);
-                (
-                    "SET minuteCount = minuteCount + :one, dayCount = dayCount + :one",
-                    format!("minuteStart = :m AND minuteCount < :ml AND dayCount < :dl AND {not_banned}"),
-                )
-            }
-            Variant::NewMinute => {
-                values.extend([
-                    (":d", n(d)),
-                    (":dl", n(limits.per_day)),
-                    (":ttl", n(ttl_for(d))),
-                ]);
-                (
-                    "SET minuteStart = :m, minuteCount = :one, dayCount = dayCount + :one, expiresAt = :ttl",
-                    format!("dayStart = :d AND minuteStart < :m AND dayCount < :dl AND {not_banned}"),
-                )
-            }
-            Variant::NewDay => {
-                values.extend([(":d", n(d)), (":ttl", n(ttl_for(d)))]);
-                (
-                    "SET dayStart = :d, dayCount = :one, minuteStart = :m, minuteCount = :one, expiresAt = :ttl",
-                    format!("(attribute_not_exists(dayStart) OR dayStart < :d) AND {not_banned}"),
-                )
-            }
-        };
-        (expression, condition, values)
     }
 }
 
@@ -299,41 +226,50 @@ impl Counters {
         }
     }
 
-    /// Counts one request against `limits` at `now`, trying `first` first.
+    /// Counts one request against `limits` at `now`: one update, whatever
+    /// the item holds (a second only for a clock behind the item's, or an
+    /// item idle a multiple of 5,544 minutes; see `slots`).
     pub async fn count(
         &self,
         subject: &Subject,
         limits: Limits,
         now: UnixSeconds,
-        first: Variant,
     ) -> Result<Counted, CounterError> {
-        let (mut m, mut d) = (RateWindow::Minute.start(now), RateWindow::Day.start(now));
-        let mut variant = first;
+        let mut m = RateWindow::Minute.start(now);
+        let mut count = Count::Any;
         // Not db::Retry: a failed condition here returns the item as it is
         // (ALL_OLD), so the next attempt is planned from fresh state at once,
         // and a lone UpdateItem never meets a transaction conflict to back
         // off from.
         for _ in 0..MAX_ATTEMPTS {
-            let (expression, condition, values) = variant.update(limits, now, (m, d));
-            let stored = match self.update(subject, expression, &condition, values).await? {
+            let ttl = ttl_for(RateWindow::Day.start(m));
+            let expression = count.expression(limits, now, m, ttl);
+            let update = self
+                .update(
+                    subject,
+                    &expression.update,
+                    &expression.condition,
+                    expression.values,
+                )
+                .await?;
+            let stored = match update {
                 Update::Done(stored) => return Ok(Counted::Admitted(stored.usage)),
                 Update::ConditionFailed(stored) => stored,
             };
             if stored.banned_until > now {
                 return Ok(Counted::Banned(stored.banned_until));
             }
-            if !stored.has_day {
-                variant = Variant::NewDay;
-                continue;
-            }
             // Another instance's clock may run ahead: windows never go back.
             m = m.max(stored.usage.minute);
-            d = d.max(stored.usage.day);
-            let usage = stored.usage.in_windows(m, d);
+            let usage = stored.usage.in_windows(m, RateWindow::Day.start(m));
             if usage.exhausted(limits).is_some() {
                 return Ok(Counted::Limited(usage, stored));
             }
-            variant = Variant::for_windows(Some((stored.usage.minute, stored.usage.day)), m, d);
+            count = if stored.counts_minute(m) {
+                Count::Any
+            } else {
+                Count::Reset
+            };
         }
         Err(CounterError::Contended {
             operation: "counting",
@@ -351,24 +287,7 @@ fn ttl_for(day: UnixSeconds) -> UnixSeconds {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_variant_follows_the_windows_last_seen() {
-        let (m, d) = (1_893_456_060, 1_893_456_000);
-        assert_eq!(
-            Variant::for_windows(Some((m, d)), m, d),
-            Variant::SameMinute
-        );
-        assert_eq!(
-            Variant::for_windows(Some((m - 60, d)), m, d),
-            Variant::NewMinute
-        );
-        assert_eq!(
-            Variant::for_windows(Some((m - 86_400, d - 86_400)), m, d),
-            Variant::NewDay
-        );
-        assert_eq!(Variant::for_windows(None, m, d), Variant::NewDay);
-    }
+    use crate::db::n;
 
     #[test]
     fn a_stored_item_reads_with_absent_attributes_as_zero() -> Result<(), DbError> {
@@ -379,7 +298,7 @@ mod tests {
             ("expiresAt".to_string(), n(999)),
         ]);
         let stored = Stored::read(Some(item))?;
-        assert!(!stored.has_day);
+        assert_eq!(stored.usage, Usage::default());
         assert_eq!((stored.refusal_minute, stored.refusals), (60, 3));
         assert_eq!((stored.banned_until, stored.last_ban_at), (0, None));
         assert_eq!(Stored::read(None)?, Stored::default());

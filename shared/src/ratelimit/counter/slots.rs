@@ -1,0 +1,263 @@
+//! How a subject's item holds its counts so that ONE conditional
+//! `UpdateItem` counts a request whatever windows the item last counted
+//! (this minute, an earlier minute today, an earlier day, never), with no
+//! read first and no guess that can be wrong.
+//!
+//! DynamoDB's update expressions have no conditional arithmetic: `SET` adds
+//! and subtracts, and its only branch is `if_not_exists(path, value)`, on
+//! whether an attribute exists. So "the count of this window + 1, or 1 if
+//! the item last counted another window" must be the existence of an
+//! attribute whose *name* says the window:
+//!
+//! - **The day** is one attribute named by the day's number since the epoch,
+//!   `d<day>`: `d<day> = if_not_exists(d<day>, 0) + 1`. A name is never used
+//!   for two days, so it cannot hold another day's count. Each count removes
+//!   the three days before (`REMOVE` of an absent attribute is a no-op); an
+//!   older one can linger only on an item idle for days past its TTL
+//!   (`expiresAt`) that DynamoDB has not deleted yet, and it is never read.
+//! - **The minute** cannot have a name per minute: a subject counted with
+//!   gaps would leave a name behind at every gap, growing the item (write
+//!   units grow with it). Its names are residues instead, in families of
+//!   pairwise coprime moduli ([`MODULI`]): family `p` holds the count of
+//!   minute `k` in `m<p>_<k mod p>`, and each count removes the family's
+//!   other `p - 1` names. So after a count in minute `j`, family `p` holds
+//!   exactly `m<p>_<j mod p>`; in a later minute `k` its name is absent (a
+//!   new minute: counts from 0) unless `p` divides `k - j`. The value is
+//!   `k * SPAN + count`, so a name left from an earlier minute `j` reads as
+//!   below `k * SPAN` and is known stale: the condition ignores it, and the
+//!   count it takes (stale + 1) stays below `k * SPAN` (at most `SPAN - 1`
+//!   counts a minute) and is removed by the next minute's count. At least one
+//!   family is right about minute `k` unless `k - j` is a multiple of every
+//!   modulus (their product, 5,544 minutes: 3.85 days, past the item's TTL).
+//!
+//! The condition is then exact for every stored state: the day's attribute
+//! is below the day's limit (absent is 0), every family's attribute is below
+//! `k * SPAN + minute limit` (true of a stale one, whose count is not this
+//! minute's), and at least one family counts this minute (absent, or at
+//! least `k * SPAN`). Only a request over a limit, a ban, a clock behind the
+//! item's minute (`lastMinute`: windows never go back) or an item idle a
+//! multiple of 5,544 minutes fails it; the last two are retried with what the
+//! failure returned (`ALL_OLD`), the last by [`Count::Reset`].
+
+use super::super::clock::UnixSeconds;
+use super::super::window::{Limits, RateWindow, Usage};
+use crate::db::{n, Item};
+use aws_sdk_dynamodb::types::AttributeValue;
+
+/// The minute's slot families: pairwise coprime, so all are stale together
+/// only after a gap that is a multiple of their product (5,544 minutes).
+/// Each count removes `sum(p - 1)` = 31 names.
+const MODULI: [i64; 4] = [7, 8, 9, 11];
+
+/// How far apart consecutive minutes are in a slot's value: more than any
+/// minute's count (a minute limit above it counts as `SPAN - 1`).
+const SPAN: i128 = 1_000_000_000_000;
+
+/// How many days before the counted one each count removes.
+const DAYS_REMOVED: i64 = 3;
+
+/// The attribute holding the start of the minute last counted (Unix s).
+pub(super) const LAST_MINUTE: &str = "lastMinute";
+
+/// Which update counts a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Count {
+    /// The one update for every stored state.
+    Any,
+    /// Every family stale (an item idle a multiple of 5,544 minutes): set
+    /// the minute's slots to 1, if no count of this minute got in first.
+    Reset,
+}
+
+/// An update's expression, condition and values.
+pub(super) struct Expression {
+    pub update: String,
+    pub condition: String,
+    pub values: Vec<(&'static str, AttributeValue)>,
+}
+
+fn minute_slot(p: i64, residue: i64) -> String {
+    format!("m{p}_{residue}")
+}
+
+fn day_slot(day: i64) -> String {
+    format!("d{day}")
+}
+
+fn minute_number(minute: UnixSeconds) -> i64 {
+    minute.div_euclid(RateWindow::Minute.seconds())
+}
+
+fn day_number(day: UnixSeconds) -> i64 {
+    day.div_euclid(RateWindow::Day.seconds())
+}
+
+impl Count {
+    /// Counting one request against `limits` in the minute starting at `m`
+    /// (and its day), at `now`; the item expires at `ttl`.
+    pub fn expression(
+        self,
+        limits: Limits,
+        now: UnixSeconds,
+        m: UnixSeconds,
+        ttl: UnixSeconds,
+    ) -> Expression {
+        let k = minute_number(m);
+        let base = i128::from(k) * SPAN;
+        let (mut set, mut remove) = (Vec::new(), Vec::new());
+        let (mut room, mut counts_this_minute) = (Vec::new(), Vec::new());
+        for p in MODULI {
+            let slot = minute_slot(p, k.rem_euclid(p));
+            set.push(match self {
+                Count::Any => format!("{slot} = if_not_exists({slot}, :base) + :one"),
+                Count::Reset => format!("{slot} = :first"),
+            });
+            let others = (0..p).filter(|r| *r != k.rem_euclid(p));
+            remove.extend(others.map(|r| minute_slot(p, r)));
+            room.push(format!("(attribute_not_exists({slot}) OR {slot} < :cap)"));
+            counts_this_minute.push(format!("attribute_not_exists({slot}) OR {slot} >= :base"));
+        }
+        let day = day_number(m);
+        let slot = day_slot(day);
+        set.push(format!("{slot} = if_not_exists({slot}, :zero) + :one"));
+        set.push(format!("{LAST_MINUTE} = :m, expiresAt = :ttl"));
+        remove.extend((1..=DAYS_REMOVED).map(|back| day_slot(day - back)));
+        let window = match self {
+            Count::Any => format!("(attribute_not_exists({LAST_MINUTE}) OR {LAST_MINUTE} <= :m)"),
+            Count::Reset => format!("(attribute_not_exists({LAST_MINUTE}) OR {LAST_MINUTE} < :m)"),
+        };
+        let mut condition = vec![
+            window,
+            "(attribute_not_exists(bannedUntil) OR bannedUntil <= :now)".to_string(),
+            format!("(attribute_not_exists({slot}) OR {slot} < :dl)"),
+        ];
+        let mut values = vec![
+            (":one", n(1)),
+            (":zero", n(0)),
+            (":m", n(m)),
+            (":now", n(now)),
+            (":ttl", n(ttl)),
+            (":dl", n(limits.per_day)),
+        ];
+        match self {
+            Count::Any => {
+                condition.extend(room);
+                condition.push(format!("({})", counts_this_minute.join(" OR ")));
+                let per_minute = i128::from(limits.per_minute).min(SPAN - 1);
+                values.extend([(":base", n(base)), (":cap", n(base + per_minute))]);
+            }
+            // No count of this minute got in (`lastMinute < :m`), so it has room.
+            Count::Reset => values.push((":first", n(base + 1))),
+        }
+        Expression {
+            update: format!("SET {} REMOVE {}", set.join(", "), remove.join(", ")),
+            condition: condition.join(" AND "),
+            values,
+        }
+    }
+}
+
+/// The minute slots an item holds: per family, the minute its one slot's
+/// value was counted in (`value / SPAN`: its name is that minute's residue)
+/// and its count (`value % SPAN`), if it holds one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MinuteSlots([Option<(i64, u64)>; MODULI.len()]);
+
+impl MinuteSlots {
+    /// Reads the slots of `item`; a value that is not a number is absent.
+    pub(super) fn read(item: &Item) -> MinuteSlots {
+        let mut slots = MinuteSlots::default();
+        for (family, p) in MODULI.iter().enumerate() {
+            slots.0[family] = (0..*p).find_map(|r| {
+                let value: i128 = item.get(&minute_slot(*p, r))?.as_n().ok()?.parse().ok()?;
+                let minute = i64::try_from(value.div_euclid(SPAN)).ok()?;
+                Some((minute, u64::try_from(value.rem_euclid(SPAN)).ok()?))
+            });
+        }
+        slots
+    }
+
+    /// What the families say of the minute starting at `m`: `None` when
+    /// every family holds a stale slot (only [`Count::Reset`] can count it),
+    /// else the minute's count (0 when none counted it).
+    pub(super) fn count_in(&self, m: UnixSeconds) -> Option<u64> {
+        let k = minute_number(m);
+        let mut count = None;
+        for (slot, p) in self.0.iter().zip(MODULI) {
+            match slot {
+                // This minute's own count.
+                Some((minute, n)) if *minute == k => count = Some(count.unwrap_or(0).max(*n)),
+                // Another minute's, under this minute's name: says nothing.
+                Some((minute, _)) if minute.rem_euclid(p) == k.rem_euclid(p) => {}
+                // This minute's name absent: none counted it yet.
+                _ => count = Some(count.unwrap_or(0)),
+            }
+        }
+        count
+    }
+}
+
+/// The counts an item records: of the minute it last counted
+/// (`lastMinute`) and of that minute's day; nothing for an item that never
+/// counted (it may hold only refusals).
+pub(super) fn usage_of(item: &Item, slots: &MinuteSlots) -> Usage {
+    let number = |name: &str| item.get(name)?.as_n().ok()?.parse::<i64>().ok();
+    let Some(minute) = number(LAST_MINUTE) else {
+        return Usage::default();
+    };
+    let day = RateWindow::Day.start(minute);
+    let day_count = number(&day_slot(day_number(day))).unwrap_or(0);
+    Usage {
+        minute,
+        minute_count: slots.count_in(minute).unwrap_or(0),
+        day,
+        day_count: u64::try_from(day_count).unwrap_or(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An item as a count of `count` requests in the minute `gap` minutes
+    /// before `m` leaves it (every family's slot of that minute).
+    fn counted_before(m: UnixSeconds, gap: i64, count: i128) -> Item {
+        let j = minute_number(m) - gap;
+        MODULI
+            .iter()
+            .map(|p| {
+                (
+                    minute_slot(*p, j.rem_euclid(*p)),
+                    n(i128::from(j) * SPAN + count),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_slot_counts_its_own_minute_and_a_stale_one_nothing() {
+        let m = 1_893_456_060;
+        let count_in = |gap| MinuteSlots::read(&counted_before(m, gap, 5)).count_in(m);
+        assert_eq!(count_in(0), Some(5), "this minute's count");
+        assert_eq!(
+            count_in(1),
+            Some(0),
+            "every family's name absent: a new minute"
+        );
+        assert_eq!(count_in(7), Some(0), "family 7 stale, the others absent");
+        assert_eq!(count_in(693), Some(0), "only family 8 absent");
+        assert_eq!(count_in(5_544), None, "every family stale: a reset");
+        assert_eq!(MinuteSlots::read(&Item::new()).count_in(m), Some(0));
+    }
+
+    /// The families' moduli are pairwise coprime, so all are stale together
+    /// only after a multiple of their product.
+    #[test]
+    fn the_families_are_stale_together_only_after_a_multiple_of_their_product() {
+        let product: i64 = MODULI.iter().product();
+        assert_eq!(product, 5_544);
+        let all_stale = |gap: i64| MODULI.iter().all(|p| gap % p == 0);
+        let gaps: Vec<i64> = (1..=2 * product).filter(|gap| all_stale(*gap)).collect();
+        assert_eq!(gaps, vec![product, 2 * product]);
+    }
+}
