@@ -12,9 +12,9 @@
 //! attributes `GSI1PK`.. every layout keeps); a layout maps that name to the
 //! index it is stored in, and a list reads only what that index projects.
 
+use super::indexes::{INDEXES, RELEASED_INDEXES};
 use super::query::Projection;
 use super::shape;
-use super::tables::{INDEXES, RELEASED_INDEXES};
 use std::borrow::Cow;
 
 /// A stored layout of the data table.

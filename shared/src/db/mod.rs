@@ -47,6 +47,7 @@ mod expr;
 pub mod holds;
 pub mod idempotency;
 mod ids;
+pub mod indexes;
 pub mod inventory;
 mod item;
 pub mod layout;
