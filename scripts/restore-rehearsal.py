@@ -34,7 +34,7 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import rehearsal_repoint
@@ -58,7 +58,8 @@ def admin(endpoint: str, tables: dict[str, str], *args: str) -> subprocess.Compl
 
 def store_lines() -> str:
     """A small sound store as `data export` writes it: a category, its name
-    claim, two pets (one with an open order), the order."""
+    claim, two pets (one with an open order), the order and its key's hold
+    count."""
     category, pets, order = 1 << 30, [(1 << 30) + 1, (1 << 30) + 2], (1 << 30) + 3
     items = [
         {"PK": {"S": f"CATEGORY#{category}"}, "SK": {"S": "CATEGORY"}, "GSI1PK": {"S": "CATEGORY#0"},
@@ -71,10 +72,14 @@ def store_lines() -> str:
                       "openOrders": {"N": "1" if n == 0 else "0"}, "GSI1PK": {"S": "PET#0"},
                       "GSI2PK": {"S": "PET#STATUS#available#0"}, "GSI3PK": {"S": f"PET#CATEGORY#{category}"},
                       "GSI5PK": {"S": f"PET#{pet}"}})
+    # An open order holds: it says when it lapses and its key's count has it.
+    lapses = (datetime.now(timezone.utc) + timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     items.append({"PK": {"S": f"ORDER#{order}"}, "SK": {"S": "ORDER"}, "id": {"N": str(order)},
                   "petId": {"N": str(pets[0])}, "quantity": {"N": "1"}, "complete": {"BOOL": False}, "ownerId": {"N": "7"},
+                  "lapsesAt": {"S": lapses},
                   "GSI1PK": {"S": "ORDER#0"}, "GSI2PK": {"S": "ORDER#COMPLETE#false#0"},
                   "GSI3PK": {"S": f"ORDER#PET#{pets[0]}"}, "GSI4PK": {"S": "ORDER#OWNER#7"}})
+    items.append({"PK": {"S": "HOLDS#7"}, "SK": {"S": "HOLDS"}, "openOrders": {"N": "1"}})
     return "".join(json.dumps({"Item": item}) + "\n" for item in items)
 
 
