@@ -71,12 +71,11 @@ test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on Dyna
 	@mkdir -p .local
 	$(MAKE) --no-print-directory -j4 --output-sync=target test-lint-rust venv node_modules/.package-lock.json dynamodb-install
 	rm -rf $(AWS_CALLS)
-	$(RECORD_AWS_CALLS) cargo test --workspace 2>&1 | tee .local/cargo-test.log
+	$(RECORD_AWS_CALLS) cargo test --workspace -- --test-threads=$(TEST_THREADS) 2>&1 | tee .local/cargo-test.log
 	$(RECORD_AWS_CALLS) scripts/test-local-stacks.sh
 	$(RECORD_AWS_CALLS) $(MAKE) test-run-lambda
-	$(MAKE) iam-check
-	$(MAKE) contract-check layout-check lint-workflows deploy-role-check
-	$(MAKE) lint-template deploy-rehearsal restore-rehearsal front-rehearsal lint-openapi lint-asyncapi check-docs conformance clients docs-browser cors-browser
+	$(MAKE) --no-print-directory -j2 --output-sync=target iam-check contract-check layout-check lint-workflows deploy-role-check lint-template deploy-rehearsal restore-rehearsal front-rehearsal upgrade-rehearsal lint-openapi lint-asyncapi check-docs
+	$(MAKE) conformance clients docs-browser cors-browser
 	@scripts/test-summary.sh .local/cargo-test.log
 
 # The same cargo invocation as `make test`'s (the workspace's features), so
