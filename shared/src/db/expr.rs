@@ -260,7 +260,6 @@ impl Expr {
         Ok(TransactWriteItem::builder().put(put).build())
     }
 
-    /// A delete of the item at `key`.
     /// A check of the item at `key`, writing nothing: a transaction's
     /// condition on an item it does not change.
     pub(crate) fn check(mut self, table: &str, key: Item) -> Result<TransactWriteItem, DbError> {
@@ -275,6 +274,7 @@ impl Expr {
         Ok(TransactWriteItem::builder().condition_check(check).build())
     }
 
+    /// A delete of the item at `key`.
     pub(crate) fn delete(mut self, table: &str, key: Item) -> Result<TransactWriteItem, DbError> {
         let delete = Delete::builder()
             .table_name(table)
