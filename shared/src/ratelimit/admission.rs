@@ -150,7 +150,7 @@ impl RateLimiter {
         if let Some(counted) = self.refused_from_memory(source_ip, now).await {
             return Ok(Found::SourceRefused(counted));
         }
-        let lookup = Lookup::of(self.keys.find(&hash).await?);
+        let lookup = Lookup::of(self.keys.find(&hash).await?, now);
         lock(&self.key_cache).insert(hash, lookup.clone(), now);
         Ok(Found::Lookup(lookup))
     }

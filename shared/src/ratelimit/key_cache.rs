@@ -27,9 +27,11 @@ pub(super) enum Lookup {
 }
 
 impl Lookup {
-    pub fn of(record: Option<ApiKeyRecord>) -> Lookup {
+    /// What a look-up at `now` found: an expired key is as unknown as a
+    /// revoked one (TTL deletes its item only within about 48 hours).
+    pub fn of(record: Option<ApiKeyRecord>, now: UnixSeconds) -> Lookup {
         match record {
-            Some(record) if !record.revoked => Lookup::Valid(record),
+            Some(record) if !record.revoked && !record.expired(now) => Lookup::Valid(record),
             _ => Lookup::Invalid,
         }
     }
@@ -58,10 +60,12 @@ impl Default for KeyCache {
 }
 
 impl KeyCache {
-    /// The look-up of `hash`, if one made within `ttl` of `now` is held.
+    /// The look-up of `hash`, if one made within `ttl` of `now` is held; a
+    /// key held as valid that has expired since is unknown from `now` on.
     pub fn get(&mut self, hash: &ApiKeyHash, ttl: Duration, now: UnixSeconds) -> Option<Lookup> {
         if let Some((record, at)) = self.valid.get(hash) {
-            return fresh(ttl, *at, now).then(|| Lookup::Valid(record.clone()));
+            let lookup = Lookup::of(Some(record.clone()), now);
+            return fresh(ttl, *at, now).then_some(lookup);
         }
         let at = self.invalid.get(hash)?;
         fresh(ttl, *at, now).then_some(Lookup::Invalid)
@@ -108,6 +112,7 @@ mod tests {
             rotated_at: None,
             revoked: false,
             max_open_orders: None,
+            expires_at: None,
         })
     }
 
@@ -116,7 +121,7 @@ mod tests {
         let mut cache = KeyCache::default();
         assert!(record().is_some());
         let valid = ApiKeyHash::of("psk_valid");
-        let lookup = Lookup::of(record());
+        let lookup = Lookup::of(record(), 100);
         cache.insert(valid.clone(), lookup.clone(), 100);
         for n in 0..(3 * KEY_CACHE_LIMIT) {
             let made_up = ApiKeyHash::of(&format!("psk_made-up-{n}"));
@@ -126,6 +131,23 @@ mod tests {
         let (valid_held, invalid_held) = cache.sizes();
         assert_eq!(valid_held, 1);
         assert!(invalid_held <= KEY_CACHE_LIMIT);
+    }
+
+    #[test]
+    fn a_key_is_unknown_from_its_expiry_on_even_when_cached() {
+        let mut cache = KeyCache::default();
+        let short = record().map(|r| ApiKeyRecord {
+            expires_at: Some(110),
+            ..r
+        });
+        let hash = ApiKeyHash::of("psk_short");
+        let lookup = Lookup::of(short.clone(), 100);
+        assert!(matches!(lookup, Lookup::Valid(_)));
+        cache.insert(hash.clone(), lookup.clone(), 100);
+        assert_eq!(cache.get(&hash, TTL, 109), Some(lookup));
+        // Still within the cache's lifetime, but past the key's own.
+        assert_eq!(cache.get(&hash, TTL, 110), Some(Lookup::Invalid));
+        assert_eq!(Lookup::of(short, 110), Lookup::Invalid);
     }
 
     #[test]

@@ -31,13 +31,15 @@ struct KeyItem {
     pk: String,
     #[serde(rename = "SK")]
     sk: String,
-    #[serde(rename = "GSI1PK")]
-    gsi1pk: String,
+    /// Absent on short-lived keys: they are in no key list.
+    #[serde(rename = "GSI1PK", default, skip_serializing_if = "Option::is_none")]
+    gsi1pk: Option<String>,
     id: Id,
     plan: Plan,
-    /// Absent on keys created before roles: those are customers'.
-    #[serde(default)]
-    role: Role,
+    /// Absent on keys created before roles and on short-lived keys: those
+    /// are customers'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    role: Option<Role>,
     /// Enterprise only: the other plans' limits are the plan's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     per_minute: Option<u64>,
@@ -54,18 +56,24 @@ struct KeyItem {
     /// Enterprise only: the most incomplete orders the key may hold at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     max_open_orders: Option<u32>,
+    /// Short-lived keys only: the table's TTL attribute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at: Option<i64>,
 }
 
 /// The item that stores `record` under `hash`.
 pub(super) fn item_of(hash: &ApiKeyHash, record: &ApiKeyRecord) -> Result<Item, DbError> {
     let own_limits = record.plan == Plan::Enterprise;
+    // A short-lived key is a customer's in no list: its item carries only
+    // what the pre-traffic hook's IAM allows (template.yaml).
+    let listed = record.expires_at.is_none();
     to_item(&KeyItem {
         pk: pk_of(hash),
         sk: SK.to_string(),
-        gsi1pk: PARTITION.to_string(),
+        gsi1pk: listed.then(|| PARTITION.to_string()),
         id: record.id,
         plan: record.plan,
-        role: record.role,
+        role: listed.then_some(record.role),
         per_minute: own_limits.then_some(record.per_minute),
         per_day: own_limits.then_some(record.per_day),
         name: record.name.clone(),
@@ -73,6 +81,7 @@ pub(super) fn item_of(hash: &ApiKeyHash, record: &ApiKeyRecord) -> Result<Item, 
         rotated_at: record.rotated_at.clone(),
         revoked: record.revoked,
         max_open_orders: record.max_open_orders.filter(|_| own_limits),
+        expires_at: record.expires_at,
     })
 }
 
@@ -95,7 +104,7 @@ pub(super) fn record_of(item: Item) -> Result<(ApiKeyHash, ApiKeyRecord), DbErro
     let record = ApiKeyRecord {
         id: item.id,
         plan: item.plan,
-        role: item.role,
+        role: item.role.unwrap_or_default(),
         per_minute: limits.per_minute,
         per_day: limits.per_day,
         name: item.name,
@@ -103,6 +112,7 @@ pub(super) fn record_of(item: Item) -> Result<(ApiKeyHash, ApiKeyRecord), DbErro
         rotated_at: item.rotated_at,
         revoked: item.revoked,
         max_open_orders: item.max_open_orders,
+        expires_at: item.expires_at,
     };
     Ok((hash, record))
 }
@@ -124,6 +134,7 @@ mod tests {
             rotated_at: Some("2030-01-02T00:00:00Z".into()),
             revoked: false,
             max_open_orders: (plan == Plan::Enterprise).then_some(5_000),
+            expires_at: None,
         }
     }
 
@@ -141,6 +152,22 @@ mod tests {
             );
             assert_eq!(record_of(item)?, (hash.clone(), record));
         }
+        Ok(())
+    }
+
+    #[test]
+    fn a_short_lived_key_is_a_customers_in_no_list() -> Result<(), DbError> {
+        let hash = ApiKeyHash::of("psk_x");
+        let mut short = record(Plan::Free, Limits::new(60, 1_000), Role::Customer);
+        (short.max_open_orders, short.rotated_at) = (None, None);
+        short.expires_at = Some(1_900_000_000);
+        let item = item_of(&hash, &short)?;
+        let mut names: Vec<&str> = item.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        // Exactly the attributes template.yaml lets the pre-traffic hook write.
+        let allowed = ["PK", "SK", "createdAt", "expiresAt", "id", "name", "plan", "revoked"];
+        assert_eq!(names, allowed);
+        assert_eq!(record_of(item)?, (hash, short));
         Ok(())
     }
 

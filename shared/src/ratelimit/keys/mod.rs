@@ -7,6 +7,13 @@
 //! |---|---|---|---|---|
 //! | `APIKEY#<sha256 hex of the key>` | `APIKEY` | `APIKEY` | key id (number) | `plan`, `perMinute`/`perDay` (enterprise only), `role` (absent on keys made before roles: `customer`), `name`, `createdAt`, `rotatedAt`, `revoked` |
 //!
+//! A short-lived key ([`NewApiKey::short_lived`], the pre-traffic check's)
+//! is a free customer key with an `expiresAt` (the table's TTL attribute, in
+//! Unix seconds) and neither `GSI1PK` nor `role`: it is in no key list, and
+//! its item has only the attributes the hook's IAM lets it write. TTL deletes
+//! an item only within about 48 hours of its time, so a look-up treats a key
+//! past its `expiresAt` as unknown ([`ApiKeyRecord::expired`]).
+//!
 //! The id is the key's identity: counters, bans and orders belong to it, not
 //! to the secret. Rotating a key ([`KeyStore::rotate`]) writes the same
 //! record under a new secret's hash and deletes the old item in one
@@ -27,6 +34,7 @@ mod store;
 use super::plan::Plan;
 use super::window::Limits;
 use crate::records::{Caller, Id, Role};
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -85,9 +93,18 @@ pub struct ApiKeyRecord {
     /// (absent: [`Plan::ENTERPRISE_OPEN_ORDERS`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_open_orders: Option<u32>,
+    /// Short-lived keys only: the Unix second from which the key is unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
 }
 
 impl ApiKeyRecord {
+    /// Whether the key has expired at `now` (Unix seconds): then it is
+    /// unknown, whether or not TTL has deleted its item yet.
+    pub fn expired(&self, now: i64) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
+    }
+
     pub fn limits(&self) -> Limits {
         Limits::new(self.per_minute, self.per_day)
     }
@@ -140,6 +157,7 @@ pub struct NewApiKey {
     role: Role,
     name: Option<String>,
     max_open_orders: Option<u32>,
+    expires_at: Option<i64>,
 }
 
 impl NewApiKey {
@@ -164,7 +182,22 @@ impl NewApiKey {
             role: Role::default(),
             name,
             max_open_orders: None,
+            expires_at: None,
         })
+    }
+
+    /// A free customer key that is unknown from `expires_at` on and in no
+    /// key list: what the pre-traffic check makes for each run, so that no
+    /// long-lived secret exists for it.
+    pub fn short_lived(name: impl Into<String>, expires_at: DateTime<Utc>) -> NewApiKey {
+        NewApiKey {
+            plan: Plan::Free,
+            limits: Limits::FREE,
+            role: Role::Customer,
+            name: Some(name.into()),
+            max_open_orders: None,
+            expires_at: Some(expires_at.timestamp()),
+        }
     }
 
     /// The same key holding at most `cap` incomplete orders: enterprise only

@@ -100,6 +100,7 @@ impl KeyStore {
             rotated_at: None,
             revoked: false,
             max_open_orders: new.max_open_orders,
+            expires_at: new.expires_at,
         };
         self.db
             .client()
