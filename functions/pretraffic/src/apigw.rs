@@ -8,22 +8,28 @@ use serde_json::{json, Value};
 /// a customer's, so its keyless counter in the rate-limit table is its own.
 pub const SOURCE_IP: &str = "192.0.2.10";
 
-/// The event API Gateway sends for `method path` without a key.
-pub fn http_event(method: &str, path: &str, request_id: &str) -> Value {
+/// The event API Gateway sends for `method path` (`path` may carry a query
+/// string), with `key` in `x-api-key` when given.
+pub fn http_event(method: &str, path: &str, request_id: &str, key: Option<&str>) -> Value {
     let host = "pretraffic.invalid";
+    let (path, query) = path.split_once('?').unwrap_or((path, ""));
+    let mut headers = json!({
+        "accept": "*/*",
+        "host": host,
+        "user-agent": "petstore-pretraffic",
+        "x-forwarded-for": SOURCE_IP,
+        "x-forwarded-port": "443",
+        "x-forwarded-proto": "https"
+    });
+    if let Some(key) = key {
+        headers["x-api-key"] = json!(key);
+    }
     json!({
         "version": "2.0",
         "routeKey": format!("{method} {path}"),
         "rawPath": path,
-        "rawQueryString": "",
-        "headers": {
-            "accept": "*/*",
-            "host": host,
-            "user-agent": "petstore-pretraffic",
-            "x-forwarded-for": SOURCE_IP,
-            "x-forwarded-port": "443",
-            "x-forwarded-proto": "https"
-        },
+        "rawQueryString": query,
+        "headers": headers,
         "requestContext": {
             "accountId": "anonymous",
             "apiId": "pretraffic",
@@ -111,9 +117,18 @@ mod tests {
 
     #[test]
     fn the_event_is_keyless_and_from_the_check_address() {
-        let event = http_event("GET", "/pets", "r-1");
+        let event = http_event("GET", "/pets", "r-1", None);
         assert_eq!(event["requestContext"]["http"]["sourceIp"], SOURCE_IP);
         assert!(event["headers"].get("x-api-key").is_none());
         assert_eq!(event["routeKey"], "GET /pets");
+    }
+
+    #[test]
+    fn a_keyed_event_carries_the_key_and_its_query_apart() {
+        let event = http_event("GET", "/store/orders?limit=1", "r-2", Some("psk_k"));
+        assert_eq!(event["headers"]["x-api-key"], "psk_k");
+        assert_eq!(event["rawPath"], "/store/orders");
+        assert_eq!(event["rawQueryString"], "limit=1");
+        assert_eq!(event["routeKey"], "GET /store/orders");
     }
 }

@@ -1,5 +1,9 @@
-//! What a healthy version answers. Every check needs no key and changes no
-//! data, so it is as safe against production as against a new version.
+//! What a healthy version answers. No check changes data, so each is as safe
+//! against production as against a new version. Most need no key; the keyed
+//! one sends the check's own short-lived key ([`crate::key`]) and reads the
+//! customer's own order list, which queries the owner index of the version's
+//! stored layout: a version that cannot read the deployed indexes answers it
+//! 500 and never takes traffic.
 
 use std::collections::BTreeMap;
 
@@ -75,10 +79,13 @@ pub fn resolved(path: &str) -> String {
 /// What a check sends.
 #[derive(Debug, Clone, Copy)]
 pub enum Probe {
-    /// A request without a key, and the answer it must get.
+    /// A request, and the answer it must get.
     Http {
         method: &'static str,
+        /// With its query string, if any.
         path: &'static str,
+        /// Sent with the check's own key (else with none).
+        keyed: bool,
         status: u16,
         /// Headers the answer must have (lower case).
         headers: &'static [&'static str],
@@ -103,6 +110,7 @@ pub const CHECKS: &[Check] = &[
         probe: Probe::Http {
             method: "GET",
             path: "/openapi.json",
+            keyed: false,
             status: 200,
             headers: &[],
             content_type: "application/json",
@@ -114,6 +122,7 @@ pub const CHECKS: &[Check] = &[
         probe: Probe::Http {
             method: "GET",
             path: "/pets",
+            keyed: false,
             status: 401,
             headers: &RATE_LIMIT_HEADERS,
             content_type: "application/json",
@@ -125,7 +134,20 @@ pub const CHECKS: &[Check] = &[
         probe: Probe::Http {
             method: "GET",
             path: "/store/inventory",
+            keyed: false,
             status: 401,
+            headers: &RATE_LIMIT_HEADERS,
+            content_type: "application/json",
+        },
+    },
+    Check {
+        function: Function::Store,
+        name: "GET /store/orders?limit=1 with the check's own key: the owner index reads, 200",
+        probe: Probe::Http {
+            method: "GET",
+            path: KEYED_ORDERS_PATH,
+            keyed: true,
+            status: 200,
             headers: &RATE_LIMIT_HEADERS,
             content_type: "application/json",
         },
@@ -136,6 +158,7 @@ pub const CHECKS: &[Check] = &[
         probe: Probe::Http {
             method: "GET",
             path: "/docs/assets/{docs.js}",
+            keyed: false,
             status: 200,
             headers: &[],
             content_type: "text/javascript",
@@ -147,6 +170,17 @@ pub const CHECKS: &[Check] = &[
         probe: Probe::EmptyStreamBatch,
     },
 ];
+
+/// The keyed check's request: the key's own orders (none), which the store
+/// reads from the owner index (GSI4, or GSI4v2 on layout 2).
+pub const KEYED_ORDERS_PATH: &str = "/store/orders?limit=1";
+
+impl Check {
+    /// Whether the check is sent with the check's own key.
+    pub fn keyed(&self) -> bool {
+        matches!(self.probe, Probe::Http { keyed: true, .. })
+    }
+}
 
 /// The checks of `function`.
 pub fn of(function: Function) -> impl Iterator<Item = &'static Check> {
@@ -249,6 +283,16 @@ mod tests {
         for function in Function::ALL {
             assert!(of(function).next().is_some(), "{function:?}");
         }
+    }
+
+    #[test]
+    fn the_store_is_checked_with_a_key_and_without() {
+        let store: Vec<&Check> = of(Function::Store).collect();
+        assert!(store.iter().any(|c| c.keyed()) && store.iter().any(|c| !c.keyed()));
+        assert!(CHECKS
+            .iter()
+            .filter(|c| c.keyed())
+            .all(|c| c.function == Function::Store));
     }
 
     #[test]

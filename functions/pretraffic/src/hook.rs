@@ -35,14 +35,18 @@ pub struct Hook {
     invoker: Invoker,
     /// The stack's functions by deployed name (the template's environment).
     functions: Vec<(Function, String)>,
+    /// Where the keyed check's short-lived key is put (`TABLE_NAME`, the data table).
+    dynamodb: aws_sdk_dynamodb::Client,
+    table: String,
 }
 
 impl Hook {
     /// The hook as deployed: the functions named by PETS_FUNCTION, ...,
-    /// the application by CODEDEPLOY_APPLICATION.
+    /// the application by CODEDEPLOY_APPLICATION, the data table by TABLE_NAME.
     pub fn from_env(config: &aws_config::SdkConfig) -> Result<Hook, String> {
         let application = std::env::var("CODEDEPLOY_APPLICATION")
             .map_err(|_| "CODEDEPLOY_APPLICATION is not set".to_string())?;
+        let table = std::env::var("TABLE_NAME").map_err(|_| "TABLE_NAME is not set".to_string())?;
         let functions = Function::ALL
             .into_iter()
             .map(|f| {
@@ -56,6 +60,8 @@ impl Hook {
             application,
             invoker: Invoker::new(aws_sdk_lambda::Client::new(config)),
             functions,
+            dynamodb: aws_sdk_dynamodb::Client::new(config),
+            table,
         })
     }
 
@@ -67,8 +73,14 @@ impl Hook {
         let outcomes = match self.release(&event.deployment_id).await {
             Ok(release) => {
                 tracing::info!(function = %release.name, version = %release.version, "checking");
+                let key = self.key_for(release.function).await;
                 self.invoker
-                    .check(release.function, &release.name, Some(&release.version))
+                    .check(
+                        release.function,
+                        &release.name,
+                        Some(&release.version),
+                        &key,
+                    )
                     .await
             }
             Err(why) => {
@@ -98,6 +110,15 @@ impl Hook {
             })?;
         tracing::info!(deployment = %event.deployment_id, status = ?status, "reported");
         Ok(status)
+    }
+
+    /// A fresh short-lived key when `function` has a keyed check (none is
+    /// made for the others).
+    async fn key_for(&self, function: Function) -> Result<String, String> {
+        if !crate::checks::of(function).any(|c| c.keyed()) {
+            return Err(format!("{} has no keyed check", function.binary()));
+        }
+        crate::key::mint(self.dynamodb.clone(), &self.table).await
     }
 
     /// Whether `deployment` is of this stack's application (IAM lets the hook

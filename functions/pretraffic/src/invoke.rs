@@ -32,16 +32,23 @@ impl Invoker {
         Invoker::new(aws_sdk_lambda::Client::from_conf(config))
     }
 
-    /// Every check of `function`, sent to `name` (at `version`, when given).
+    /// Every check of `function`, sent to `name` (at `version`, when given);
+    /// the keyed ones with `key`, and failed with its error when it was not
+    /// made ([`crate::key::mint`]).
     pub async fn check(
         &self,
         function: Function,
         name: &str,
         version: Option<&str>,
+        key: &Result<String, String>,
     ) -> Vec<Outcome> {
         let mut outcomes = Vec::new();
         for (n, check) in checks::of(function).enumerate() {
-            let result = self.one(check, name, version, n).await;
+            let result = match (check.keyed(), key) {
+                (true, Err(why)) => Err(format!("no key to send: {why}")),
+                (true, Ok(key)) => self.one(check, name, version, Some(key), n).await,
+                (false, _) => self.one(check, name, version, None, n).await,
+            };
             outcomes.push(Outcome { check, result });
         }
         outcomes
@@ -52,6 +59,7 @@ impl Invoker {
         check: &Check,
         name: &str,
         version: Option<&str>,
+        key: Option<&str>,
         n: usize,
     ) -> Result<(), String> {
         let payload = match check.probe {
@@ -59,6 +67,7 @@ impl Invoker {
                 method,
                 &checks::resolved(path),
                 &format!("pretraffic-{}-{n}", std::process::id()),
+                key,
             ),
             Probe::EmptyStreamBatch => json!({ "Records": [] }),
         };

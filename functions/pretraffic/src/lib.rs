@@ -4,7 +4,9 @@
 //! no key and change nothing (the contract's `GET /openapi.json`, a keyless
 //! `GET /pets` and `GET /store/inventory` answered 401 with the rate-limit
 //! headers, which goes through the whole wrapper and the counter table, an
-//! API reference file) and, for the stream's function, an empty batch.
+//! API reference file), one with a key ([`key`]: a short-lived key the check
+//! makes itself) that reads the customer's own order list through the owner
+//! index, and, for the stream's function, an empty batch.
 //! Each check is sent one of two ways:
 //!
 //! - [`invoke`]: to one function version through Lambda's Invoke API, in the
@@ -19,6 +21,7 @@ pub mod apigw;
 pub mod checks;
 pub mod hook;
 pub mod invoke;
+pub mod key;
 pub mod web;
 
 /// The HTTPS client of the AWS SDK clients here: rustls on ring, as every

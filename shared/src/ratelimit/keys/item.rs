@@ -165,7 +165,16 @@ mod tests {
         let mut names: Vec<&str> = item.keys().map(String::as_str).collect();
         names.sort_unstable();
         // Exactly the attributes template.yaml lets the pre-traffic hook write.
-        let allowed = ["PK", "SK", "createdAt", "expiresAt", "id", "name", "plan", "revoked"];
+        let allowed = [
+            "PK",
+            "SK",
+            "createdAt",
+            "expiresAt",
+            "id",
+            "name",
+            "plan",
+            "revoked",
+        ];
         assert_eq!(names, allowed);
         assert_eq!(record_of(item)?, (hash, short));
         Ok(())
