@@ -7,11 +7,15 @@
 #
 # 1. INVOKE_URL is a running `make run-lambda` stack (test-run-lambda.sh
 #    passes its own): every function passes every check (petstore-smoke
-#    --lambda-endpoint, the hook's code path without CodeDeploy).
+#    --lambda-endpoint, the hook's code path without CodeDeploy), the keyed
+#    one included: petstore-smoke puts its own short-lived key in the
+#    stack's DynamoDB Local (AWS_ENDPOINT_URL_DYNAMODB, else DYNAMODB_PORT's,
+#    as test-run-lambda.sh exports it), as the hook does in the data table.
 # 2. A version that must fail it: the same binaries under a second `cargo
 #    lambda watch` whose DynamoDB is unreachable (a port nothing listens
 #    on). The keyless GET /pets and GET /store/inventory need the counter
-#    table, so their checks fail, and petstore-smoke exits 1 naming them.
+#    table and the keyed GET /store/orders the key and the owner index, so
+#    their checks fail, and petstore-smoke exits 1 naming them.
 # Stops what it started (the second watch and its instances, by a variable
 # only they carry), however it exits.
 set -euo pipefail
@@ -51,6 +55,8 @@ cargo build --quiet --bin petstore-smoke
 cargo build --quiet --bin events
 SMOKE="$ROOT/target/debug/petstore-smoke"
 export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
+# Where petstore-smoke puts the keyed check's key: the healthy stack's table.
+export AWS_ENDPOINT_URL_DYNAMODB="${AWS_ENDPOINT_URL_DYNAMODB:-http://127.0.0.1:${DYNAMODB_PORT:?set AWS_ENDPOINT_URL_DYNAMODB or DYNAMODB_PORT}}"
 
 "$SMOKE" --lambda-endpoint "$INVOKE_URL" | tee -a "$LOG" || fail "a healthy stack failed the pre-traffic check"
 
@@ -73,6 +79,7 @@ echo "$broken" >>"$LOG"
 ((status == 1)) || fail "a version without its DynamoDB passed the pre-traffic check (exit $status): $broken"
 grep -q '^FAIL  pets: GET /pets without a key' <<<"$broken" \
   && grep -q '^FAIL  store: GET /store/inventory without a key' <<<"$broken" \
+  && grep -q '^FAIL  store: GET /store/orders?limit=1 with the check' <<<"$broken" \
   || fail "the failing version's checks are not the ones named: $broken"
 echo "pretraffic: a healthy stack passes every check; a version without its DynamoDB fails them:"
 grep '^FAIL' <<<"$broken" | sed 's/^/  /'
