@@ -5,6 +5,7 @@
 
 mod bans;
 mod one_write;
+mod short_lived;
 
 use crate::helpers::{TestApp, TestResponse};
 use aws_sdk_dynamodb::types::AttributeValue;
