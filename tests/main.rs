@@ -25,6 +25,7 @@ mod observe;
 mod pages;
 mod partitions;
 mod pets;
+mod pretraffic;
 mod ratelimit;
 mod refusals;
 mod responses;

@@ -1,0 +1,84 @@
+//! The pre-traffic check against a store version that cannot read its
+//! table's indexes (issue 38, point 3): this code on `DATA_LAYOUT=2` over a
+//! table of layout 1 (the switch deployed without the migration; it has no
+//! GSI4v2), sent the store's checks exactly as the hook sends them (its API
+//! Gateway events, its own short-lived key made by its own code, its
+//! verdicts), through the real Lambda path (`lambda_http` turns the event
+//! into a request) and the store function's own service.
+//!
+//! The keyless checks pass that version (a refusal needs no index); the
+//! keyed one reads the customer's own orders on the owner index, answers
+//! 500 and fails it. The same checks pass the version that reads layout 1.
+
+use crate::helpers::{TestApp, TestResponse};
+use petstore::db::Layout;
+use petstore_pretraffic::checks::{self, Answer, Check, Function, Probe};
+use petstore_pretraffic::{apigw, key};
+
+/// What the store function serving `app` answers to `check`, sent as the
+/// hook sends it (with `key` when the check is keyed).
+async fn answer(app: &TestApp, check: &Check, key: &str) -> Answer {
+    let Probe::Http { method, path, .. } = check.probe else {
+        panic!("{} is not an HTTP check", check.name);
+    };
+    let key = check.keyed().then_some(key);
+    let event = apigw::http_event(method, &checks::resolved(path), "pretraffic-test", key);
+    let request = lambda_http::request::from_str(&event.to_string())
+        .expect("the check's event is an API Gateway event");
+    let service = petstore::http::service(store::routes(), app.app.clone());
+    let response = TestResponse::read(service, request).await;
+    let headers = response.headers.iter().map(|(name, value)| {
+        let value = value.to_str().unwrap_or_default().to_string();
+        (name.as_str().to_ascii_lowercase(), value)
+    });
+    Answer {
+        status: response.status,
+        headers: headers.collect(),
+        body: String::from_utf8_lossy(&response.body).into_owned(),
+    }
+}
+
+/// Each store check's verdict on `app`, by whether it is keyed.
+async fn verdicts(app: &TestApp, key: &str) -> Vec<(bool, Answer, Result<(), String>)> {
+    let mut verdicts = Vec::new();
+    for check in checks::of(Function::Store) {
+        let answer = answer(app, check, key).await;
+        let verdict = checks::judge_http(&check.probe, &answer);
+        verdicts.push((check.keyed(), answer, verdict));
+    }
+    verdicts
+}
+
+#[tokio::test]
+async fn a_version_that_cannot_read_its_indexes_fails_the_keyed_check_only() {
+    // A table of layout 1, read by the version of its own layout and by one
+    // of layout 2 (whose owner index, GSI4v2, the table does not have).
+    let readable = TestApp::spawn_with(|name| (name == "DATA_LAYOUT").then(|| "1".into())).await;
+    assert_eq!(readable.app.db.layout(), Layout::V1);
+    let unreadable = readable
+        .another_instance_with(|config| config.data_layout = Layout::V2)
+        .await;
+    // The key the hook makes for a run, made by its own code in this table.
+    let db = &readable.app.db;
+    let key = key::mint(db.client().clone(), db.table())
+        .await
+        .expect("the check's key is made in DynamoDB Local");
+
+    let passed = verdicts(&readable, &key).await;
+    assert!(passed.iter().any(|(keyed, ..)| *keyed));
+    for (_, answer, verdict) in &passed {
+        assert_eq!(verdict, &Ok(()), "{answer:?}");
+    }
+
+    let failed = verdicts(&unreadable, &key).await;
+    for (keyed, answer, verdict) in &failed {
+        if *keyed {
+            assert_eq!(answer.status, 500, "{answer:?}");
+            let why = verdict.as_ref().expect_err("the keyed check fails it");
+            assert!(why.starts_with("status 500, want 200"), "{why}");
+        } else {
+            // What the check was before: it would have let this version through.
+            assert_eq!(verdict, &Ok(()), "{answer:?}");
+        }
+    }
+}
