@@ -7,7 +7,9 @@ production.
 
 Each mutation removes or changes one line of one function's policy, as an
 edit would: an action, an index, the API-key denial's condition pattern, the
-events function's stream (widened to every stream, or SAM's role back).
+events function's stream (widened to every stream, or SAM's role back), the
+pre-traffic check's key put (gone, widened to a delete, to a role, to any
+item, to returning the old item).
 
 Usage: iam-check-mutations.py RECORDING
 """
@@ -33,6 +35,9 @@ ADOPTABLE = (
     '!If [AdoptsDataTable, !Sub "arn:${{AWS::Partition}}:dynamodb:${{AWS::Region}}:'
     '${{AWS::AccountId}}:table/${{DataTableName}}{arn}, {own}]'
 )
+
+# The attributes of the pre-traffic check's key, as the check prints them.
+HOOK_KEY = "['PK', 'SK', 'id', 'plan', 'name', 'createdAt', 'revoked', 'expiresAt']"
 
 MUTATIONS = [
     (
@@ -89,6 +94,42 @@ MUTATIONS = [
         "      Role: !GetAtt EventsRole.Arn\n",
         OTHER_STREAM_READ,
         "the events function back on SAM's role (AWSLambdaDynamoDBExecutionRole)",
+        "",
+    ),
+    # The pre-traffic check's own key (functions/pretraffic/src/key.rs).
+    (
+        "PreTrafficFunction",
+        "              Action: dynamodb:PutItem\n",
+        f"with dynamodb:Attributes {HOOK_KEY}, made by the pre-traffic check's promise, would be",
+        "the hook's key put swapped for another action: the keyed check makes no key",
+        "              Action: dynamodb:ConditionCheckItem\n",
+    ),
+    (
+        "PreTrafficFunction",
+        "              Action: dynamodb:PutItem\n",
+        "PreTrafficFunction: dynamodb:DeleteItem on DataTable (",
+        "the hook may delete a key: its key needs none (it expires)",
+        "              Action: [dynamodb:PutItem, dynamodb:DeleteItem]\n",
+    ),
+    (
+        "PreTrafficFunction",
+        "revoked, expiresAt]\n",
+        f"with dynamodb:Attributes {HOOK_KEY[:-1]}, 'role'] is allowed",
+        "the hook's attributes widened to a role: it could mint a staff key",
+        "revoked, expiresAt, role]\n",
+    ),
+    (
+        "PreTrafficFunction",
+        '                ForAllValues:StringLike:\n                  dynamodb:LeadingKeys: ["APIKEY#*"]\n',
+        "with dynamodb:LeadingKeys [PET#1]",
+        "the hook's put no longer confined to key items",
+        "",
+    ),
+    (
+        "PreTrafficFunction",
+        "                StringEqualsIfExists:\n                  dynamodb:ReturnValues: NONE\n",
+        "with dynamodb:ReturnValues ALL_OLD is allowed",
+        "the hook's put may return the item it replaces",
         "",
     ),
 ]

@@ -100,14 +100,29 @@ EXPECTED_DENIALS = [
     ("DocsFunction", "dynamodb:UpdateItem", "RateLimitTable", ["KEY#1"]),
 ]
 
-# The pre-traffic check's role (functions/pretraffic; its calls go to Lambda
-# and CodeDeploy, which the recorder does not see, so they are promised here):
-# (function, action, resource, expected). A resource is "<Function>:<version>"
+# The pre-traffic check's role (functions/pretraffic; its calls go to Lambda,
+# CodeDeploy and, for its keyed check's own key, the data table, through
+# clients the recorder does not see, so they are promised here): (function,
+# action, resource, expected[, context]). A resource is "<Function>:<version>"
 # for a function of the stack, "<Function>DeploymentGroup" for one of its
-# deployment groups, or an ARN (another stack's).
+# deployment groups, "<Table>" for one of its tables, or an ARN (another
+# stack's).
 OTHER_STACK_FUNCTION = f"arn:{PARTITION}:lambda:{REGION}:{ACCOUNT}:function:other-PetsFunction-ABCDEF123456:7"
 OTHER_DEPLOYMENT_GROUP = f"arn:{PARTITION}:codedeploy:{REGION}:{ACCOUNT}:deploymentgroup:other-app/other-group"
 HOOK = "PreTrafficFunction"
+# The attributes of the key the hook makes for each run (a short-lived free
+# customer key: no role, no GSI1PK, no limits of its own; shared/src/
+# ratelimit/keys/item.rs writes exactly these).
+HOOK_KEY_ATTRIBUTES = ["PK", "SK", "id", "plan", "name", "createdAt", "revoked", "expiresAt"]
+
+
+def hook_put(leading=API_KEY, extra=(), **context):
+    """The IAM request context of the hook's PutItem of an item under
+    `leading` with the key's attributes and `extra` ones."""
+    return {"dynamodb:LeadingKeys": [leading],
+            "dynamodb:Attributes": [*HOOK_KEY_ATTRIBUTES, *extra], **context}
+
+
 HOOK_PROMISES = [
     *((HOOK, "lambda:InvokeFunction", f"{f}:7", "Allowed")
       for f in ("PetsFunction", "StoreFunction", "DocsFunction", "EventsFunction")),
@@ -120,6 +135,21 @@ HOOK_PROMISES = [
     (HOOK, "lambda:InvokeFunction", OTHER_STACK_FUNCTION, "Denied"),
     (HOOK, "codedeploy:GetDeployment", OTHER_DEPLOYMENT_GROUP, "Denied"),
     (HOOK, "dynamodb:GetItem", "DataTable", "Denied"),
+    # Its key: put, never read, changed or deleted (its expiresAt ends it),
+    # and of exactly its shape: no staff key, no key in the key list, no
+    # key with limits of its own, nothing but an APIKEY# item, no old item
+    # returned.
+    (HOOK, "dynamodb:PutItem", "DataTable", "Allowed", hook_put()),
+    (HOOK, "dynamodb:PutItem", "DataTable", "Denied", hook_put(extra=["role"])),
+    (HOOK, "dynamodb:PutItem", "DataTable", "Denied", hook_put(extra=["GSI1PK"])),
+    (HOOK, "dynamodb:PutItem", "DataTable", "Denied", hook_put(extra=["perMinute", "perDay"])),
+    (HOOK, "dynamodb:PutItem", "DataTable", "Denied", hook_put(extra=["maxOpenOrders"])),
+    (HOOK, "dynamodb:PutItem", "DataTable", "Denied", hook_put(leading="PET#1")),
+    (HOOK, "dynamodb:PutItem", "DataTable", "Denied",
+     hook_put(**{"dynamodb:ReturnValues": "ALL_OLD"})),
+    *((HOOK, f"dynamodb:{action}", "DataTable", "Denied", {"dynamodb:LeadingKeys": [API_KEY]})
+      for action in ("UpdateItem", "DeleteItem", "BatchWriteItem")),
+    (HOOK, "dynamodb:PutItem", "RateLimitTable", "Denied", hook_put()),
     # The functions themselves neither invoke nor report.
     ("PetsFunction", "lambda:InvokeFunction", "StoreFunction:7", "Denied"),
     ("StoreFunction", "codedeploy:PutLifecycleEventHookExecutionStatus", "*", "Denied"),
@@ -598,7 +628,8 @@ def main():
             "context": context, "expect": "Denied", "calls": ["the shield's promise"],
         }
 
-    for function, action, resource, expect in HOOK_PROMISES:
+    for function, action, resource, expect, *context in HOOK_PROMISES:
+        context = context[0] if context else {}
         name, _, version = resource.partition(":")
         if resource.startswith("arn:") or resource == "*":
             arn = resource
@@ -606,9 +637,9 @@ def main():
             arn = f"{deployment.stack.arn(name)}:{version}"
         else:
             arn = deployment.stack.arn(name)
-        checks[json.dumps([function, action, arn, expect])] = {
+        checks[json.dumps([function, action, arn, expect, context], sort_keys=True)] = {
             "function": function, "action": action, "resource": arn,
-            "context": {}, "expect": expect, "calls": ["the pre-traffic check's promise"],
+            "context": context, "expect": expect, "calls": ["the pre-traffic check's promise"],
         }
 
     failures.extend(alias_wiring(deployment.stack.resources, quiet=args.quiet))
@@ -626,6 +657,9 @@ def main():
         if keys:
             shown = ", ".join(keys[:3]) + (f", ... ({len(keys)} keys)" if len(keys) > 3 else "")
             where += f" with dynamodb:LeadingKeys [{shown}]"
+        for name in ("dynamodb:Attributes", "dynamodb:ReturnValues"):
+            if name in check["context"]:
+                where += f" with {name} {check['context'][name]}"
         if decision == "Error":
             failures.append(f"{check['function']}: {where}: the simulator refused it: {result['error']}")
         elif check["expect"] == "Allowed" and decision != "Allowed":

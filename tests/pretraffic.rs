@@ -9,11 +9,23 @@
 //! The keyless checks pass that version (a refusal needs no index); the
 //! keyed one reads the customer's own orders on the owner index, answers
 //! 500 and fails it. The same checks pass the version that reads layout 1.
+//!
+//! And the key the hook makes is one its role may put: exactly the
+//! attributes template.yaml's `dynamodb:Attributes` condition lists (IAM
+//! would refuse any other; `make iam-check` proves the condition refuses a
+//! role, a key list, limits of its own), a free customer's, in no key list,
+//! expiring within the hour.
 
+use crate::deploy::read_yaml;
 use crate::helpers::{TestApp, TestResponse};
+use aws_sdk_dynamodb::types::AttributeValue;
 use petstore::db::Layout;
+use petstore::ratelimit::keys::ApiKeyHash;
+use petstore::ratelimit::Plan;
+use petstore::records::Role;
 use petstore_pretraffic::checks::{self, Answer, Check, Function, Probe};
 use petstore_pretraffic::{apigw, key};
+use std::collections::BTreeSet;
 
 /// What the store function serving `app` answers to `check`, sent as the
 /// hook sends it (with `key` when the check is keyed).
@@ -81,4 +93,60 @@ async fn a_version_that_cannot_read_its_indexes_fails_the_keyed_check_only() {
             assert_eq!(verdict, &Ok(()), "{answer:?}");
         }
     }
+}
+
+/// The attribute names template.yaml's PreTrafficFunction may put (its
+/// `dynamodb:Attributes` condition).
+fn attributes_the_hook_may_put() -> BTreeSet<String> {
+    let template = read_yaml("template.yaml");
+    let hook = &template["Resources"]["PreTrafficFunction"]["Properties"];
+    let statements = hook["Policies"][0]["Statement"]
+        .as_sequence()
+        .expect("the hook's policy statements");
+    let put = statements
+        .iter()
+        .find(|s| s["Action"].as_str() == Some("dynamodb:PutItem"))
+        .expect("a statement allowing the hook's PutItem");
+    let allowed = &put["Condition"]["ForAllValues:StringEquals"]["dynamodb:Attributes"];
+    allowed
+        .as_sequence()
+        .expect("a list of attributes")
+        .iter()
+        .filter_map(|name| name.as_str().map(str::to_string))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_hooks_key_item_has_exactly_the_attributes_its_role_may_put() {
+    let app = TestApp::spawn().await;
+    let db = &app.app.db;
+    let key = key::mint(db.client().clone(), db.table())
+        .await
+        .expect("the check's key is made in DynamoDB Local");
+    let pk = format!("APIKEY#{}", ApiKeyHash::of(&key).as_str());
+    let read = db
+        .client()
+        .get_item()
+        .table_name(db.table())
+        .key("PK", AttributeValue::S(pk))
+        .key("SK", AttributeValue::S("APIKEY".into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("the key's item is read");
+    let item = read.item.expect("the key's item is stored");
+    let names: BTreeSet<String> = item.keys().cloned().collect();
+    // IAM would refuse a put with any other attribute: the hook's check
+    // would fail every release before its first request.
+    assert_eq!(names, attributes_the_hook_may_put());
+    // A customer key of the free plan, in no key list, that ends by itself.
+    let record = app.app.limiter.keys().find(&ApiKeyHash::of(&key)).await;
+    let record = record.ok().flatten().expect("the key is found");
+    assert_eq!(record.role, Role::Customer);
+    assert_eq!(record.plan, Plan::Free);
+    let now = chrono::Utc::now().timestamp();
+    let expires_at = record.expires_at.expect("an expiresAt");
+    assert!(expires_at > now && expires_at <= now + key::LIFETIME.num_seconds());
+    let listed = app.app.limiter.keys().list().await.expect("the key list");
+    assert!(listed.iter().all(|listed| listed.id != record.id));
 }
