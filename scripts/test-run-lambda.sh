@@ -13,7 +13,8 @@
 #     functions, unknown paths and methods answered as deployed, the exact
 #     limits, the exact stock and one Idempotency-Key raced across instances;
 #   - the pre-traffic check passes through it, and fails a version without
-#     its DynamoDB (scripts/test-pretraffic.sh);
+#     its DynamoDB and one that cannot read its indexes (DATA_LAYOUT=1:
+#     the keyed check alone) (scripts/test-pretraffic.sh);
 #   - an interrupt (Ctrl-C) stops the functions, cargo lambda watch and this
 #     run's DynamoDB Local, and frees the port.
 # Stops whatever it started, however it exits. Timings go to stdout, never
@@ -190,7 +191,7 @@ step "tests/lambda.rs passed on $pets pets and $store store instances"
 # The pre-traffic check through Lambda's Invoke API, as the CodeDeploy hook
 # sends a new version its requests; and a version that fails it.
 "$ROOT/scripts/test-pretraffic.sh" "$BASE_URL" || fail "the pre-traffic check (scripts/test-pretraffic.sh)"
-step "the pre-traffic check: the stack passes, a version without DynamoDB fails"
+step "the pre-traffic check: the stack passes, a version without DynamoDB fails, one that cannot read its indexes fails the keyed check"
 
 # Ctrl-C, as a terminal sends it (to the foreground process group):
 # everything this stack started stops, and only that.
