@@ -6,6 +6,7 @@ use crate::idempotency::send_keyed;
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures::StreamExt;
 use http::Method;
+use petstore::ratelimit::keys::ApiKeyHash;
 use petstore_admin::check::invariants::INVARIANTS;
 use petstore_admin::check::{check_table, Report};
 use petstore_admin::scan::{ProgressBar, ScanOptions};
@@ -186,6 +187,25 @@ async fn a_store_the_service_wrote_is_sound() {
     // Category, its claim, 2 pets, 2 orders, 2 keys, 1 idempotency record,
     // the customer's hold count.
     assert_eq!(report.items, 10, "every item is read");
+}
+
+#[tokio::test]
+async fn the_pre_traffic_checks_key_is_sound_in_no_list_and_a_listed_key_out_of_its_list_is_not() {
+    let store = Store::new().await;
+    let db = &store.app.app.db;
+    // The key the pre-traffic hook makes for a run, by its own code.
+    petstore_pretraffic::key::mint(db.client().clone(), db.table())
+        .await
+        .expect("the check's key is made in DynamoDB Local");
+    let report = check(&store.app).await;
+    assert!(report.sound(), "{:#?}", report.findings);
+    assert_eq!(report.items, 11, "the short-lived key is read");
+    // A key without an expiresAt belongs in the key list.
+    let hash = ApiKeyHash::of(store.app.api_key.as_deref().unwrap_or_default());
+    let pk = format!("APIKEY#{}", hash.as_str());
+    store
+        .reported_after_setting((&pk, "APIKEY", "GSI1PK", None), ("unlisted-kinds", &pk))
+        .await;
 }
 
 #[tokio::test]

@@ -43,7 +43,7 @@ pub const INVARIANTS: &[Invariant] = &[
     Invariant { name: "pet-index-keys", says: "a pet is in the all-pets list (GSI1) and its status's list (GSI2) under its shard, its category's list (GSI3), and the inventory index (GSI5PK = PK); in no owner list", rule: Rule::Item(pet_index_keys) },
     Invariant { name: "order-index-keys", says: "an order is in the all-orders list (GSI1) and its completion's list (GSI2) under its shard, its pet's list (GSI3), its owner's list (GSI4) exactly when it has an owner; not in the inventory", rule: Rule::Item(order_index_keys) },
     Invariant { name: "category-index-keys", says: "a category is in the all-categories list (GSI1) under its shard, and in no other index", rule: Rule::Item(category_index_keys) },
-    Invariant { name: "unlisted-kinds", says: "name claims, idempotency records and hold counts are in no index; an API key only in the key list (GSI1PK = APIKEY) with a whole-number id", rule: Rule::Item(unlisted_kinds) },
+    Invariant { name: "unlisted-kinds", says: "name claims, idempotency records and hold counts are in no index; an API key only in the key list (GSI1PK = APIKEY; a short-lived one, with an expiresAt, in none) with a whole-number id", rule: Rule::Item(unlisted_kinds) },
     Invariant { name: "complete-order-shipped", says: "a complete order has a shipDate (completing sets it)", rule: Rule::Item(complete_order_shipped) },
     Invariant { name: "idempotency-record-expires", says: "an idempotency record has its expiry (expiresAt, the TTL attribute)", rule: Rule::Item(idempotency_record_expires) },
     Invariant { name: "open-orders-counted", says: "a pet's open-order count equals its incomplete orders", rule: Rule::Table(open_orders_counted) },
@@ -200,6 +200,8 @@ fn category_index_keys(s: &Scanned) -> Option<String> {
 fn unlisted_kinds(s: &Scanned) -> Option<String> {
     let in_key_list = match s.kind {
         Kind::NameClaim | Kind::Idempotency | Kind::Holds | Kind::Migration => None,
+        // A short-lived key (the pre-traffic check's) is in no list.
+        Kind::ApiKey if s.whole("expiresAt") != Whole::Absent => None,
         Kind::ApiKey => Some("APIKEY"),
         _ => return None,
     };
