@@ -1,8 +1,9 @@
 //! The deployed stack's outer shield (contract section 4), held in
 //! `template.yaml`: the HTTP API stage throttles (rate and burst), each a
-//! template parameter; and no function's policy lets it write an API key
-//! item, while the items a request does write (idempotency records, pets,
-//! orders, ...) stay writable. Each function's reserved concurrency, the
+//! template parameter; and no serving function's policy lets it write an
+//! API key item, while the items a request does write (idempotency records,
+//! pets, orders, ...) stay writable. The pre-traffic hook puts one key of
+//! its own per run, and only that: a customer's, short-lived, in no list. Each function's reserved concurrency, the
 //! shield's opt-in part, is held in new_account.rs.
 
 use crate::deploy::{read_yaml, tagged};
@@ -146,6 +147,10 @@ async fn no_function_may_write_an_api_key_item_but_every_other_item_stays_writab
     // write of exactly the API key items
     let template = read_yaml("template.yaml");
     for (name, function) in functions(&template) {
+        if name == HOOK {
+            // Its own rule: the one key it makes (below).
+            continue;
+        }
         let statements = statements(function);
         let writes = statements.iter().any(|s| {
             s["Effect"].as_str() == Some("Allow")
@@ -188,6 +193,40 @@ async fn no_function_may_write_an_api_key_item_but_every_other_item_stays_writab
                 .any(|s| s["Effect"].as_str() == Some("Deny") && !on_data_table(s)),
             "{name}: only the data table's API key items are denied"
         );
+    }
+}
+
+/// The pre-traffic check's hook: the one function that may write an API key
+/// item, its keyed check's own short-lived key.
+const HOOK: &str = "PreTrafficFunction";
+
+#[test]
+fn the_pre_traffic_hook_may_put_only_a_short_lived_customer_key() {
+    let template = read_yaml("template.yaml");
+    let hook = &template["Resources"][HOOK];
+    let writes: Vec<&Value> = statements(hook)
+        .into_iter()
+        .filter(|s| actions(s).iter().any(|a| a.starts_with("dynamodb:")))
+        .collect();
+    // One statement, a put (no update, no delete: the key expires).
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    let put = writes[0];
+    assert_eq!(put["Effect"].as_str(), Some("Allow"));
+    assert_eq!(actions(put), ["dynamodb:PutItem"]);
+    let condition = &put["Condition"];
+    let leading = &condition["ForAllValues:StringLike"]["dynamodb:LeadingKeys"];
+    assert_eq!(leading.as_sequence().map(Vec::len), Some(1), "{leading:?}");
+    assert_eq!(leading[0].as_str(), Some("APIKEY#*"));
+    let attributes: Vec<&str> = condition["ForAllValues:StringEquals"]["dynamodb:Attributes"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(attributes.contains(&"expiresAt"), "{attributes:?}");
+    // No staff key, no key in the key list, no limits of its own.
+    for never in ["role", "GSI1PK", "perMinute", "perDay", "maxOpenOrders"] {
+        assert!(!attributes.contains(&never), "the hook may put {never}");
     }
 }
 
