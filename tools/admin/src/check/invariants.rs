@@ -200,9 +200,8 @@ fn category_index_keys(s: &Scanned) -> Option<String> {
 fn unlisted_kinds(s: &Scanned) -> Option<String> {
     let in_key_list = match s.kind {
         Kind::NameClaim | Kind::Idempotency | Kind::Holds | Kind::Migration => None,
-        // A short-lived key (the pre-traffic check's) is in no list.
-        Kind::ApiKey if s.whole("expiresAt") != Whole::Absent => None,
-        Kind::ApiKey => Some("APIKEY"),
+        // A short-lived key (the pre-traffic check's, with an expiresAt) is in none.
+        Kind::ApiKey => (s.whole("expiresAt") == Whole::Absent).then_some("APIKEY"),
         _ => return None,
     };
     let mut found = vec![attribute_is(s, "GSI1PK", in_key_list)];
