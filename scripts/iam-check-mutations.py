@@ -7,7 +7,8 @@ production.
 
 Each mutation removes or changes one line of one function's policy, as an
 edit would: an action, an index, the API-key denial's condition pattern, the
-events function's stream (widened to every stream, or SAM's role back).
+events function's stream (widened to every stream, or SAM's role back), the
+webhooks function's deferral, its items' condition, its queues.
 
 Usage: iam-check-mutations.py RECORDING
 """
@@ -90,6 +91,33 @@ MUTATIONS = [
         OTHER_STREAM_READ,
         "the events function back on SAM's role (AWSLambdaDynamoDBExecutionRole)",
         "",
+    ),
+    (
+        "WebhooksRole",
+        "                  - sqs:ChangeMessageVisibility\n",
+        "WebhooksFunction: sqs:ChangeMessageVisibility on WebhookDeliveriesQueue ",
+        "one action gone: an attempt's deferral to its next attempt",
+    ),
+    (
+        "WebhooksRole",
+        '                    dynamodb:LeadingKeys: ["WEBHOOK#*", "IDEMPOTENCY#*"]\n',
+        "WebhooksFunction: dynamodb:PutItem on DataTable ",
+        "one item kind gone: the wrapper's idempotency records",
+        '                    dynamodb:LeadingKeys: ["WEBHOOK#*"]\n',
+    ),
+    (
+        "WebhooksRole",
+        '                    dynamodb:LeadingKeys: ["WEBHOOK#*", "IDEMPOTENCY#*"]\n',
+        "WebhooksFunction: dynamodb:UpdateItem on DataTable (",
+        "the webhook items' condition widened to every item (an order, a key)",
+        '                    dynamodb:LeadingKeys: ["*"]\n',
+    ),
+    (
+        "WebhooksRole",
+        "                  - !GetAtt WebhookEventsQueue.Arn\n                  - !GetAtt WebhookDeliveriesQueue.Arn\n",
+        "WebhooksFunction: sqs:ReceiveMessage on arn:aws:sqs:us-east-1:123456789012:another-queue",
+        "the pollers' reads widened to every queue (SAM's AWSLambdaSQSQueueExecutionRole)",
+        '                  - "*"\n',
     ),
 ]
 
