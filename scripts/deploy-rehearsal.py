@@ -713,7 +713,13 @@ def check_stream_mapping(emulator: Emulator, resolver: Resolver, translated: dic
             continue
         got = found[0]
         checks.equal(got.get("EventSourceArn"), want["EventSourceArn"], f"{name} source (the table's stream or a queue)")
-        checks.equal(got.get("FunctionArn"), function_arn, f"{name} function")
+        if got.get("FunctionArn") != function_arn and want["FunctionName"].endswith(":live"):
+            # moto resolves the alias to its version when the mapping is made
+            # and keeps that version after the alias moves (AWS keeps the alias).
+            checks.equal(got.get("FunctionArn", "").rsplit(":", 1)[0], function_arn.rsplit(":", 1)[0], f"{name} function")
+            checks.gap("an event source mapping on an alias: moto keeps the version the alias had when the mapping was made; the function checked, not its version", name)
+        else:
+            checks.equal(got.get("FunctionArn"), function_arn, f"{name} function")
         checks.equal(got.get("BatchSize"), int(want["BatchSize"]), f"{name} batch size")
         for field in ("StartingPosition", "FilterCriteria", "DestinationConfig", "FunctionResponseTypes", "MaximumRetryAttempts", "BisectBatchOnFunctionError", "ParallelizationFactor", "MaximumRecordAgeInSeconds", "MaximumBatchingWindowInSeconds", "ScalingConfig"):
             if field not in want:
