@@ -1,7 +1,7 @@
 """The deploy rehearsal's queues (scripts/deploy-rehearsal.py): the stand-in
 for a queue policy, which moto's CloudFormation cannot create, and the check
 of the webhooks delivery path as the stack made it (docs/webhooks.md,
-"Operating it"): each queue's timeouts, retention and dead-letter queue,
+"Operating"): each queue's timeouts, retention and dead-letter queue,
 each queue policy, each bus rule's pattern and targets, and that every queue
 a function reads has a visibility timeout of at least 6 times the function's
 timeout (AWS's advice: a batch still running when its messages reappear
