@@ -100,14 +100,14 @@ MUTATIONS = [
     ),
     (
         "WebhooksRole",
-        '                    dynamodb:LeadingKeys: ["WEBHOOK#*", "IDEMPOTENCY#*"]\n',
+        '                    dynamodb:LeadingKeys: ["WEBHOOK#*", "WEBHOOKOWNER#*", "IDEMPOTENCY#*"]\n',
         "WebhooksFunction: dynamodb:PutItem on DataTable ",
         "one item kind gone: the wrapper's idempotency records",
-        '                    dynamodb:LeadingKeys: ["WEBHOOK#*"]\n',
+        '                    dynamodb:LeadingKeys: ["WEBHOOK#*", "WEBHOOKOWNER#*"]\n',
     ),
     (
         "WebhooksRole",
-        '                    dynamodb:LeadingKeys: ["WEBHOOK#*", "IDEMPOTENCY#*"]\n',
+        '                    dynamodb:LeadingKeys: ["WEBHOOK#*", "WEBHOOKOWNER#*", "IDEMPOTENCY#*"]\n',
         "WebhooksFunction: dynamodb:UpdateItem on DataTable (",
         "the webhook items' condition widened to every item (an order, a key)",
         '                    dynamodb:LeadingKeys: ["*"]\n',
@@ -118,6 +118,12 @@ MUTATIONS = [
         "WebhooksFunction: sqs:ReceiveMessage on arn:aws:sqs:us-east-1:123456789012:another-queue",
         "the pollers' reads widened to every queue (SAM's AWSLambdaSQSQueueExecutionRole)",
         '                  - "*"\n',
+    ),
+    (
+        "WebhooksRole",
+        '"WEBHOOKDELIVERY#*", ',
+        "WebhooksFunction: dynamodb:Query on DataTable/index/GSI3v2 ",
+        "one list gone: an endpoint's deliveries (GSI3)",
     ),
 ]
 

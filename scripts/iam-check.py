@@ -110,6 +110,8 @@ EXPECTED_DENIALS = [
     ("WebhooksFunction", "dynamodb:PutItem", "DataTable", ["WEBHOOK#1", "PET#1"]),
     ("WebhooksFunction", "dynamodb:Query", "DataTable/index/GSI4v2", ["ORDER#OWNER#1"]),
     ("WebhooksFunction", "dynamodb:Query", "DataTable", ["ORDER#1"]),
+    ("WebhooksFunction", "dynamodb:Query", "DataTable/index/GSI1v2", ["PET#0"]),
+    ("WebhooksFunction", "dynamodb:PutItem", "DataTable", ["HOLDS#1"]),
     ("WebhooksFunction", "dynamodb:Scan", "DataTable", []),
 ]
 
@@ -167,12 +169,15 @@ QUEUE_PROMISES = [
 # leading keys).
 WEBHOOKS_DESIGN = [
     *((WEBHOOKS, f"dynamodb:{action}", "DataTable", ["WEBHOOK#1"])
-      for action in ("GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query")),
-    (WEBHOOKS, "dynamodb:ConditionCheckItem", "DataTable", ["WEBHOOK#1"]),
+      for action in ("GetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")),
+    (WEBHOOKS, "dynamodb:UpdateItem", "DataTable", ["WEBHOOKOWNER#1", "WEBHOOK#1"]),
     (WEBHOOKS, "dynamodb:PutItem", "DataTable", ["IDEMPOTENCY#1#" + "0" * 64]),
     (WEBHOOKS, "dynamodb:GetItem", "DataTable", [API_KEY]),
-    (WEBHOOKS, "dynamodb:Query", "DataTable/index/GSI1v2", ["WEBHOOK#0"]),
-    (WEBHOOKS, "dynamodb:Query", "DataTable/index/GSI4v2", ["WEBHOOK#OWNER#1"]),
+    (WEBHOOKS, "dynamodb:Query", "DataTable/index/GSI1v2", ["WEBHOOK"]),
+    (WEBHOOKS, "dynamodb:Query", "DataTable/index/GSI1v2", ["APIKEY"]),
+    (WEBHOOKS, "dynamodb:Query", "DataTable/index/GSI2v2", ["WEBHOOKSTAFF"]),
+    (WEBHOOKS, "dynamodb:Query", "DataTable/index/GSI3v2", ["WEBHOOKDELIVERY#1"]),
+    (WEBHOOKS, "dynamodb:Query", "DataTable/index/GSI4v2", ["WEBHOOKOWNER#1"]),
     (WEBHOOKS, "dynamodb:UpdateItem", "RateLimitTable", ["LIMIT#key:1"]),
     (WEBHOOKS, "sqs:SendMessage", "WebhookDeliveriesQueue", []),
     (WEBHOOKS, "sqs:ChangeMessageVisibility", "WebhookDeliveriesQueue", []),
