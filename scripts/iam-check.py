@@ -577,8 +577,12 @@ def requests_of(call, function, deployment):
                 raise LookupError(f"{variable} of {function} names no bus of the template")
             requests.append((f"events:{operation}", stack.arn(logical), {}))
         elif service == "sqs":
-            # Recorded as {"queue": {"name": <URL>, "variable": "WEBHOOK_QUEUE_URL"}}.
-            named = target["queue"]
+            # Recorded as {"queue": {"name": <URL>, "variable": "WEBHOOK_QUEUE_URL"}}
+            # (shared/src/aws_calls.rs: the request's QueueUrl, named by name_resources).
+            named = target.get("queue")
+            if not named:
+                raise LookupError(f"sqs:{operation} was recorded without its queue (the recorder must "
+                                  "give each sqs call a target {\"queue\": {\"name\": <QueueUrl>, \"variable\": ...}})")
             variable = named.get("variable")
             if not variable or variable not in environment:
                 raise LookupError(f"queue {named['name']} is not {function}'s configured queue")
