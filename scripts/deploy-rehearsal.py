@@ -56,7 +56,7 @@ STAGES = [
         "Stage": "prod", "DomainName": DOMAIN, "CertificateArn": CERTIFICATE, "HostedZoneId": "<zone>",
         "DisableExecuteApiEndpoint": "true",
         "PetsReservedConcurrency": "50", "StoreReservedConcurrency": "50",
-        "DocsReservedConcurrency": "10", "EventsReservedConcurrency": "10",
+        "DocsReservedConcurrency": "10", "EventsReservedConcurrency": "10", "WebhooksReservedConcurrency": "10",
     }, False),
 ]
 ARTIFACTS = "rehearsal-artifacts"
@@ -84,6 +84,7 @@ from samtranslator.translator.transform import transform  # noqa: E402
 from samtranslator.yaml_helper import yaml_parse  # noqa: E402
 
 from cfn_intrinsics import NO_VALUE, Intrinsics  # noqa: E402
+from rehearsal_queues import check_queues, queue_policy_maker  # noqa: E402
 from rehearsal_release import check_apart, check_domain, check_releases, release_makers, version_getters  # noqa: E402
 
 # CloudFormation's own limits on what it is given (the translated template).
@@ -449,16 +450,19 @@ def create_deferred(emulator: Emulator, resolver: Resolver, deferred: dict[str, 
         created[name] = props
 
     def rule(name: str, props: dict) -> None:
-        """The hold sweep's schedule (the events function's Schedule event)."""
+        """The hold sweep's schedule (the events function's Schedule event),
+        and the bus's rules (webhooks: the events to their fan-out queue)."""
         events = emulator.client("events")
         rule_name = props.get("Name") or f"{resolver.pseudo['AWS::StackName']}-{name}"[:64]
+        pattern = props.get("EventPattern")
         arn = events.put_rule(
             Name=rule_name,
-            **{k: props[k] for k in ("ScheduleExpression", "EventPattern", "Description", "State") if k in props},
+            **{k: props[k] for k in ("ScheduleExpression", "Description", "State", "EventBusName") if k in props},
+            **({"EventPattern": json.dumps(pattern) if isinstance(pattern, dict) else pattern} if pattern else {}),
         )["RuleArn"]
-        targets = [{k: t[k] for k in ("Id", "Arn", "Input") if k in t} for t in props.get("Targets", [])]
+        targets = [{k: t[k] for k in ("Id", "Arn", "Input", "DeadLetterConfig") if k in t} for t in props.get("Targets", [])]
         if targets:
-            events.put_targets(Rule=rule_name, Targets=targets)
+            events.put_targets(Rule=rule_name, Targets=targets, EventBusName=props.get("EventBusName", "default"))
         resolver.physical[name] = rule_name
         resolver.attributes[(name, "Arn")] = lambda: arn
         created[name] = props
@@ -471,6 +475,7 @@ def create_deferred(emulator: Emulator, resolver: Resolver, deferred: dict[str, 
         "AWS::CloudWatch::Alarm": alarm,
         "AWS::CloudWatch::Dashboard": dashboard,
         "AWS::Lambda::Permission": permission,
+        "AWS::SQS::QueuePolicy": queue_policy_maker(emulator, resolver, created),
     }
     for kind, extra in EXTRA_MAKERS.items():
         makers[kind] = extra(emulator, resolver, created)
@@ -549,6 +554,10 @@ def attribute_getters(emulator: Emulator, resolver: Resolver, stack: dict) -> No
             resolver.attributes[(name, "QueueName")] = lambda p=physical: p.rsplit("/", 1)[-1]
         elif kind == "AWS::IAM::Role":
             resolver.attributes[(name, "Arn")] = lambda p=physical: iam.get_role(RoleName=p)["Role"]["Arn"]
+        elif kind == "AWS::Events::Rule":
+            # A rule on the stack's bus (webhooks); moto's physical id may be its ARN or its name.
+            resolver.attributes[(name, "Arn")] = lambda p=physical, n=name: p if p.startswith("arn:") else events.describe_rule(
+                Name=p, EventBusName=resolver.resolve(stack["Resources"][n]["Properties"].get("EventBusName", "default")))["Arn"]
         elif kind == "AWS::Events::EventBus":
             resolver.attributes[(name, "Name")] = lambda n=name: resolver.resolve(stack["Resources"][n]["Properties"]["Name"])
             resolver.attributes[(name, "Arn")] = lambda n=name: events.describe_event_bus(Name=resolver.get_att(n, "Name"))["Arn"]
@@ -703,10 +712,16 @@ def check_stream_mapping(emulator: Emulator, resolver: Resolver, translated: dic
         if not checks.check(len(found) == 1, f"{name}: the event source mapping exists"):
             continue
         got = found[0]
-        checks.equal(got.get("EventSourceArn"), want["EventSourceArn"], f"{name} source (the table's stream)")
-        checks.equal(got.get("FunctionArn"), function_arn, f"{name} function")
+        checks.equal(got.get("EventSourceArn"), want["EventSourceArn"], f"{name} source (the table's stream or a queue)")
+        if got.get("FunctionArn") != function_arn and want["FunctionName"].endswith(":live"):
+            # moto resolves the alias to its version when the mapping is made
+            # and keeps that version after the alias moves (AWS keeps the alias).
+            checks.equal(got.get("FunctionArn", "").rsplit(":", 1)[0], function_arn.rsplit(":", 1)[0], f"{name} function")
+            checks.gap("an event source mapping on an alias: moto keeps the version the alias had when the mapping was made; the function checked, not its version", name)
+        else:
+            checks.equal(got.get("FunctionArn"), function_arn, f"{name} function")
         checks.equal(got.get("BatchSize"), int(want["BatchSize"]), f"{name} batch size")
-        for field in ("StartingPosition", "FilterCriteria", "DestinationConfig", "FunctionResponseTypes", "MaximumRetryAttempts", "BisectBatchOnFunctionError", "ParallelizationFactor", "MaximumRecordAgeInSeconds", "MaximumBatchingWindowInSeconds"):
+        for field in ("StartingPosition", "FilterCriteria", "DestinationConfig", "FunctionResponseTypes", "MaximumRetryAttempts", "BisectBatchOnFunctionError", "ParallelizationFactor", "MaximumRecordAgeInSeconds", "MaximumBatchingWindowInSeconds", "ScalingConfig"):
             if field not in want:
                 continue
             if same(got.get(field), want[field]):
@@ -943,6 +958,7 @@ def rehearse(emulator: Emulator, template: Path, overrides: dict[str, str], chec
     check_tables(emulator, resolver, translated, checks)
     reserved = check_functions(emulator, resolver, translated, checks)
     check_stream_mapping(emulator, resolver, translated, checks)
+    check_queues(emulator, resolver, translated, checks)
     check_api(emulator, resolver, sam, created, checks)
     check_alarms_and_dashboard(emulator, resolver, created, translated, checks)
     check_releases(emulator, resolver, translated, checks)

@@ -9,7 +9,8 @@ Each mutation removes or changes one line of one function's policy, as an
 edit would: an action, an index, the API-key denial's condition pattern, the
 events function's stream (widened to every stream, or SAM's role back), the
 pre-traffic check's key put (gone, widened to a delete, to a role, to any
-item, to returning the old item).
+item, to returning the old item), the webhooks function's deferral, its
+items' condition, its queues.
 
 Usage: iam-check-mutations.py RECORDING
 """
@@ -131,6 +132,39 @@ MUTATIONS = [
         "with dynamodb:ReturnValues ALL_OLD is allowed",
         "the hook's put may return the item it replaces",
         "",
+    ),
+    (
+        "WebhooksRole",
+        "                  - sqs:ChangeMessageVisibility\n",
+        "WebhooksFunction: sqs:ChangeMessageVisibility on WebhookDeliveriesQueue ",
+        "one action gone: an attempt's deferral to its next attempt",
+    ),
+    (
+        "WebhooksRole",
+        '                    dynamodb:LeadingKeys: ["WEBHOOK#*", "WEBHOOKOWNER#*", "IDEMPOTENCY#*"]\n',
+        "WebhooksFunction: dynamodb:PutItem on DataTable ",
+        "one item kind gone: the wrapper's idempotency records",
+        '                    dynamodb:LeadingKeys: ["WEBHOOK#*", "WEBHOOKOWNER#*"]\n',
+    ),
+    (
+        "WebhooksRole",
+        '                    dynamodb:LeadingKeys: ["WEBHOOK#*", "WEBHOOKOWNER#*", "IDEMPOTENCY#*"]\n',
+        "WebhooksFunction: dynamodb:UpdateItem on DataTable (",
+        "the webhook items' condition widened to every item (an order, a key)",
+        '                    dynamodb:LeadingKeys: ["*"]\n',
+    ),
+    (
+        "WebhooksRole",
+        "                  - !GetAtt WebhookEventsQueue.Arn\n                  - !GetAtt WebhookDeliveriesQueue.Arn\n",
+        "WebhooksFunction: sqs:ReceiveMessage on arn:aws:sqs:us-east-1:123456789012:another-queue",
+        "the pollers' reads widened to every queue (SAM's AWSLambdaSQSQueueExecutionRole)",
+        '                  - "*"\n',
+    ),
+    (
+        "WebhooksRole",
+        '"WEBHOOKDELIVERY#*", ',
+        "WebhooksFunction: dynamodb:Query on DataTable/index/GSI3v2 ",
+        "one list gone: an endpoint's deliveries (GSI3)",
     ),
 ]
 

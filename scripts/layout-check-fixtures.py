@@ -59,6 +59,11 @@ def with_layout(text: str, conditions: str = "") -> str:
 
 
 MIGRATION = {"id": 1, "name": "fixture", "fromLayout": 1, "toLayout": 2}
+EVENTS_DLQ = "  EventsDeadLetterQueue:\n    Type: AWS::SQS::Queue\n    Properties:\n"
+NEW_QUEUE = "  FixtureQueue:\n    Type: AWS::SQS::Queue\n    Properties:\n      SqsManagedSseEnabled: true\n"
+# A declaration like migrations/0002-webhooks.json: new queues, no layout change.
+DECLARES_QUEUE = {"id": 1, "name": "fixture", "fromLayout": 1, "toLayout": 1, "steps": [],
+                  "adds": {"resources": ["FixtureQueue"]}}
 
 # (name, the template, the migration or None, passes, words the report must hold)
 CASES = [
@@ -88,6 +93,20 @@ CASES = [
      with_layout(replaced(RELEASED, GSI5, index("GSI6", "GSI5PK") + index("GSI7", "GSI4PK") + GSI5)),
      MIGRATION | {"steps": [{"kind": "template", "step": "1"}, {"kind": "template", "step": "done"}]},
      False, ["released -> 1: FAILED", "at most one index per update"]),
+    ("a new queue, declared by a migration (no layout change)",
+     replaced(RELEASED, EVENTS_DLQ, NEW_QUEUE + EVENTS_DLQ), DECLARES_QUEUE, True,
+     ["new AWS::SQS::Queue FixtureQueue: declared by migrations/0001-fixture.json", "one update"]),
+    ("a new queue no migration declares",
+     replaced(RELEASED, EVENTS_DLQ, NEW_QUEUE + EVENTS_DLQ), None, False,
+     ["FixtureQueue is declared by no migration"]),
+    ("a migration declares a queue the template has not",
+     RELEASED, DECLARES_QUEUE, False, ["declares FixtureQueue, which template.yaml has not"]),
+    ("a queue made FIFO (replaced: its messages lost)",
+     replaced(RELEASED, EVENTS_DLQ, EVENTS_DLQ + "      FifoQueue: true\n"), None, False,
+     ["EventsDeadLetterQueue FifoQueue", "replaces the resource"]),
+    ("a queue renamed (replaced: its messages lost)",
+     replaced(RELEASED, EVENTS_DLQ, EVENTS_DLQ + "      QueueName: renamed\n"), None, False,
+     ["EventsDeadLetterQueue QueueName", "replaces the resource"]),
     ("a new layout without a migration",
      with_layout(replaced(RELEASED, GSI5, index("GSI6", "GSI5PK") + index("GSI7", "GSI4PK") + GSI5)),
      None, False, ["no migration in migrations/ takes layout 1 to layout 2"]),

@@ -19,6 +19,12 @@ template's step parameter (`DataLayoutStep`), and this proves each state is
 one update from the one before it: released -> step 1 -> ... -> the
 template at its defaults.
 
+A stateful resource new since the release (a queue holds messages a
+replacement would lose, as a table holds items) must be declared by a
+migration's `adds.resources` (migrations/0002-webhooks.json: new queues and
+items, no layout change, nothing to run), so one is never added unawares;
+and a declared one must exist.
+
     scripts/layout_check.py [--root DIR]
 
 The root holds template.yaml, contract/released/template.yaml and
@@ -200,6 +206,24 @@ def migrations(root: Path) -> list[dict]:
             for path in sorted((root / "migrations").glob("[0-9]*.json"))]
 
 
+def declared_findings(old: Rendered, new: Rendered, root: Path) -> list[str]:
+    """New stateful resources no migration declares, and declared ones the
+    template lacks (the report's lines; none when all agree)."""
+    declared = {name: m["file"] for m in migrations(root) for name in m.get("adds", {}).get("resources", [])}
+    lines = []
+    for name in sorted(new.resources.keys() - old.resources.keys()):
+        kind = new.resources[name]["Type"]
+        if name in declared:
+            lines.append(f"  new {kind} {name}: declared by {declared[name]}")
+        else:
+            lines.append(f"  FAILED: new {kind} {name} is declared by no migration (adds.resources in "
+                         "migrations/*.json): a stateful resource is added on purpose, with what it holds")
+    for name in sorted(declared.keys() - new.resources.keys()):
+        lines.append(f"  FAILED: {declared[name]} declares {name}, which template.yaml has not "
+                     "(or not as a stateful resource)")
+    return lines
+
+
 def check(root: Path) -> tuple[bool, list[str]]:
     """(passes, the report's lines)."""
     released, problems = decode(str(root / BASELINE))
@@ -208,6 +232,10 @@ def check(root: Path) -> tuple[bool, list[str]]:
         return False, [f"cannot read {BASELINE} or template.yaml"]
     (old_layout, _), (new_layout, step_parameter) = layout_of(released), layout_of(current)
     lines = [f"template.yaml (layout {new_layout}) over {BASELINE} (layout {old_layout}):"]
+    declarations = declared_findings(Rendered(released, {}), Rendered(current, {}), root)
+    lines += declarations
+    if any("FAILED" in line for line in declarations):
+        return False, lines
     direct = update_findings(Rendered(released, {}), Rendered(current, {}))
     if direct:
         lines.append("  in one update, CloudFormation would fail or replace:")
@@ -220,7 +248,8 @@ def check(root: Path) -> tuple[bool, list[str]]:
         lines.append(f"  FAILED: these need a migration: declare the next layout (Metadata.StoredLayout.Version "
                      f"{old_layout + 1}) and a migration to it in migrations/ (docs/upgrade.md)")
         return False, lines
-    carrying = [m for m in migrations(root) if m.get("fromLayout") == old_layout and m.get("toLayout") == new_layout]
+    carrying = [m for m in migrations(root) if m.get("fromLayout") == old_layout and m.get("toLayout") == new_layout
+                and m.get("fromLayout") != m.get("toLayout")]
     if not carrying:
         lines.append(f"  FAILED: no migration in migrations/ takes layout {old_layout} to layout {new_layout}; "
                      "see docs/upgrade.md, 'Changing the stored layout'")

@@ -26,8 +26,10 @@ def release_makers(emulator: Any, resolver: Any, created: dict, checks: Any, reg
     def mapping(name: str, props: dict) -> None:
         fields = ("EventSourceArn", "FunctionName", "BatchSize", "StartingPosition", "MaximumBatchingWindowInSeconds",
                   "ParallelizationFactor", "FunctionResponseTypes", "BisectBatchOnFunctionError", "MaximumRetryAttempts",
-                  "MaximumRecordAgeInSeconds", "DestinationConfig", "FilterCriteria")
+                  "MaximumRecordAgeInSeconds", "DestinationConfig", "FilterCriteria", "ScalingConfig")
         arguments = {k: props[k] for k in fields if k in props}
+        if "ScalingConfig" in arguments:
+            arguments["ScalingConfig"] = {k: int(v) for k, v in arguments["ScalingConfig"].items()}
         for number in ("BatchSize", "MaximumBatchingWindowInSeconds", "ParallelizationFactor", "MaximumRetryAttempts", "MaximumRecordAgeInSeconds"):
             if number in arguments:
                 arguments[number] = int(arguments[number])

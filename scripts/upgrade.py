@@ -65,8 +65,10 @@ def pending(migration: dict, step: str | None) -> list[dict]:
 
 
 def the_migration() -> dict:
-    migrations = sorted((ROOT / "migrations").glob("[0-9]*.json"))
-    return json.loads(migrations[-1].read_text())
+    """The last migration that changes the layout: one that only declares
+    what a release adds (0002-webhooks: queues, items) has nothing to run."""
+    migrations = [json.loads(path.read_text()) for path in sorted((ROOT / "migrations").glob("[0-9]*.json"))]
+    return [m for m in migrations if m["fromLayout"] != m["toLayout"]][-1]
 
 
 def run(command: list[str], dry_run: bool) -> None:
