@@ -49,6 +49,20 @@ impl Plan {
         }
     }
 
+    /// An enterprise key's cap on webhook endpoints (contract 9: "set on
+    /// the key"; keys do not carry one yet, so every enterprise key has this).
+    pub const ENTERPRISE_WEBHOOKS: u32 = 100;
+
+    /// The most webhook endpoints a key of the plan may have (contract 9).
+    pub fn webhooks_cap(self) -> u32 {
+        match self {
+            Plan::Free => 1,
+            Plan::Pro => 5,
+            Plan::Business => 20,
+            Plan::Enterprise => Plan::ENTERPRISE_WEBHOOKS,
+        }
+    }
+
     /// The plan's own limits; `None` for enterprise, whose limits are the key's.
     pub fn limits(self) -> Option<Limits> {
         match self {

@@ -101,6 +101,7 @@ impl ApiKeyRecord {
                 Role::Staff => None,
                 Role::Customer => Some(self.open_orders_cap()),
             },
+            webhooks_cap: self.plan.webhooks_cap(),
         }
     }
 

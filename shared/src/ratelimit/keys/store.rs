@@ -195,6 +195,11 @@ impl KeyStore {
         }
     }
 
+    /// The key with this id (webhook delivery asks whether it is revoked).
+    pub async fn find_by_id(&self, id: Id) -> Result<Option<ApiKeyRecord>, DbError> {
+        Ok(self.by_id(id).await?.map(|(_, record)| record))
+    }
+
     /// Whether a key with this id exists.
     pub async fn exists(&self, id: Id) -> Result<bool, DbError> {
         Ok(self.by_id(id).await?.is_some())
