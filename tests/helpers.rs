@@ -55,16 +55,21 @@ pub struct TestHooks {
 }
 
 impl TestHooks {
-    /// The router every function serves, merged, as API Gateway reaches them.
-    fn service(&self, app: &App) -> axum::Router {
-        let hooks = webhooks::Webhooks {
+    /// What the webhook routes are given: this queue and resolver, and the
+    /// deployed URL policy (no loopback).
+    pub fn webhooks(&self) -> webhooks::Webhooks {
+        webhooks::Webhooks {
             queue: self.queue.clone(),
             policy: petstore::webhooks::address::UrlPolicy::default(),
             resolver: self.resolver.clone(),
-        };
+        }
+    }
+
+    /// The router every function serves, merged, as API Gateway reaches them.
+    pub fn service(&self, app: &App) -> axum::Router {
         let routes = pets::routes()
             .merge(store::routes())
-            .merge(webhooks::routes(hooks));
+            .merge(webhooks::routes(self.webhooks()));
         petstore::http::service(routes, app.clone())
     }
 }

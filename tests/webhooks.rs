@@ -66,3 +66,63 @@ pub async fn set_attributes(
         .await
         .expect("DynamoDB Local takes the update");
 }
+
+/// An endpoint and a delivery with every optional field set, each read back
+/// (for `responses`: every documented optional property is sent).
+pub async fn every_kind_of_webhook_record(staff: &TestApp) {
+    let described = json!({"url": RECEIVER, "description": "Ops"});
+    let id = register(staff, described).await["id"]
+        .as_u64()
+        .expect("a webhook id");
+    let (pk, endpoint) = (format!("WEBHOOK#{id}"), "ENDPOINT".to_string());
+    set_attributes(
+        staff,
+        pk.clone(),
+        endpoint,
+        &[
+            ("enabled", AttributeValue::Bool(false)),
+            (
+                "disabledReason",
+                AttributeValue::S("the receiver answered 410".into()),
+            ),
+            (
+                "failingSince",
+                AttributeValue::S("2026-01-01T00:00:00.000Z".into()),
+            ),
+        ],
+    )
+    .await;
+    staff
+        .get(&format!("/webhooks/{id}"))
+        .await
+        .assert_status(200);
+    let ping = staff.post(&format!("/webhooks/{id}/ping"), json!({})).await;
+    ping.assert_status(202);
+    let event_id = ping.json()["eventId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let attempt = |fields: &[(&str, AttributeValue)]| {
+        let mut attempt = std::collections::HashMap::from([
+            (
+                "at".to_string(),
+                AttributeValue::S("2026-01-01T00:00:05.000Z".into()),
+            ),
+            ("durationMs".to_string(), AttributeValue::N("12".into())),
+        ]);
+        attempt.extend(fields.iter().map(|(k, v)| (k.to_string(), v.clone())));
+        AttributeValue::M(attempt)
+    };
+    let attempts = AttributeValue::L(vec![
+        attempt(&[("error", AttributeValue::S("timeout".into()))]),
+        attempt(&[
+            ("statusCode", AttributeValue::N("503".into())),
+            ("manual", AttributeValue::Bool(true)),
+        ]),
+    ]);
+    let delivery = format!("DELIVERY#{event_id}");
+    set_attributes(staff, pk, delivery, &[("attempts", attempts)]).await;
+    let listed = staff.get(&format!("/webhooks/{id}/deliveries")).await;
+    listed.assert_status(200);
+    staff.hooks.queue.take();
+}
