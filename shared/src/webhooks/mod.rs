@@ -11,7 +11,7 @@
 pub mod address;
 pub mod deliveries;
 pub mod endpoints;
-mod list;
+pub(crate) mod list;
 pub mod queue;
 pub mod records;
 pub mod sign;

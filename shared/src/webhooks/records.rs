@@ -6,7 +6,7 @@
 //! only says that `url` is a string; the handler checks it before any write.
 
 use super::types::EventType;
-use crate::records::{Description, Id, JsonObject, Role, TextField, TextRule, ValidationError};
+use crate::records::{Description, Id, JsonObject, NewCategory, Role, TextField, ValidationError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -89,8 +89,8 @@ pub struct WebhookEndpointPatch {
     pub enabled: Option<bool>,
 }
 
-/// `description`: free text, as a category's.
-pub const DESCRIPTION: TextField = TextField::new("description", TextRule::free_text(500));
+/// `description`: free text, as a category's (`records::WEBHOOK_TEXT`).
+pub const DESCRIPTION: TextField = NewCategory::DESCRIPTION;
 
 impl NewWebhookEndpoint {
     /// The body as a caller with `role` may send it.
