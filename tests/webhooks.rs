@@ -126,3 +126,32 @@ pub async fn every_kind_of_webhook_record(staff: &TestApp) {
     listed.assert_status(200);
     staff.hooks.queue.take();
 }
+
+/// Each webhook record's schema in openapi.yaml lists exactly its fields.
+#[test]
+fn the_webhook_schemas_list_exactly_their_records_fields() {
+    use petstore::db::record_fields;
+    use petstore::webhooks::records::{WebhookAttempt, WebhookDelivery, WebhookEndpoint};
+    use std::collections::BTreeSet;
+    let document =
+        serde_json::to_value(crate::deploy::read_yaml("openapi.yaml")).unwrap_or_default();
+    let records = [
+        ("WebhookEndpoint", record_fields::<WebhookEndpoint>()),
+        ("WebhookDelivery", record_fields::<WebhookDelivery>()),
+        ("WebhookAttempt", record_fields::<WebhookAttempt>()),
+    ];
+    for (schema, fields) in records {
+        let fields: BTreeSet<String> = fields.iter().map(|f| f.to_string()).collect();
+        let documented: BTreeSet<String> = document["components"]["schemas"][schema]["properties"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(name, _)| name.clone())
+            .collect();
+        assert!(!fields.is_empty(), "{schema}: its fields were read");
+        assert_eq!(
+            documented, fields,
+            "openapi.yaml's {schema} (left) against the record (right)"
+        );
+    }
+}
