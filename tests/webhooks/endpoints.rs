@@ -364,3 +364,29 @@ async fn a_new_secret_signs_beside_the_old_for_a_day_then_alone() {
     let kept: Vec<_> = stored.secrets.iter().map(|s| s.secret.clone()).collect();
     assert_eq!(kept, vec![third, second], "the retired secret is dropped");
 }
+
+#[tokio::test]
+async fn an_enterprise_key_has_the_cap_set_on_it() {
+    use petstore::ratelimit::keys::NewApiKey;
+    let staff = TestApp::spawn().await;
+    let new = NewApiKey::new(Plan::Enterprise, Some((1_000, 100_000)), None)
+        .and_then(|new| new.with_max_webhooks(2))
+        .expect("an enterprise key may set its cap");
+    let key = staff
+        .app
+        .limiter
+        .keys()
+        .create(new, Utc::now())
+        .await
+        .expect("the key is stored");
+    let enterprise = staff.with_key(key.key);
+    resolving(&enterprise);
+    for _ in 0..2 {
+        let created = enterprise.post("/webhooks", json!({"url": RECEIVER})).await;
+        created.assert_status(201);
+    }
+    enterprise
+        .post("/webhooks", json!({"url": RECEIVER}))
+        .await
+        .assert_error(409, "TOO_MANY_WEBHOOKS");
+}

@@ -108,6 +108,7 @@ mod tests {
             rotated_at: None,
             revoked: false,
             max_open_orders: None,
+            max_webhooks: None,
         })
     }
 

@@ -49,17 +49,17 @@ impl Plan {
         }
     }
 
-    /// An enterprise key's cap on webhook endpoints (contract 9: "set on
-    /// the key"; keys do not carry one yet, so every enterprise key has this).
+    /// An enterprise key's cap on webhook endpoints when the key sets none.
     pub const ENTERPRISE_WEBHOOKS: u32 = 100;
 
-    /// The most webhook endpoints a key of the plan may have (contract 9).
-    pub fn webhooks_cap(self) -> u32 {
+    /// The most webhook endpoints a key of the plan may have (contract 9);
+    /// `None` for enterprise, whose cap is the key's.
+    pub fn webhooks_cap(self) -> Option<u32> {
         match self {
-            Plan::Free => 1,
-            Plan::Pro => 5,
-            Plan::Business => 20,
-            Plan::Enterprise => Plan::ENTERPRISE_WEBHOOKS,
+            Plan::Free => Some(1),
+            Plan::Pro => Some(5),
+            Plan::Business => Some(20),
+            Plan::Enterprise => None,
         }
     }
 

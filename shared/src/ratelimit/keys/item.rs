@@ -54,6 +54,9 @@ struct KeyItem {
     /// Enterprise only: the most incomplete orders the key may hold at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     max_open_orders: Option<u32>,
+    /// Enterprise only: the most webhook endpoints the key may have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_webhooks: Option<u32>,
 }
 
 /// The item that stores `record` under `hash`.
@@ -73,6 +76,7 @@ pub(super) fn item_of(hash: &ApiKeyHash, record: &ApiKeyRecord) -> Result<Item, 
         rotated_at: record.rotated_at.clone(),
         revoked: record.revoked,
         max_open_orders: record.max_open_orders.filter(|_| own_limits),
+        max_webhooks: record.max_webhooks.filter(|_| own_limits),
     })
 }
 
@@ -103,6 +107,7 @@ pub(super) fn record_of(item: Item) -> Result<(ApiKeyHash, ApiKeyRecord), DbErro
         rotated_at: item.rotated_at,
         revoked: item.revoked,
         max_open_orders: item.max_open_orders,
+        max_webhooks: item.max_webhooks,
     };
     Ok((hash, record))
 }
@@ -124,6 +129,7 @@ mod tests {
             rotated_at: Some("2030-01-02T00:00:00Z".into()),
             revoked: false,
             max_open_orders: (plan == Plan::Enterprise).then_some(5_000),
+            max_webhooks: (plan == Plan::Enterprise).then_some(50),
         }
     }
 

@@ -85,6 +85,10 @@ pub struct ApiKeyRecord {
     /// (absent: [`Plan::ENTERPRISE_OPEN_ORDERS`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_open_orders: Option<u32>,
+    /// Enterprise only: the most webhook endpoints the key may have
+    /// (absent: [`Plan::ENTERPRISE_WEBHOOKS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_webhooks: Option<u32>,
 }
 
 impl ApiKeyRecord {
@@ -101,8 +105,16 @@ impl ApiKeyRecord {
                 Role::Staff => None,
                 Role::Customer => Some(self.open_orders_cap()),
             },
-            webhooks_cap: self.plan.webhooks_cap(),
+            webhooks_cap: self.webhooks_cap(),
         }
+    }
+
+    /// The most webhook endpoints this key may have (contract 9).
+    pub fn webhooks_cap(&self) -> u32 {
+        self.plan
+            .webhooks_cap()
+            .or(self.max_webhooks)
+            .unwrap_or(Plan::ENTERPRISE_WEBHOOKS)
     }
 
     /// The most incomplete orders a customer with this key may hold.
@@ -131,6 +143,8 @@ pub enum KeyRequestError {
     LimitsOnlyForEnterprise,
     #[error("--max-open-orders is at least 1")]
     NoOpenOrders,
+    #[error("--max-webhooks is at least 1")]
+    NoWebhooks,
 }
 
 /// What a new key is to be.
@@ -141,6 +155,7 @@ pub struct NewApiKey {
     role: Role,
     name: Option<String>,
     max_open_orders: Option<u32>,
+    max_webhooks: Option<u32>,
 }
 
 impl NewApiKey {
@@ -165,6 +180,7 @@ impl NewApiKey {
             role: Role::default(),
             name,
             max_open_orders: None,
+            max_webhooks: None,
         })
     }
 
@@ -179,6 +195,21 @@ impl NewApiKey {
         }
         Ok(NewApiKey {
             max_open_orders: Some(cap),
+            ..self
+        })
+    }
+
+    /// The same key with at most `cap` webhook endpoints: enterprise only
+    /// (the other plans' caps are the plan's).
+    pub fn with_max_webhooks(self, cap: u32) -> Result<NewApiKey, KeyRequestError> {
+        if self.plan != Plan::Enterprise {
+            return Err(KeyRequestError::LimitsOnlyForEnterprise);
+        }
+        if cap == 0 {
+            return Err(KeyRequestError::NoWebhooks);
+        }
+        Ok(NewApiKey {
+            max_webhooks: Some(cap),
             ..self
         })
     }

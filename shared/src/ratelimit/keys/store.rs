@@ -100,6 +100,7 @@ impl KeyStore {
             rotated_at: None,
             revoked: false,
             max_open_orders: new.max_open_orders,
+            max_webhooks: new.max_webhooks,
         };
         self.db
             .client()
