@@ -5,6 +5,7 @@
 
 mod deliveries;
 mod endpoints;
+mod receivers;
 
 use crate::helpers::TestApp;
 use aws_sdk_dynamodb::types::AttributeValue;
