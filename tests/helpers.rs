@@ -45,6 +45,35 @@ pub const DEFAULT_KEY_LIMITS: (u64, u64) = (1_000_000, 10_000_000);
 /// The source address of requests, as the socket would give it locally.
 pub const DEFAULT_SOURCE_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1));
 
+/// What the webhook routes are given in the tests: a queue that keeps the
+/// messages a ping or retry sends, and a resolver whose names the test sets
+/// (no DNS), both shared by every instance of one `TestApp`.
+#[derive(Clone, Default)]
+pub struct TestHooks {
+    pub queue: Arc<petstore::webhooks::queue::HeldQueue>,
+    pub resolver: Arc<petstore::webhooks::address::ScriptedResolver>,
+}
+
+impl TestHooks {
+    /// What the webhook routes are given: this queue and resolver, and the
+    /// deployed URL policy (no loopback).
+    pub fn webhooks(&self) -> webhooks::Webhooks {
+        webhooks::Webhooks {
+            queue: self.queue.clone(),
+            policy: petstore::webhooks::address::UrlPolicy::default(),
+            resolver: self.resolver.clone(),
+        }
+    }
+
+    /// The router every function serves, merged, as API Gateway reaches them.
+    pub fn service(&self, app: &App) -> axum::Router {
+        let routes = pets::routes()
+            .merge(store::routes())
+            .merge(webhooks::routes(self.webhooks()));
+        petstore::http::service(routes, app.clone())
+    }
+}
+
 /// One pet store with its own tables: what a test talks to.
 ///
 /// Cloning is cheap (the app and router are shared), so a test can move clones
@@ -65,6 +94,8 @@ pub struct TestApp {
     pub source_ip: IpAddr,
     /// The clock the rate limiter reads.
     pub clock: Arc<dyn Clock>,
+    /// The webhook routes' queue and resolver, shared by its instances.
+    pub hooks: TestHooks,
     router: axum::Router,
     /// Set when requests go over the network to a running stack instead.
     remote: Option<remote::Remote>,
@@ -144,9 +175,11 @@ impl TestApp {
         clock: Arc<dyn Clock>,
         remote: Option<remote::Remote>,
     ) -> TestApp {
-        let router = petstore::http::service(pets::routes().merge(store::routes()), app.clone());
+        let hooks = TestHooks::default();
+        let router = hooks.service(&app);
         TestApp {
             app,
+            hooks,
             endpoint,
             rate_limit_table_name,
             api_key: None,
@@ -238,7 +271,7 @@ impl TestApp {
             petstore::local_client(endpoint).await,
             self.clock.clone(),
         );
-        let router = petstore::http::service(pets::routes().merge(store::routes()), app.clone());
+        let router = self.hooks.service(&app);
         TestApp {
             app,
             router,
@@ -259,7 +292,7 @@ impl TestApp {
     /// test intercepts), with this app's clock and key.
     pub fn instance_on(&self, config: Config, client: aws_sdk_dynamodb::Client) -> TestApp {
         let app = App::with_clock(config, client, self.clock.clone());
-        let router = petstore::http::service(pets::routes().merge(store::routes()), app.clone());
+        let router = self.hooks.service(&app);
         TestApp {
             app,
             router,
@@ -524,4 +557,11 @@ pub fn repo_root() -> PathBuf {
         .parent()
         .expect("tests/ has a parent")
         .to_path_buf()
+}
+
+impl TestApp {
+    /// Whether no webhook message is waiting (and takes none).
+    pub fn queue_is_empty(&self) -> bool {
+        self.hooks.queue.take().is_empty()
+    }
 }

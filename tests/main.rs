@@ -35,3 +35,4 @@ mod shield;
 mod store;
 mod upgrade;
 mod values;
+mod webhooks;

@@ -185,7 +185,9 @@ async fn every_rule_of_every_body_field_is_refused_naming_the_field() {
     stocked.assert_status(200);
     let order = staff.post("/store/orders", json!({"petId": pet})).await;
     order.assert_status(201);
-    let ids = json!({"categoryId": category, "petId": pet, "orderId": order.id()});
+    let webhook = crate::webhooks::register_default(&staff).await;
+    let ids =
+        json!({"categoryId": category, "petId": pet, "orderId": order.id(), "webhookId": webhook});
     let ids = ids.as_object().cloned().unwrap_or_default();
     let refusals = refusals(&document);
 

@@ -45,6 +45,7 @@ async fn every_kind_of_record(staff: &TestApp) {
     let order = format!("/store/orders/{}", order.id());
     staff.get(&order).await.assert_status(200);
     staff.get("/store/orders").await.assert_status(200);
+    crate::webhooks::every_kind_of_webhook_record(staff).await;
 }
 
 #[tokio::test]

@@ -209,7 +209,7 @@ fn by_path(operations: &BTreeSet<Operation>) -> BTreeMap<String, BTreeSet<String
 #[tokio::test]
 async fn the_local_router_serves_exactly_the_documented_routes() {
     let app = TestApp::spawn().await;
-    let router = petstore::http::service(pets::routes().merge(store::routes()), app.app.clone());
+    let router = app.hooks.service(&app.app);
     let routes = template_routes();
     let expected: BTreeSet<Operation> = template_operations(&routes)
         .union(&openapi_operations())
@@ -267,6 +267,7 @@ async fn each_function_serves_the_routes_the_template_sends_it() {
     let router_of = |function: &str| match function {
         "pets" => service(pets::routes(), app.app.clone()),
         "store" => service(store::routes(), app.app.clone()),
+        "webhooks" => service(webhooks::routes(app.hooks.webhooks()), app.app.clone()),
         DOCS_ASSETS_FUNCTION => docs::routes(),
         other => panic!("template.yaml names an unknown function binary `{other}`"),
     };

@@ -31,6 +31,7 @@ pub mod records;
 pub mod rules;
 pub mod telemetry;
 pub mod warm_up;
+pub mod webhooks;
 
 use aws_sdk_dynamodb::Client;
 use config::Config;

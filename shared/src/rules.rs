@@ -48,6 +48,8 @@ pub enum RuleViolation {
         "this API key has {cap} incomplete orders, its plan's most; complete or cancel one first"
     )]
     TooManyOpenOrders { cap: u32 },
+    #[error("this API key has {cap} webhook endpoints, its plan's most; delete one first")]
+    TooManyWebhooks { cap: u32 },
 }
 
 /// A fact about a stored record that a decision rests on. The write carries it as

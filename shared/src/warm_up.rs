@@ -146,6 +146,7 @@ fn warm_up_caller() -> Option<Caller> {
         key_id,
         role: Role::Customer,
         open_orders_cap: Some(0),
+        webhooks_cap: 1,
     })
 }
 

@@ -82,6 +82,25 @@ impl Expr {
         self
     }
 
+    /// Conditions the write on `attribute` holding exactly `value` (a
+    /// webhook endpoint's owner, or its secrets as read).
+    pub(crate) fn when_equal(mut self, attribute: &str, value: AttributeValue) -> Expr {
+        let condition = self.compare(attribute, "=", value);
+        self.condition.push(condition);
+        self
+    }
+
+    /// Conditions the write on the counter `attribute` being absent (none
+    /// counted yet) or below `cap`.
+    pub(crate) fn when_below(mut self, attribute: &str, cap: u32) -> Expr {
+        let count = self.name(attribute);
+        let cap = self.value(n(cap));
+        self.condition.push(format!(
+            "(attribute_not_exists({count}) OR {count} < {cap})"
+        ));
+        self
+    }
+
     /// Conditions the write on `guard` holding.
     pub(crate) fn when(mut self, guard: &Guard) -> Expr {
         let condition = self.condition_of(guard);

@@ -43,7 +43,7 @@
 mod batch;
 pub mod categories;
 mod error;
-mod expr;
+pub(crate) mod expr;
 pub mod holds;
 pub mod idempotency;
 mod ids;
@@ -60,7 +60,7 @@ mod shape;
 pub mod shards;
 pub mod stored;
 pub mod tables;
-mod write;
+pub(crate) mod write;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;

@@ -49,6 +49,21 @@ pub const ACCESS: &[(Method, &str, Access)] = &[
     (Method::GET, "/store/inventory", EVERY_ROLE),
     (Method::GET, "/store/inventory/{petId}", EVERY_ROLE),
     (Method::PUT, "/store/inventory/{petId}", STAFF),
+    // Webhooks (contract 9): every key may register its own endpoints;
+    // ownership (another's reads as 404) is the database layer's.
+    (Method::GET, "/webhooks", EVERY_ROLE),
+    (Method::POST, "/webhooks", EVERY_ROLE),
+    (Method::GET, "/webhooks/{webhookId}", EVERY_ROLE),
+    (Method::PATCH, "/webhooks/{webhookId}", EVERY_ROLE),
+    (Method::DELETE, "/webhooks/{webhookId}", EVERY_ROLE),
+    (Method::POST, "/webhooks/{webhookId}/secret", EVERY_ROLE),
+    (Method::POST, "/webhooks/{webhookId}/ping", EVERY_ROLE),
+    (Method::GET, "/webhooks/{webhookId}/deliveries", EVERY_ROLE),
+    (
+        Method::POST,
+        "/webhooks/{webhookId}/deliveries/{eventId}/retry",
+        EVERY_ROLE,
+    ),
 ];
 
 /// Whether `caller` may call an operation open to `access` (`None`: an
@@ -103,6 +118,7 @@ mod tests {
             key_id,
             role,
             open_orders_cap: None,
+            webhooks_cap: 1,
         })
     }
 

@@ -152,6 +152,7 @@ fn conflict_code(violation: &RuleViolation) -> &'static str {
         RuleViolation::CategoryExists => "CATEGORY_EXISTS",
         RuleViolation::InvalidStatusTransition { .. } => "INVALID_STATUS_TRANSITION",
         RuleViolation::TooManyOpenOrders { .. } => "TOO_MANY_OPEN_ORDERS",
+        RuleViolation::TooManyWebhooks { .. } => "TOO_MANY_WEBHOOKS",
     }
 }
 

@@ -113,6 +113,7 @@ mod tests {
             revoked: false,
             max_open_orders: None,
             expires_at: None,
+            max_webhooks: None,
         })
     }
 

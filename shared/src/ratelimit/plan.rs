@@ -49,6 +49,20 @@ impl Plan {
         }
     }
 
+    /// An enterprise key's cap on webhook endpoints when the key sets none.
+    pub const ENTERPRISE_WEBHOOKS: u32 = 100;
+
+    /// The most webhook endpoints a key of the plan may have (contract 9);
+    /// `None` for enterprise, whose cap is the key's.
+    pub fn webhooks_cap(self) -> Option<u32> {
+        match self {
+            Plan::Free => Some(1),
+            Plan::Pro => Some(5),
+            Plan::Business => Some(20),
+            Plan::Enterprise => None,
+        }
+    }
+
     /// The plan's own limits; `None` for enterprise, whose limits are the key's.
     pub fn limits(self) -> Option<Limits> {
         match self {

@@ -47,6 +47,8 @@ pub struct Caller {
     /// The most incomplete orders the caller may hold at once: its plan's or
     /// its key's; `None` for staff, who are not capped.
     pub open_orders_cap: Option<u32>,
+    /// The most webhook endpoints the key may have (its plan's).
+    pub webhooks_cap: u32,
 }
 
 impl Caller {

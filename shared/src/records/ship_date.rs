@@ -60,6 +60,7 @@ mod tests {
             key_id: Id::clamped(9),
             role,
             open_orders_cap: None,
+            webhooks_cap: 1,
         }
     }
 

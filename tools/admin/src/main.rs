@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! petstore-admin keys create [--plan free|pro|business|enterprise] [--role customer|staff]
-//!                            [--per-minute N --per-day N] [--max-open-orders N] [--name NAME]
+//!                            [--per-minute N --per-day N] [--max-open-orders N] [--max-webhooks N] [--name NAME]
 //! petstore-admin keys list
 //! petstore-admin keys rotate ID
 //! petstore-admin keys revoke ID

@@ -101,8 +101,14 @@ async fn serve(endpoint: &str) -> Result<(), BoxError> {
     let origins = app.config.allowed_origins.join(", ");
     // Every function's routes on one port, as API Gateway presents them: the
     // docs function's static files outside the wrapper, as in Lambda.
-    let router =
-        petstore::http::service(pets::routes().merge(store::routes()), app).merge(docs::routes());
+    // The webhook routes' queue only holds messages until webhooks-delivery's
+    // local runner takes them (it replaces this queue with its own).
+    let queue = std::sync::Arc::new(petstore::webhooks::queue::HeldQueue::default());
+    let hooks = webhooks::Webhooks::from_env(queue);
+    let routes = pets::routes()
+        .merge(store::routes())
+        .merge(webhooks::routes(hooks));
+    let router = petstore::http::service(routes, app).merge(docs::routes());
     println!("Pet store API listening on http://127.0.0.1:{port} (DynamoDB at {endpoint})");
     println!("Events (as EventBridge delivers them) are appended to {events_file}");
     if !origins.is_empty() {

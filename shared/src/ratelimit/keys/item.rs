@@ -59,6 +59,9 @@ struct KeyItem {
     /// Short-lived keys only: the table's TTL attribute.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     expires_at: Option<i64>,
+    /// Enterprise only: the most webhook endpoints the key may have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_webhooks: Option<u32>,
 }
 
 /// The item that stores `record` under `hash`.
@@ -82,6 +85,7 @@ pub(super) fn item_of(hash: &ApiKeyHash, record: &ApiKeyRecord) -> Result<Item, 
         revoked: record.revoked,
         max_open_orders: record.max_open_orders.filter(|_| own_limits),
         expires_at: record.expires_at,
+        max_webhooks: record.max_webhooks.filter(|_| own_limits),
     })
 }
 
@@ -113,6 +117,7 @@ pub(super) fn record_of(item: Item) -> Result<(ApiKeyHash, ApiKeyRecord), DbErro
         revoked: item.revoked,
         max_open_orders: item.max_open_orders,
         expires_at: item.expires_at,
+        max_webhooks: item.max_webhooks,
     };
     Ok((hash, record))
 }
@@ -135,6 +140,7 @@ mod tests {
             revoked: false,
             max_open_orders: (plan == Plan::Enterprise).then_some(5_000),
             expires_at: None,
+            max_webhooks: (plan == Plan::Enterprise).then_some(50),
         }
     }
 

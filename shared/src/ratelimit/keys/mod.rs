@@ -96,6 +96,10 @@ pub struct ApiKeyRecord {
     /// Short-lived keys only: the Unix second from which the key is unknown.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<i64>,
+    /// Enterprise only: the most webhook endpoints the key may have
+    /// (absent: [`Plan::ENTERPRISE_WEBHOOKS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_webhooks: Option<u32>,
 }
 
 impl ApiKeyRecord {
@@ -118,7 +122,16 @@ impl ApiKeyRecord {
                 Role::Staff => None,
                 Role::Customer => Some(self.open_orders_cap()),
             },
+            webhooks_cap: self.webhooks_cap(),
         }
+    }
+
+    /// The most webhook endpoints this key may have (contract 9).
+    pub fn webhooks_cap(&self) -> u32 {
+        self.plan
+            .webhooks_cap()
+            .or(self.max_webhooks)
+            .unwrap_or(Plan::ENTERPRISE_WEBHOOKS)
     }
 
     /// The most incomplete orders a customer with this key may hold.
@@ -147,6 +160,8 @@ pub enum KeyRequestError {
     LimitsOnlyForEnterprise,
     #[error("--max-open-orders is at least 1")]
     NoOpenOrders,
+    #[error("--max-webhooks is at least 1")]
+    NoWebhooks,
 }
 
 /// What a new key is to be.
@@ -158,6 +173,7 @@ pub struct NewApiKey {
     name: Option<String>,
     max_open_orders: Option<u32>,
     expires_at: Option<i64>,
+    max_webhooks: Option<u32>,
 }
 
 impl NewApiKey {
@@ -183,6 +199,7 @@ impl NewApiKey {
             name,
             max_open_orders: None,
             expires_at: None,
+            max_webhooks: None,
         })
     }
 
@@ -197,6 +214,7 @@ impl NewApiKey {
             name: Some(name.into()),
             max_open_orders: None,
             expires_at: Some(expires_at.timestamp()),
+            max_webhooks: None,
         }
     }
 
@@ -211,6 +229,21 @@ impl NewApiKey {
         }
         Ok(NewApiKey {
             max_open_orders: Some(cap),
+            ..self
+        })
+    }
+
+    /// The same key with at most `cap` webhook endpoints: enterprise only
+    /// (the other plans' caps are the plan's).
+    pub fn with_max_webhooks(self, cap: u32) -> Result<NewApiKey, KeyRequestError> {
+        if self.plan != Plan::Enterprise {
+            return Err(KeyRequestError::LimitsOnlyForEnterprise);
+        }
+        if cap == 0 {
+            return Err(KeyRequestError::NoWebhooks);
+        }
+        Ok(NewApiKey {
+            max_webhooks: Some(cap),
             ..self
         })
     }

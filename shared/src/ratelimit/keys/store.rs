@@ -101,6 +101,7 @@ impl KeyStore {
             revoked: false,
             max_open_orders: new.max_open_orders,
             expires_at: new.expires_at,
+            max_webhooks: new.max_webhooks,
         };
         self.db
             .client()
@@ -194,6 +195,11 @@ impl KeyStore {
             // item it replaced, so ask again for the new one.
             retry.again(Pause::Backoff).await?;
         }
+    }
+
+    /// The key with this id (webhook delivery asks whether it is revoked).
+    pub async fn find_by_id(&self, id: Id) -> Result<Option<ApiKeyRecord>, DbError> {
+        Ok(self.by_id(id).await?.map(|(_, record)| record))
     }
 
     /// Whether a key with this id exists.

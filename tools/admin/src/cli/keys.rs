@@ -49,6 +49,10 @@ pub struct CreateArgs {
     /// the other plans' are the plan's; default 1,000).
     #[arg(long, value_name = "N")]
     max_open_orders: Option<u32>,
+    /// The most webhook endpoints the key may have (enterprise only; the
+    /// other plans' are the plan's; default 100).
+    #[arg(long, value_name = "N")]
+    max_webhooks: Option<u32>,
     /// A name to tell the key by.
     #[arg(long)]
     name: Option<String>,
@@ -74,6 +78,10 @@ pub fn parsed(command: KeysCommand) -> Result<Keys, clap::Error> {
             let new = NewApiKey::new(create.plan, limits, create.name)
                 .and_then(|new| match create.max_open_orders {
                     Some(cap) => new.with_max_open_orders(cap),
+                    None => Ok(new),
+                })
+                .and_then(|new| match create.max_webhooks {
+                    Some(cap) => new.with_max_webhooks(cap),
                     None => Ok(new),
                 })
                 .map_err(|e| create_usage_error(e.to_string()))?;

@@ -1,0 +1,224 @@
+//! Webhook endpoint items, their per-key count, and who receives an event.
+//!
+//! | PK | SK | GSI1PK | GSI2PK | GSI4PK | attributes |
+//! |---|---|---|---|---|---|
+//! | `WEBHOOK#<id>` | `ENDPOINT` | `WEBHOOK` | `WEBHOOKSTAFF` (staff's only) | `WEBHOOKOWNER#<ownerId>` | `id`, `ownerId`, `ownerRole`, `url`, `events`, `description`, `enabled`, `disabledReason`, `secrets`, `createdAt`, `failingSince` |
+//! | `WEBHOOKOWNER#<ownerId>` | `WEBHOOKS` | | | | `endpoints`: how many the key has |
+//!
+//! The lists run on the existing GSIs (sorted by the numeric `id`), so
+//! webhooks need no new index: GSI1 holds every endpoint (staff's list),
+//! GSI4 each owner's (a customer's list, and an order's owner's at fan-out),
+//! GSI2 the staff endpoints (every event may go to them). The indexes do not
+//! project the endpoint's attributes: a list reads the keys from the index
+//! and the items themselves by key ([`super::list`]).
+//!
+//! The count item makes the per-plan cap exact under concurrency: a creation
+//! adds 1 on condition that the count is below the cap, in the transaction
+//! that puts the endpoint; a deletion takes 1 off in the one that deletes it.
+
+mod changes;
+mod receivers;
+
+use super::list::{keys_page, KeyList};
+use super::records::WebhookEndpoint;
+use super::types::EventType;
+use crate::db::{from_item, s, to_item, Db, DbError, Item, Page};
+use crate::records::{Caller, Description, Id, Role};
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+pub use changes::{rotated, EndpointCheck, SECRET_OVERLAP_HOURS};
+pub use receivers::{deliverable, subscribers};
+
+pub(crate) const SK: &str = "ENDPOINT";
+/// GSI1's list of every endpoint.
+const ALL: &str = "WEBHOOK";
+/// GSI2's list of the staff endpoints.
+pub(crate) const STAFF: &str = "WEBHOOKSTAFF";
+
+pub(crate) fn key(id: u64) -> Item {
+    HashMap::from([
+        ("PK".to_string(), s(format!("WEBHOOK#{id}"))),
+        ("SK".to_string(), s(SK)),
+    ])
+}
+
+pub(crate) fn owner_list(owner: Id) -> String {
+    format!("WEBHOOKOWNER#{owner}")
+}
+
+pub(crate) fn count_key(owner: Id) -> Item {
+    HashMap::from([
+        ("PK".to_string(), s(owner_list(owner))),
+        ("SK".to_string(), s("WEBHOOKS")),
+    ])
+}
+
+/// RFC 3339 with milliseconds, UTC: every stored instant, comparable as text.
+pub fn time(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// One signing secret; `retiresAt` absent on the current one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredSecret {
+    pub secret: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retires_at: Option<String>,
+}
+
+/// An endpoint as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Endpoint {
+    pub id: Id,
+    pub owner_id: Id,
+    pub owner_role: Role,
+    pub url: String,
+    #[serde(default)]
+    pub events: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<Description>,
+    pub enabled: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled_reason: Option<String>,
+    /// Newest first.
+    #[serde(default)]
+    pub secrets: Vec<StoredSecret>,
+    pub created_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing_since: Option<String>,
+}
+
+#[derive(Serialize)]
+struct EndpointItem<'a> {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: &'static str,
+    #[serde(rename = "GSI1PK")]
+    gsi1: &'static str,
+    #[serde(rename = "GSI2PK", skip_serializing_if = "Option::is_none")]
+    gsi2: Option<&'static str>,
+    #[serde(rename = "GSI4PK")]
+    gsi4: String,
+    #[serde(flatten)]
+    endpoint: &'a Endpoint,
+}
+
+impl Endpoint {
+    /// The record the API shows; `secret` only where the contract says.
+    /// Destructured, so a stored field added and not shown is a compile error.
+    pub fn record(&self, secret: Option<String>) -> WebhookEndpoint {
+        let Endpoint {
+            id,
+            owner_id,
+            owner_role: _,
+            url,
+            events,
+            description,
+            enabled,
+            disabled_reason,
+            secrets: _,
+            created_at,
+            failing_since,
+        } = self.clone();
+        WebhookEndpoint {
+            id,
+            owner_id,
+            url,
+            events,
+            description,
+            enabled,
+            disabled_reason,
+            failing_since,
+            created_at,
+            secret,
+        }
+    }
+
+    /// The secrets that sign at `now` (not yet retired), newest first.
+    pub fn active_secrets(&self, now: DateTime<Utc>) -> Vec<String> {
+        let now = time(now);
+        let active = self.secrets.iter().filter(|s| {
+            s.retires_at
+                .as_ref()
+                .is_none_or(|at| at.as_str() > now.as_str())
+        });
+        active.map(|s| s.secret.clone()).collect()
+    }
+
+    /// Whether it receives an event of `event_type` (section 9, "Who"): its
+    /// owner's orders' events, and staff every type; as `events` subscribes.
+    pub fn receives(&self, event_type: EventType, order_owner: Option<u64>) -> bool {
+        let allowed = match self.owner_role {
+            Role::Staff => true,
+            Role::Customer => event_type.is_order() && order_owner == Some(self.owner_id.get()),
+        };
+        let subscribed =
+            self.events.is_empty() || self.events.iter().any(|e| e == event_type.as_str());
+        allowed && subscribed
+    }
+
+    /// Whether `caller` may see and change it: its owner, or staff.
+    pub fn visible_to(&self, caller: &Caller) -> bool {
+        caller.role == Role::Staff || caller.key_id == self.owner_id
+    }
+
+    pub(crate) fn item(&self) -> Result<Item, DbError> {
+        to_item(&EndpointItem {
+            pk: format!("WEBHOOK#{}", self.id),
+            sk: SK,
+            gsi1: ALL,
+            gsi2: (self.owner_role == Role::Staff).then_some(STAFF),
+            gsi4: owner_list(self.owner_id),
+            endpoint: self,
+        })
+    }
+}
+
+impl Db {
+    /// An endpoint by id, whoever owns it.
+    pub async fn get_webhook(&self, id: Id) -> Result<Option<Endpoint>, DbError> {
+        self.get_item(format!("WEBHOOK#{id}"), SK)
+            .await?
+            .map(from_item)
+            .transpose()
+    }
+
+    /// An endpoint `caller` may see; another's is as missing (404).
+    pub async fn visible_webhook(&self, id: Id, caller: &Caller) -> Result<Endpoint, DbError> {
+        self.get_webhook(id)
+            .await?
+            .filter(|endpoint| endpoint.visible_to(caller))
+            .ok_or_else(|| DbError::not_found("webhook", id))
+    }
+
+    /// A page of endpoints, highest id first: `owner`'s, or (None) all.
+    pub async fn list_webhooks(
+        &self,
+        owner: Option<Id>,
+        limit: usize,
+        after: Option<u64>,
+    ) -> Result<Page<Endpoint>, DbError> {
+        let list = match owner {
+            Some(owner) => KeyList::new("GSI4", owner_list(owner)),
+            None => KeyList::new("GSI1", ALL.to_string()),
+        };
+        let page = keys_page(self, &list, limit, after).await?;
+        let items = self
+            .batch_get_consistent("list webhooks", page.items, None)
+            .await?;
+        let mut endpoints = items
+            .into_iter()
+            .map(from_item::<Endpoint>)
+            .collect::<Result<Vec<_>, _>>()?;
+        endpoints.sort_by_key(|e| std::cmp::Reverse(e.id));
+        Ok(Page {
+            items: endpoints,
+            next_after: page.next_after,
+        })
+    }
+}

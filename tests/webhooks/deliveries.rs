@@ -1,0 +1,151 @@
+//! A ping and a retry put the right message on the deliveries queue; an
+//! endpoint's deliveries list newest first, paged.
+
+use super::{register_default, set_attributes};
+use crate::helpers::TestApp;
+use aws_sdk_dynamodb::types::AttributeValue;
+use petstore::webhooks::queue::DeliveryMessage;
+use serde_json::{json, Value};
+
+/// Pings `id`; answers the delivery the ping made.
+async fn ping(app: &TestApp, id: u64) -> Value {
+    let response = app.post(&format!("/webhooks/{id}/ping"), json!({})).await;
+    response.assert_status(202);
+    response.json()
+}
+
+#[tokio::test]
+async fn a_ping_makes_a_pending_delivery_and_sends_its_message() {
+    let staff = TestApp::spawn().await;
+    let customer = staff.as_customer().await;
+    let id = register_default(&customer).await;
+    let delivery = ping(&customer, id).await;
+    let event_id = delivery["eventId"]
+        .as_str()
+        .expect("an eventId")
+        .to_string();
+    assert!(event_id.starts_with("ping_"), "{event_id}");
+    assert_eq!(delivery["type"], "webhook.ping");
+    assert_eq!(delivery["state"], "pending");
+    assert_eq!(delivery["webhookId"], id);
+    let sent = customer.hooks.queue.take();
+    let expected = DeliveryMessage {
+        webhook_id: id,
+        event_id: event_id.clone(),
+        manual: false,
+    };
+    assert_eq!(sent, vec![expected]);
+    let body = stored_body(&staff, id, &event_id).await;
+    let body: Value = serde_json::from_str(&body).expect("the body is JSON");
+    assert_eq!(body["type"], "webhook.ping");
+    assert_eq!(body["data"]["webhookId"], id);
+    assert_eq!(body["data"]["eventId"], event_id.as_str());
+    assert_eq!(body["timestamp"], body["data"]["occurredAt"]);
+}
+
+async fn stored_body(app: &TestApp, id: u64, event_id: &str) -> String {
+    let item = app
+        .app
+        .db
+        .client()
+        .get_item()
+        .table_name(&app.app.config.table_name)
+        .key("PK", AttributeValue::S(format!("WEBHOOK#{id}")))
+        .key("SK", AttributeValue::S(format!("DELIVERY#{event_id}")))
+        .send()
+        .await
+        .expect("DynamoDB Local answers")
+        .item
+        .expect("the delivery is stored");
+    match item.get("body") {
+        Some(AttributeValue::S(body)) => body.clone(),
+        other => panic!("no body: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_retry_reopens_a_failed_delivery_and_sends_a_manual_message() {
+    let staff = TestApp::spawn().await;
+    let id = register_default(&staff).await;
+    let event_id = ping(&staff, id).await["eventId"]
+        .as_str()
+        .expect("an eventId")
+        .to_string();
+    staff.hooks.queue.take();
+    staff
+        .post(
+            &format!("/webhooks/{id}/deliveries/evt_unknown/retry"),
+            json!({}),
+        )
+        .await
+        .assert_error(404, "NOT_FOUND");
+    assert!(staff.queue_is_empty(), "an unknown delivery sends nothing");
+    set_attributes(
+        &staff,
+        format!("WEBHOOK#{id}"),
+        format!("DELIVERY#{event_id}"),
+        &[
+            ("state", AttributeValue::S("failed".into())),
+            ("attemptCount", AttributeValue::N("10".into())),
+        ],
+    )
+    .await;
+    let retried = staff
+        .post(
+            &format!("/webhooks/{id}/deliveries/{event_id}/retry"),
+            json!({}),
+        )
+        .await;
+    retried.assert_status(202);
+    assert_eq!(retried.json()["state"], "pending");
+    assert!(retried.json()["nextAttemptAt"].is_string());
+    let sent = staff.hooks.queue.take();
+    let expected = DeliveryMessage {
+        webhook_id: id,
+        event_id,
+        manual: true,
+    };
+    assert_eq!(sent, vec![expected]);
+}
+
+#[tokio::test]
+async fn deliveries_list_newest_first_in_pages() {
+    let staff = TestApp::spawn().await;
+    let id = register_default(&staff).await;
+    let mut events = Vec::new();
+    for _ in 0..3 {
+        let delivery = ping(&staff, id).await;
+        events.push(
+            delivery["eventId"]
+                .as_str()
+                .expect("an eventId")
+                .to_string(),
+        );
+        // Ids are time-ordered to the millisecond: the next ping is later.
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    events.reverse();
+    let event_ids = |body: Value| -> Vec<String> {
+        body.as_array()
+            .expect("an array")
+            .iter()
+            .map(|d| d["eventId"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let first = staff
+        .get(&format!("/webhooks/{id}/deliveries?limit=2"))
+        .await;
+    first.assert_status(200);
+    assert_eq!(event_ids(first.json()), events[..2].to_vec());
+    let second = staff.get(&first.next_page().expect("a next page")).await;
+    assert_eq!(event_ids(second.json()), events[2..].to_vec());
+    assert_eq!(second.next_page(), None);
+    let other = register_default(&staff).await;
+    assert_eq!(
+        staff
+            .get(&format!("/webhooks/{other}/deliveries"))
+            .await
+            .json(),
+        json!([])
+    );
+}
