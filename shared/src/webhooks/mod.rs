@@ -7,4 +7,5 @@
 //! when the next one is due, and [`deliver`] runs the two queue handlers
 //! (fan-out and delivery) that tie them together.
 
+pub mod address;
 pub mod sign;
