@@ -17,10 +17,12 @@ use futures::future::BoxFuture;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 mod ranges;
+mod scripted;
 #[cfg(test)]
 mod tests;
 
 pub use ranges::refused_range;
+pub use scripted::ScriptedResolver;
 
 /// The longest URL an endpoint may have, in characters.
 pub const MAX_URL_LENGTH: usize = 2048;

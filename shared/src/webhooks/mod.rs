@@ -8,4 +8,5 @@
 //! (fan-out and delivery) that tie them together.
 
 pub mod address;
+pub mod attempt;
 pub mod sign;

@@ -1,32 +1,20 @@
 use super::*;
-use std::collections::HashMap;
-use std::sync::Mutex;
 
-/// A resolver the test controls: each name answers its queued lists in turn
-/// (the last one again once the queue is down to it).
-#[derive(Default)]
-pub struct Scripted(Mutex<HashMap<String, Vec<Vec<IpAddr>>>>);
+/// A resolver the test scripts, from address strings.
+struct Scripted(ScriptedResolver);
 
 impl Scripted {
+    fn default() -> Self {
+        Scripted(ScriptedResolver::default())
+    }
+
     fn with(self, host: &str, answers: &[&[&str]]) -> Self {
         let answers = answers
             .iter()
             .map(|a| a.iter().map(|s| s.parse().unwrap()).collect())
             .collect();
-        self.0.lock().unwrap().insert(host.to_string(), answers);
+        self.0.answer(host, answers);
         self
-    }
-}
-
-impl Resolve for Scripted {
-    fn resolve(&self, host: &str, _port: u16) -> BoxFuture<'_, Result<Vec<IpAddr>, AddressError>> {
-        let mut names = self.0.lock().unwrap();
-        let answer = match names.get_mut(host) {
-            Some(queue) if queue.len() > 1 => Ok(queue.remove(0)),
-            Some(queue) => Ok(queue[0].clone()),
-            None => Err(AddressError(format!("{host}: no such name"))),
-        };
-        Box::pin(async move { answer })
     }
 }
 
@@ -38,7 +26,7 @@ const LOCAL: UrlPolicy = UrlPolicy {
 };
 
 fn check(url: &str, policy: &UrlPolicy, resolver: &Scripted) -> Result<CheckedUrl, UrlRefusal> {
-    futures::executor::block_on(check_url(url, policy, resolver))
+    futures::executor::block_on(check_url(url, policy, &resolver.0))
 }
 
 /// Every refused range, one address in it (its first, a middle one and its
