@@ -80,6 +80,19 @@ async fn attempt_at(url: &str, attempter: &Attempter, body: &str) -> Attempt {
     attempter.attempt(&request).await
 }
 
+/// The failure of an attempt on a receiver answering `answer`.
+async fn failure_answering(answer: &'static str) -> Failure {
+    let (address, _requests) = receiver(Some(answer)).await;
+    let url = format!("http://{address}/");
+    match attempt_at(&url, &attempter(LOCAL, Arc::default()), "{}")
+        .await
+        .outcome
+    {
+        Outcome::Failed(failure) => failure,
+        delivered => panic!("{delivered:?}"),
+    }
+}
+
 #[tokio::test]
 async fn a_2xx_is_delivered_with_the_signed_headers_and_the_body_as_given() {
     let (address, mut requests) = receiver(Some("HTTP/1.1 204 No Content\r\n\r\n")).await;
@@ -113,16 +126,7 @@ async fn a_2xx_is_delivered_with_the_signed_headers_and_the_body_as_given() {
 #[tokio::test]
 async fn a_redirect_is_a_failed_attempt_not_followed() {
     let answer = "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.2/\r\ncontent-length: 0\r\n\r\n";
-    let (address, _requests) = receiver(Some(answer)).await;
-    let attempt = attempt_at(
-        &format!("http://{address}/"),
-        &attempter(LOCAL, Arc::default()),
-        "{}",
-    )
-    .await;
-    let Outcome::Failed(failure) = attempt.outcome else {
-        panic!("delivered")
-    };
+    let failure = failure_answering(answer).await;
     assert_eq!(
         (failure.kind, failure.status),
         (FailureKind::Redirect, Some(307))
@@ -148,16 +152,7 @@ async fn retry_after_is_read_on_429_and_503_only() {
     for (status, value, expected) in cases {
         let answer =
             format!("HTTP/1.1 {status}\r\nRetry-After: {value}\r\ncontent-length: 0\r\n\r\n");
-        let (address, _requests) = receiver(Some(answer.leak())).await;
-        let attempt = attempt_at(
-            &format!("http://{address}/"),
-            &attempter(LOCAL, Arc::default()),
-            "{}",
-        )
-        .await;
-        let Outcome::Failed(failure) = attempt.outcome else {
-            panic!("delivered")
-        };
+        let failure = failure_answering(answer.leak()).await;
         assert_eq!(failure.kind, FailureKind::Status);
         assert_eq!(failure.retry_after, expected, "{status} {value}");
     }
