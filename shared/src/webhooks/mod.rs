@@ -9,4 +9,5 @@
 
 pub mod address;
 pub mod attempt;
+pub mod schedule;
 pub mod sign;

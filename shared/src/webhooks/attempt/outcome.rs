@@ -51,9 +51,10 @@ impl RetryAfter {
     /// The earliest next attempt this allows, for an attempt made at `now`.
     pub fn not_before(&self, now: DateTime<Utc>) -> DateTime<Utc> {
         match self {
-            RetryAfter::Delay(delay) => {
-                now + chrono::Duration::from_std(*delay).unwrap_or(chrono::Duration::MAX)
-            }
+            RetryAfter::Delay(delay) => chrono::Duration::from_std(*delay)
+                .ok()
+                .and_then(|delay| now.checked_add_signed(delay))
+                .unwrap_or(DateTime::<Utc>::MAX_UTC),
             RetryAfter::At(at) => *at,
         }
     }
