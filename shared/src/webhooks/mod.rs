@@ -9,5 +9,6 @@
 
 pub mod address;
 pub mod attempt;
+pub mod deliver;
 pub mod schedule;
 pub mod sign;
