@@ -55,7 +55,7 @@ run: dynamodb-install ## Serve the API locally on PORT (3000) with DynamoDB Loca
 	@trap 'exit 130' INT TERM; \
 	$(DYNAMODB) start; \
 	trap '$(DYNAMODB) stop' EXIT; \
-	$(LOCAL_AWS) PORT=$(PORT) ALLOWED_ORIGINS='$(ALLOWED_ORIGINS)' cargo run --bin petstore-local
+	$(LOCAL_AWS) WEBHOOKS_ALLOW_LOOPBACK=1 PORT=$(PORT) ALLOWED_ORIGINS='$(ALLOWED_ORIGINS)' cargo run --bin petstore-local
 
 run-lambda: venv dynamodb-install ## Serve the API on PORT through the function binaries (cargo lambda watch, up to CONCURRENCY=4 instances each) on DynamoDB Local; Ctrl-C stops what it started
 	@PORT=$(PORT) CONCURRENCY=$(CONCURRENCY) ALLOWED_ORIGINS='$(ALLOWED_ORIGINS)' scripts/run-lambda.sh

@@ -96,7 +96,12 @@ async fn serve(endpoint: &str) -> Result<(), BoxError> {
     // Before the keys are printed: a port in use prints nothing else.
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let app = setup(endpoint).await?;
-    let events_file = follow_events(endpoint, &app.config.table_name);
+    let deliverer = petstore::webhooks::deliver::local::start(
+        app.db.client().clone(),
+        app.config.table_name.clone(),
+        std::sync::Arc::new(petstore::webhooks::address::SystemResolver),
+    )?;
+    let events_file = follow_events(endpoint, &app.config.table_name, deliverer);
     sweep_holds(app.db.clone())?;
     let origins = app.config.allowed_origins.join(", ");
     // Every function's routes on one port, as API Gateway presents them: the
@@ -105,6 +110,9 @@ async fn serve(endpoint: &str) -> Result<(), BoxError> {
         petstore::http::service(pets::routes().merge(store::routes()), app).merge(docs::routes());
     println!("Pet store API listening on http://127.0.0.1:{port} (DynamoDB at {endpoint})");
     println!("Events (as EventBridge delivers them) are appended to {events_file}");
+    if petstore::webhooks::address::UrlPolicy::from_env().allow_loopback {
+        println!("Webhooks may call http:// and loopback receivers (WEBHOOKS_ALLOW_LOOPBACK=1)");
+    }
     if !origins.is_empty() {
         println!("Browsers may call it from pages on {origins} (ALLOWED_ORIGINS)");
     }
@@ -150,13 +158,19 @@ async fn print_event(endpoint: &str, file: &str) -> Result<(), BoxError> {
 }
 
 /// Runs the `events` function's consumer on the data table's stream, in the
-/// background, appending each event to `EVENTS_FILE` (`.local/events.jsonl`);
-/// answers that file's name.
-fn follow_events(endpoint: &str, table: &str) -> String {
+/// background, appending each event to `EVENTS_FILE` (`.local/events.jsonl`)
+/// and handing it to the webhooks' fan-out; answers that file's name.
+fn follow_events(
+    endpoint: &str,
+    table: &str,
+    deliverer: std::sync::Arc<petstore::webhooks::deliver::Deliverer>,
+) -> String {
     let file = std::env::var("EVENTS_FILE").unwrap_or_else(|_| ".local/events.jsonl".into());
     let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".into());
     let reader =
         events::local::StreamReader::new(events::local::local_streams_client(endpoint), table);
-    tokio::spawn(reader.follow(events::FilePublisher::new(&file, region)));
+    let file_publisher = events::FilePublisher::new(&file, region.clone());
+    let publisher = petstore_local::webhooks::WebhookTee::new(file_publisher, deliverer, region);
+    tokio::spawn(reader.follow(publisher));
     file
 }

@@ -50,6 +50,28 @@ impl DeliveryQueue for LocalQueue {
     }
 }
 
+/// A deliverer on `client`'s `table` whose queue is a new local one, its
+/// messages handled in the background from now on; settings from the
+/// environment as in Lambda (`WEBHOOK_RETRY_SCHEDULE`,
+/// `WEBHOOKS_ALLOW_LOOPBACK`), the address checks on `resolver`.
+pub fn start(
+    client: aws_sdk_dynamodb::Client,
+    table: impl Into<String>,
+    resolver: Arc<dyn crate::webhooks::address::Resolve>,
+) -> Result<Arc<Deliverer>, super::lambda::SetupError> {
+    let (queue, receiver) = LocalQueue::new();
+    let policy = crate::webhooks::address::UrlPolicy::from_env();
+    let deliverer = Arc::new(Deliverer {
+        client,
+        table: table.into(),
+        attempter: crate::webhooks::attempt::Attempter::new(policy, resolver)?,
+        schedule: crate::webhooks::schedule::RetrySchedule::from_env()?,
+        queue: Arc::new(queue.clone()),
+    });
+    tokio::spawn(run(deliverer.clone(), queue, receiver));
+    Ok(deliverer)
+}
+
 /// Handles the queue's messages until every sender is gone.
 pub async fn run(deliverer: Arc<Deliverer>, queue: LocalQueue, mut receiver: LocalReceiver) {
     let capacity = Arc::new(Semaphore::new(CONCURRENCY));
@@ -59,7 +81,8 @@ pub async fn run(deliverer: Arc<Deliverer>, queue: LocalQueue, mut receiver: Loc
         };
         let (deliverer, queue) = (deliverer.clone(), queue.clone());
         tokio::spawn(async move {
-            let handled = deliverer.deliver(&message).await;
+            let delivered = deliverer.deliver(&message);
+            let handled = crate::aws_calls::within(super::recorded_as_webhooks(), delivered).await;
             drop(permit);
             match handled {
                 Ok(Disposition::Done) => {}

@@ -30,6 +30,12 @@ use std::time::Duration;
 
 pub use fanout::{payload, FannedOut};
 
+/// The caller this code's AWS calls are recorded as, when recording
+/// (`crate::aws_calls`, `make iam-check`): the `webhooks` function.
+pub fn recorded_as_webhooks() -> Option<crate::aws_calls::Caller> {
+    crate::aws_calls::enabled().then_some(crate::aws_calls::Caller::Function { name: "webhooks" })
+}
+
 /// What delivery needs, built once per process.
 #[derive(Clone)]
 pub struct Deliverer {
