@@ -34,3 +34,4 @@ mod shield;
 mod store;
 mod upgrade;
 mod values;
+mod webhooks_delivery;

@@ -70,12 +70,14 @@ impl Deliverer {
     ) -> Result<Disposition, DeliverError> {
         let (client, table) = (&self.client, self.table.as_str());
         let next = self.next_state(delivery, attempt, manual);
+        // The endpoint first: the delivery's new state is the last write,
+        // so whoever sees it sees the endpoint's too (410: disabled).
+        self.endpoint_state(endpoint, &attempt.outcome, attempt.at)
+            .await?;
         let stored = record::stored(attempt, manual);
         if !record::record_attempt(client, table, delivery, stored, &next).await? {
             return Ok(Disposition::Done); // another copy of the message recorded first
         }
-        self.endpoint_state(endpoint, &attempt.outcome, attempt.at)
-            .await?;
         crate::webhooks::deliver::log_attempt(delivery, attempt, &next, manual);
         Ok(match (manual, next.next_attempt_at) {
             (false, Some(at)) if next.state == DeliveryState::Pending => {

@@ -59,17 +59,29 @@ pub fn start(
     table: impl Into<String>,
     resolver: Arc<dyn crate::webhooks::address::Resolve>,
 ) -> Result<Arc<Deliverer>, super::lambda::SetupError> {
-    let (queue, receiver) = LocalQueue::new();
     let policy = crate::webhooks::address::UrlPolicy::from_env();
+    let attempter = crate::webhooks::attempt::Attempter::new(policy, resolver)?;
+    let schedule = crate::webhooks::schedule::RetrySchedule::from_env()?;
+    Ok(start_with(client, table, attempter, schedule))
+}
+
+/// The same with the attempter and schedule given (the tests').
+pub fn start_with(
+    client: aws_sdk_dynamodb::Client,
+    table: impl Into<String>,
+    attempter: crate::webhooks::attempt::Attempter,
+    schedule: crate::webhooks::schedule::RetrySchedule,
+) -> Arc<Deliverer> {
+    let (queue, receiver) = LocalQueue::new();
     let deliverer = Arc::new(Deliverer {
         client,
         table: table.into(),
-        attempter: crate::webhooks::attempt::Attempter::new(policy, resolver)?,
-        schedule: crate::webhooks::schedule::RetrySchedule::from_env()?,
+        attempter,
+        schedule,
         queue: Arc::new(queue.clone()),
     });
     tokio::spawn(run(deliverer.clone(), queue, receiver));
-    Ok(deliverer)
+    deliverer
 }
 
 /// Handles the queue's messages until every sender is gone.
