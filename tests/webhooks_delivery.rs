@@ -9,6 +9,7 @@
 //! (`RetrySchedule::parse`, the code that reads the variable).
 
 mod flows;
+mod queue;
 mod receivers;
 mod ssrf;
 

@@ -1,0 +1,141 @@
+//! The queue side as Lambda runs it (an SQS batch in, the messages to hand
+//! back out), and the per-endpoint bound on attempts in flight.
+
+use super::*;
+use aws_lambda_events::event::sqs::SqsEvent;
+use petstore::webhooks::deliver::lambda::is_sqs_event;
+use petstore::webhooks::deliver::slots::{self, SLOTS_PER_ENDPOINT};
+use petstore::webhooks::deliver::sqs::{handle_batch, SqsQueue};
+
+const DELIVERIES_URL: &str =
+    "https://sqs.us-east-1.amazonaws.com/000000000000/petstore-webhook-deliveries";
+
+/// The deliveries queue, its SQS out of reach: a test that reached it fails.
+fn unreachable_queue() -> SqsQueue {
+    let credentials = aws_sdk_sqs::config::Credentials::new("test", "test", None, None, "test");
+    let config = aws_sdk_sqs::Config::builder()
+        .behavior_version(aws_sdk_sqs::config::BehaviorVersion::latest())
+        .region(aws_sdk_sqs::config::Region::new("us-east-1"))
+        .endpoint_url("http://127.0.0.1:9")
+        .credentials_provider(credentials)
+        .http_client(petstore::http_client())
+        .build();
+    SqsQueue::new(aws_sdk_sqs::Client::from_conf(config), DELIVERIES_URL)
+}
+
+fn record(id: &str, queue: &str, body: &str) -> Value {
+    json!({
+        "messageId": id, "receiptHandle": format!("rh-{id}"), "body": body,
+        "attributes": {}, "messageAttributes": {}, "md5OfBody": "",
+        "eventSource": "aws:sqs", "eventSourceARN": format!("arn:aws:sqs:us-east-1:000000000000:{queue}"),
+        "awsRegion": "us-east-1",
+    })
+}
+
+#[tokio::test]
+async fn a_batch_is_told_apart_by_queue_and_only_what_failed_is_handed_back() {
+    let app = TestApp::spawn().await;
+    let super::OneEndpoint {
+        mut receiver,
+        id,
+        deliverer,
+    } = one_endpoint(
+        &app,
+        vec![receivers::Answer::Status(200)],
+        None,
+        "evt-first",
+    )
+    .await;
+    receiver.next().await;
+    delivery_when(&app, id, "evt-first", |d| d["state"] == "delivered").await;
+    // Made pending again, its next attempt an hour away.
+    let in_an_hour = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339();
+    app.app
+        .db
+        .client()
+        .update_item()
+        .table_name(&app.app.config.table_name)
+        .key("PK", AttributeValue::S(format!("WEBHOOK#{id}")))
+        .key("SK", AttributeValue::S("DELIVERY#evt-first".into()))
+        .update_expression("SET #state = :pending, nextAttemptAt = :at")
+        .expression_attribute_names("#state", "state")
+        .expression_attribute_values(":pending", AttributeValue::S("pending".into()))
+        .expression_attribute_values(":at", AttributeValue::S(in_an_hour))
+        .send()
+        .await
+        .expect("updated");
+    let deliveries = "petstore-webhook-deliveries";
+    let event = json!({"Records": [
+        record("fan", "petstore-webhook-events", &stock_event("evt-batch").to_string()),
+        record("bad", "petstore-webhook-events", "{not json"),
+        record("gone", deliveries, &json!({"webhookId": id, "eventId": "evt-none"}).to_string()),
+        record("later", deliveries, &json!({"webhookId": id, "eventId": "evt-first"}).to_string()),
+    ]});
+    assert!(is_sqs_event(&event));
+    assert!(!is_sqs_event(
+        &json!({"version": "2.0", "routeKey": "GET /webhooks"})
+    ));
+    let event: SqsEvent = serde_json::from_value(event).expect("an SQS event");
+
+    let response = handle_batch(&deliverer, &unreachable_queue(), event).await;
+    let failed: Vec<_> = response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.as_str())
+        .collect();
+    // `later` went to the delivery handler (a fan-out of it would be done
+    // with): deferred by ChangeMessageVisibility, which fails on the queue
+    // out of reach, so it is handed back as it is.
+    assert_eq!(failed, ["bad", "later"]);
+    // The events record was fanned out to the endpoint, through the deliverer's queue.
+    assert_eq!(receiver.next().await.webhook_id, "evt-batch");
+}
+
+#[tokio::test]
+async fn an_endpoint_has_a_bounded_number_of_attempts_in_flight() {
+    let app = TestApp::spawn().await;
+    let (client, table) = (app.app.db.client(), app.app.config.table_name.as_str());
+    let now = chrono::Utc::now();
+    let mut leases = Vec::new();
+    for _ in 0..SLOTS_PER_ENDPOINT {
+        leases.push(
+            slots::take(client, table, 7, now)
+                .await
+                .expect("a slot")
+                .expect("free"),
+        );
+    }
+    assert!(
+        slots::take(client, table, 7, now)
+            .await
+            .expect("asked")
+            .is_none(),
+        "all taken"
+    );
+    assert!(
+        slots::take(client, table, 8, now)
+            .await
+            .expect("asked")
+            .is_some(),
+        "another endpoint's are its own"
+    );
+    slots::release(client, table, leases.pop().expect("a lease"))
+        .await
+        .expect("released");
+    assert!(
+        slots::take(client, table, 7, now)
+            .await
+            .expect("asked")
+            .is_some(),
+        "a released slot is free"
+    );
+    // A holder that died: its lease runs out.
+    let later = now + slots::LEASE + chrono::Duration::seconds(1);
+    assert!(
+        slots::take(client, table, 7, later)
+            .await
+            .expect("asked")
+            .is_some(),
+        "an expired lease is free"
+    );
+}
