@@ -78,7 +78,7 @@ impl Deliverer {
         if !record::record_attempt(client, table, delivery, stored, &next).await? {
             return Ok(Disposition::Done); // another copy of the message recorded first
         }
-        crate::webhooks::deliver::log_attempt(delivery, attempt, &next, manual);
+        super::observe::attempt_made(delivery, attempt, &next, manual);
         Ok(match (manual, next.next_attempt_at) {
             (false, Some(at)) if next.state == DeliveryState::Pending => {
                 Disposition::Later(until(Utc::now(), at))

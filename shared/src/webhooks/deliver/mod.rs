@@ -16,6 +16,7 @@ mod fanout;
 pub mod items;
 pub mod lambda;
 pub mod local;
+mod observe;
 mod record;
 pub mod slots;
 pub mod sqs;
@@ -67,28 +68,4 @@ pub enum DeliverError {
     Queue(#[from] QueueError),
     #[error("a queue message does not read: {0}")]
     Message(String),
-}
-
-/// One line per attempt: what the operator searches for, and nothing a
-/// caller wrote but the ids (the URL stays out: it is the caller's text).
-fn log_attempt(
-    delivery: &items::Delivery,
-    attempt: &crate::webhooks::attempt::Attempt,
-    next: &record::NextState,
-    manual: bool,
-) {
-    let error = match &attempt.outcome {
-        crate::webhooks::attempt::Outcome::Failed(failure) => failure.kind.as_str(),
-        _ => "",
-    };
-    tracing::info!(
-        webhook_id = delivery.webhook_id,
-        event_id = %delivery.event_id.escape_debug(),
-        status = attempt.outcome.status().unwrap_or(0),
-        error,
-        duration_ms = attempt.duration_ms,
-        state = next.state.as_str(),
-        manual,
-        "webhook attempt"
-    );
 }
