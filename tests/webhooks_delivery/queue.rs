@@ -3,9 +3,11 @@
 
 use super::*;
 use aws_lambda_events::event::sqs::SqsEvent;
+use futures::future::BoxFuture;
 use petstore::webhooks::deliver::lambda::is_sqs_event;
 use petstore::webhooks::deliver::slots::{self, SLOTS_PER_ENDPOINT};
 use petstore::webhooks::deliver::sqs::{handle_batch, SqsQueue};
+use petstore::webhooks::deliver::standin::{DeliveryMessage, DeliveryQueue, QueueError};
 
 const DELIVERIES_URL: &str =
     "https://sqs.us-east-1.amazonaws.com/000000000000/petstore-webhook-deliveries";
@@ -138,4 +140,85 @@ async fn an_endpoint_has_a_bounded_number_of_attempts_in_flight() {
             .is_some(),
         "an expired lease is free"
     );
+}
+
+/// A deliveries queue that keeps what it is sent, handling nothing.
+#[derive(Default)]
+struct Kept(std::sync::Mutex<Vec<DeliveryMessage>>);
+
+impl DeliveryQueue for Kept {
+    fn send(&self, messages: Vec<DeliveryMessage>) -> BoxFuture<'_, Result<(), QueueError>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(messages);
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[tokio::test]
+async fn an_event_fanned_out_twice_makes_one_delivery_and_resends_only_an_unattempted_one() {
+    let app = TestApp::spawn().await;
+    let secret = petstore::webhooks::sign::new_secret();
+    let url = "https://hooks.example/in";
+    let resolver = scripted();
+    resolver.answer(
+        "hooks.example",
+        vec![vec!["93.184.215.14".parse().expect("an address")]],
+    );
+    let id = register(
+        &app,
+        &NewEndpoint::new(1, "staff", url, &secret),
+        &UrlPolicy::default(),
+        resolver.as_ref(),
+    )
+    .await;
+    let kept = Arc::new(Kept::default());
+    let deliverer = Deliverer {
+        client: app.app.db.client().clone(),
+        table: app.app.config.table_name.clone(),
+        attempter: Attempter::new(UrlPolicy::default(), resolver).expect("TLS"),
+        schedule: quick_schedule(),
+        queue: kept.clone(),
+    };
+    let event = stock_event("evt-twice");
+    deliverer.fan_out(&event).await.expect("fanned out");
+    let created = item(&app, id, "DELIVERY#evt-twice")
+        .await
+        .expect("its delivery");
+    // Again, as SQS may hand the event over again: the first run may have
+    // stopped before sending, so the unattempted delivery's message goes again.
+    deliverer.fan_out(&event).await.expect("fanned out again");
+    assert_eq!(
+        item(&app, id, "DELIVERY#evt-twice").await,
+        Some(created),
+        "one delivery, unchanged"
+    );
+    let message = DeliveryMessage {
+        webhook_id: id,
+        event_id: "evt-twice".into(),
+        manual: false,
+    };
+    assert_eq!(
+        *kept.0.lock().expect("kept"),
+        [message.clone(), message.clone()]
+    );
+    // Once attempted, its message surely went out: a third run sends nothing.
+    app.app
+        .db
+        .client()
+        .update_item()
+        .table_name(&app.app.config.table_name)
+        .key("PK", AttributeValue::S(format!("WEBHOOK#{id}")))
+        .key("SK", AttributeValue::S("DELIVERY#evt-twice".into()))
+        .update_expression("SET attemptCount = :one")
+        .expression_attribute_values(":one", AttributeValue::N("1".into()))
+        .send()
+        .await
+        .expect("updated");
+    deliverer
+        .fan_out(&event)
+        .await
+        .expect("fanned out a third time");
+    assert_eq!(kept.0.lock().expect("kept").len(), 2);
 }
