@@ -25,6 +25,36 @@ fn unreachable_queue() -> SqsQueue {
     SqsQueue::new(aws_sdk_sqs::Client::from_conf(config), DELIVERIES_URL)
 }
 
+fn s(text: &str) -> AttributeValue {
+    AttributeValue::S(text.to_string())
+}
+
+/// Changes a stored delivery as `expression` says (`#state` names `state`).
+async fn set_delivery(
+    app: &TestApp,
+    id: u64,
+    event_id: &str,
+    expression: &str,
+    values: &[(&str, AttributeValue)],
+) {
+    let mut update = app
+        .app
+        .db
+        .client()
+        .update_item()
+        .table_name(&app.app.config.table_name)
+        .key("PK", s(&format!("WEBHOOK#{id}")))
+        .key("SK", s(&format!("DELIVERY#{event_id}")))
+        .update_expression(expression);
+    if expression.contains("#state") {
+        update = update.expression_attribute_names("#state", "state");
+    }
+    for (name, value) in values {
+        update = update.expression_attribute_values(*name, value.clone());
+    }
+    update.send().await.expect("the delivery is changed");
+}
+
 fn record(id: &str, queue: &str, body: &str) -> Value {
     json!({
         "messageId": id, "receiptHandle": format!("rh-{id}"), "body": body,
@@ -52,20 +82,15 @@ async fn a_batch_is_told_apart_by_queue_and_only_what_failed_is_handed_back() {
     delivery_when(&app, id, "evt-first", |d| d["state"] == "delivered").await;
     // Made pending again, its next attempt an hour away.
     let in_an_hour = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339();
-    app.app
-        .db
-        .client()
-        .update_item()
-        .table_name(&app.app.config.table_name)
-        .key("PK", AttributeValue::S(format!("WEBHOOK#{id}")))
-        .key("SK", AttributeValue::S("DELIVERY#evt-first".into()))
-        .update_expression("SET #state = :pending, nextAttemptAt = :at")
-        .expression_attribute_names("#state", "state")
-        .expression_attribute_values(":pending", AttributeValue::S("pending".into()))
-        .expression_attribute_values(":at", AttributeValue::S(in_an_hour))
-        .send()
-        .await
-        .expect("updated");
+    let values = [(":pending", s("pending")), (":at", s(&in_an_hour))];
+    set_delivery(
+        &app,
+        id,
+        "evt-first",
+        "SET #state = :pending, nextAttemptAt = :at",
+        &values,
+    )
+    .await;
     let deliveries = "petstore-webhook-deliveries";
     let event = json!({"Records": [
         record("fan", "petstore-webhook-events", &stock_event("evt-batch").to_string()),
@@ -204,18 +229,8 @@ async fn an_event_fanned_out_twice_makes_one_delivery_and_resends_only_an_unatte
         [message.clone(), message.clone()]
     );
     // Once attempted, its message surely went out: a third run sends nothing.
-    app.app
-        .db
-        .client()
-        .update_item()
-        .table_name(&app.app.config.table_name)
-        .key("PK", AttributeValue::S(format!("WEBHOOK#{id}")))
-        .key("SK", AttributeValue::S("DELIVERY#evt-twice".into()))
-        .update_expression("SET attemptCount = :one")
-        .expression_attribute_values(":one", AttributeValue::N("1".into()))
-        .send()
-        .await
-        .expect("updated");
+    let one = [(":one", AttributeValue::N("1".into()))];
+    set_delivery(&app, id, "evt-twice", "SET attemptCount = :one", &one).await;
     deliverer
         .fan_out(&event)
         .await
