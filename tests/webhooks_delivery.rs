@@ -8,6 +8,7 @@
 //! The retry schedule is shortened as `WEBHOOK_RETRY_SCHEDULE` would be
 //! (`RetrySchedule::parse`, the code that reads the variable).
 
+mod delay;
 mod flows;
 mod queue;
 mod receivers;

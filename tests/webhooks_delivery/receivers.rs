@@ -19,6 +19,8 @@ pub struct Seen {
     /// Whether each of the receiver's secrets verified it, in order.
     pub verified: Vec<bool>,
     pub body: Value,
+    /// When it arrived (the delay measurement's end).
+    pub arrived: std::time::Instant,
 }
 
 /// What the Rust receiver answers a request.
@@ -97,6 +99,7 @@ async fn receive(State(script): State<Arc<Script>>, headers: HeaderMap, body: By
         webhook_id: webhook_id.to_string(),
         verified,
         body,
+        arrived: std::time::Instant::now(),
     });
     let answer = {
         let mut answers = script.answers.lock().unwrap_or_else(|e| e.into_inner());
@@ -161,6 +164,7 @@ pub async fn python_receiver(secrets: &[&str], answers: &str) -> (Receiver, toki
                 webhook_id,
                 verified,
                 body,
+                arrived: std::time::Instant::now(),
             });
         }
     });
