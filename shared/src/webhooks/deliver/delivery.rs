@@ -11,17 +11,29 @@ use crate::webhooks::schedule;
 use chrono::{DateTime, Utc};
 use std::time::Duration;
 
-/// How long a message waits when its endpoint has every slot taken: about
-/// the time an attempt takes, jittered so that the waiting ones spread out.
-const SLOT_WAIT: Duration = Duration::from_secs(5);
+/// How long a message waits when its endpoint has every slot taken: half a
+/// second the first time it finds them so (a burst: attempts are short),
+/// doubling with each time the queue handed it over, up to a minute (a slow
+/// endpoint with a backlog: its waiting messages must not keep asking).
+/// Jittered, so that the waiting ones spread out.
+pub fn slot_wait(receives: u32) -> Duration {
+    let doublings = receives.clamp(1, 8) - 1;
+    let wait = Duration::from_millis(500 << doublings).min(Duration::from_secs(60));
+    wait.mul_f64(schedule::jitter())
+}
 
 /// Why an endpoint is disabled, as `disabledReason` says it.
 pub const GONE_REASON: &str = "the endpoint answered 410 Gone";
 pub const FAILING_REASON: &str = "every attempt failed for 3 days";
 
 impl Deliverer {
-    /// Handles one message of the deliveries queue.
-    pub async fn deliver(&self, message: &DeliveryMessage) -> Result<Disposition, DeliverError> {
+    /// Handles one message of the deliveries queue, handed over for the
+    /// `receives`th time (SQS's `ApproximateReceiveCount`).
+    pub async fn deliver(
+        &self,
+        message: &DeliveryMessage,
+        receives: u32,
+    ) -> Result<Disposition, DeliverError> {
         let (client, table) = (&self.client, self.table.as_str());
         let Some(delivery) =
             items::delivery(client, table, message.webhook_id, &message.event_id).await?
@@ -45,7 +57,7 @@ impl Deliverer {
             return Ok(Disposition::Done);
         };
         let Some(lease) = slots::take(client, table, endpoint.id, now).await? else {
-            return Ok(Disposition::Later(SLOT_WAIT.mul_f64(schedule::jitter())));
+            return Ok(Disposition::Later(slot_wait(receives)));
         };
         let secrets = endpoint.active_secrets(now);
         let request = AttemptRequest {
@@ -169,4 +181,21 @@ impl Deliverer {
 
 fn until(now: DateTime<Utc>, at: DateTime<Utc>) -> Duration {
     (at - now).to_std().unwrap_or(Duration::ZERO)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_endpoint_s_messages_wait_longer_each_time_up_to_a_minute() {
+        let bounds = |wait: Duration| (wait.as_secs_f64() / 1.1, wait.as_secs_f64() / 0.9);
+        let (low, high) = bounds(slot_wait(1));
+        assert!((low..=high).contains(&0.5), "{low}..{high}");
+        let (low, high) = bounds(slot_wait(3));
+        assert!((low..=high).contains(&2.0), "{low}..{high}");
+        let (low, high) = bounds(slot_wait(100));
+        assert!((low..=high).contains(&60.0), "{low}..{high}");
+        assert!(slot_wait(0) <= Duration::from_millis(550));
+    }
 }

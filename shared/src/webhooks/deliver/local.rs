@@ -20,11 +20,12 @@ pub const CONCURRENCY: usize = 32;
 /// The sending side, given to the [`Deliverer`] as its queue.
 #[derive(Clone)]
 pub struct LocalQueue {
-    sender: mpsc::UnboundedSender<DeliveryMessage>,
+    /// Each message with the number of times it has been handed over.
+    sender: mpsc::UnboundedSender<(DeliveryMessage, u32)>,
 }
 
 /// The receiving side, handed to [`run`].
-pub struct LocalReceiver(mpsc::UnboundedReceiver<DeliveryMessage>);
+pub struct LocalReceiver(mpsc::UnboundedReceiver<(DeliveryMessage, u32)>);
 
 impl LocalQueue {
     pub fn new() -> (LocalQueue, LocalReceiver) {
@@ -32,11 +33,11 @@ impl LocalQueue {
         (LocalQueue { sender }, LocalReceiver(receiver))
     }
 
-    fn after(&self, delay: Duration, message: DeliveryMessage) {
+    fn after(&self, delay: Duration, message: DeliveryMessage, receives: u32) {
         let sender = self.sender.clone();
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
-            let _ = sender.send(message);
+            let _ = sender.send((message, receives + 1));
         });
     }
 }
@@ -45,7 +46,7 @@ impl DeliveryQueue for LocalQueue {
     fn send(&self, messages: Vec<DeliveryMessage>) -> BoxFuture<'_, Result<(), QueueError>> {
         let sent = messages
             .into_iter()
-            .try_for_each(|message| self.sender.send(message));
+            .try_for_each(|message| self.sender.send((message, 1)));
         Box::pin(async move { sent.map_err(|_| QueueError("the local queue has stopped".into())) })
     }
 }
@@ -87,21 +88,21 @@ pub fn start_with(
 /// Handles the queue's messages until every sender is gone.
 pub async fn run(deliverer: Arc<Deliverer>, queue: LocalQueue, mut receiver: LocalReceiver) {
     let capacity = Arc::new(Semaphore::new(CONCURRENCY));
-    while let Some(message) = receiver.0.recv().await {
+    while let Some((message, receives)) = receiver.0.recv().await {
         let Ok(permit) = capacity.clone().acquire_owned().await else {
             return;
         };
         let (deliverer, queue) = (deliverer.clone(), queue.clone());
         tokio::spawn(async move {
-            let delivered = deliverer.deliver(&message);
+            let delivered = deliverer.deliver(&message, receives);
             let handled = crate::aws_calls::within(super::recorded_as_webhooks(), delivered).await;
             drop(permit);
             match handled {
                 Ok(Disposition::Done) => {}
-                Ok(Disposition::Later(delay)) => queue.after(delay, message),
+                Ok(Disposition::Later(delay)) => queue.after(delay, message, receives),
                 Err(error) => {
                     tracing::warn!(%error, webhook_id = message.webhook_id, "webhook message handed back");
-                    queue.after(FAILED_AGAIN_AFTER, message);
+                    queue.after(FAILED_AGAIN_AFTER, message, receives);
                 }
             }
         });

@@ -175,7 +175,11 @@ async fn deliver_record(
 ) -> Result<bool, DeliverError> {
     let message: DeliveryMessage =
         serde_json::from_str(body).map_err(|e| DeliverError::Message(e.to_string()))?;
-    match deliverer.deliver(&message).await? {
+    let receives = record
+        .attributes
+        .get("ApproximateReceiveCount")
+        .and_then(|n| n.parse().ok());
+    match deliverer.deliver(&message, receives.unwrap_or(1)).await? {
         Disposition::Done => Ok(false),
         Disposition::Later(delay) => {
             let receipt = record.receipt_handle.as_deref().unwrap_or_default();
