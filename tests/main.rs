@@ -36,3 +36,4 @@ mod store;
 mod upgrade;
 mod values;
 mod webhooks;
+mod webhooks_delivery;

@@ -16,7 +16,8 @@
 //! Each layer uses only the ones above it in this list; [`metrics`] (the
 //! service's own CloudWatch metrics), [`telemetry`] (logging) and
 //! [`aws_calls`] (the record of AWS calls `make iam-check` evaluates) sit
-//! beside them all, using none. The routes are not
+//! beside them all, using none; [`webhooks`] (contract section 9) uses
+//! [`records`] and [`db`]'s client and nothing of the HTTP edge. The routes are not
 //! here: each Lambda function's crate owns its own (`functions/pets`,
 //! `functions/store`), and its `main` only builds an [`App`] and hands
 //! [`http::service`] of its routes to `lambda_http::run`.

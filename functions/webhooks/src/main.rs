@@ -1,14 +1,19 @@
-//! The `webhooks` Lambda function: wiring only. Configuration and the
-//! DynamoDB client are built once per cold start; every HTTP request goes
-//! through the shared wrapper around this function's router, and its metrics
-//! line goes to stdout with the dimension `Function` = `webhooks`.
+//! The `webhooks` Lambda function: wiring only. Configuration, the DynamoDB
+//! and SQS clients are built once per cold start.
 //!
-//! The same function serves the two SQS event sources (the events queue's
-//! fan-out and the deliveries queue's attempts, webhooks-delivery): `main`
-//! tells an SQS event from an HTTP one by its shape
-//! (`Records[0].eventSource == "aws:sqs"`). Until that branch is merged, the
-//! queue handed to the routes only holds what a ping or retry sends.
+//! One function serves three event sources: API Gateway (the HTTP API of
+//! contract section 9, through the shared wrapper around this function's
+//! router, its metrics line on stdout with `Function` = `webhooks`), and the
+//! two SQS queues (the events queue's fan-out and the deliveries queue's
+//! attempts, `petstore::webhooks::deliver`). An invocation's payload says
+//! which: an SQS batch has `Records[0].eventSource == "aws:sqs"`.
 
+use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
+use lambda_http::request::LambdaRequest;
+use lambda_http::{Adapter, Service};
+use petstore::webhooks::deliver::lambda::{is_sqs_event, QueueSide, SetupError};
+use petstore::webhooks::queue::{DeliveryQueue, HeldQueue};
+use serde_json::Value;
 use std::sync::Arc;
 use webhooks::Webhooks;
 
@@ -17,10 +22,57 @@ async fn main() -> Result<(), lambda_http::Error> {
     let app = petstore::App::from_env().await?;
     petstore::telemetry::init();
     let app = app.with_metrics(petstore::metrics::Emitter::stdout("webhooks"));
-    // The SQS dispatch goes here (webhooks-delivery): the deliveries queue
-    // (`WEBHOOK_QUEUE_URL`) replaces this held one, and an SQS event is
-    // handed to its handlers instead of the HTTP service.
-    let queue = Arc::new(petstore::webhooks::queue::HeldQueue::default());
-    let service = petstore::http::service(webhooks::routes(Webhooks::from_env(queue)), app);
-    lambda_http::run(service).await
+    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(petstore::http_client())
+        .load()
+        .await;
+    // Without `WEBHOOK_QUEUE_URL` (only `make run-lambda`: the template
+    // always sets it) the binary serves the HTTP API alone, and a ping or
+    // retry is held in process; delivery is `make run`'s local runner's.
+    let queue_side = match QueueSide::from_env(&aws, app.db.client().clone(), app.db.table()) {
+        Ok(side) => Some(Arc::new(side)),
+        Err(SetupError::NoQueueUrl) => None,
+        Err(other) => return Err(other.into()),
+    };
+    let deliveries: Arc<dyn DeliveryQueue> = match &queue_side {
+        Some(side) => Arc::new(side.deliveries.clone()),
+        None => Arc::new(HeldQueue::default()),
+    };
+    let service = petstore::http::service(webhooks::routes(Webhooks::from_env(deliveries)), app);
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
+        // The router is an `Arc` inside: an adapter per invocation is a clone.
+        let (queue_side, http) = (queue_side.clone(), Adapter::from(service.clone()));
+        async move { dispatch(event, &queue_side, http).await }
+    }))
+    .await
+}
+
+/// An SQS batch to the queue handlers, anything else to the HTTP service.
+async fn dispatch<S>(
+    event: LambdaEvent<Value>,
+    queue_side: &Option<Arc<QueueSide>>,
+    mut http: S,
+) -> Result<Value, lambda_http::Error>
+where
+    S: Service<LambdaEvent<LambdaRequest>>,
+    S::Response: serde::Serialize,
+    S::Error: std::fmt::Debug,
+{
+    let (payload, context) = event.into_parts();
+    if is_sqs_event(&payload) {
+        let side = queue_side
+            .as_ref()
+            .ok_or("an SQS batch, but WEBHOOK_QUEUE_URL is not set")?;
+        let batch = serde_json::from_value(payload)?;
+        return Ok(serde_json::to_value(side.handle(batch).await)?);
+    }
+    let request: LambdaRequest = serde_json::from_value(payload)?;
+    std::future::poll_fn(|cx| http.poll_ready(cx))
+        .await
+        .map_err(|error| format!("the HTTP service is not ready: {error:?}"))?;
+    let response = http
+        .call(LambdaEvent::new(request, context))
+        .await
+        .map_err(|error| format!("the HTTP service failed: {error:?}"))?;
+    Ok(serde_json::to_value(response)?)
 }

@@ -96,21 +96,28 @@ async fn serve(endpoint: &str) -> Result<(), BoxError> {
     // Before the keys are printed: a port in use prints nothing else.
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let app = setup(endpoint).await?;
-    let events_file = follow_events(endpoint, &app.config.table_name);
+    let deliverer = petstore::webhooks::deliver::local::start(
+        app.db.client().clone(),
+        app.config.table_name.clone(),
+        std::sync::Arc::new(petstore::webhooks::address::SystemResolver),
+    )?;
+    let events_file = follow_events(endpoint, &app.config.table_name, deliverer.clone());
     sweep_holds(app.db.clone())?;
     let origins = app.config.allowed_origins.join(", ");
     // Every function's routes on one port, as API Gateway presents them: the
     // docs function's static files outside the wrapper, as in Lambda.
-    // The webhook routes' queue only holds messages until webhooks-delivery's
-    // local runner takes them (it replaces this queue with its own).
-    let queue = std::sync::Arc::new(petstore::webhooks::queue::HeldQueue::default());
-    let hooks = webhooks::Webhooks::from_env(queue);
+    // A ping or a retry goes on the same in-process queue as the fan-out's
+    // messages, as both go on the deliveries queue in AWS.
+    let hooks = webhooks::Webhooks::from_env(deliverer.queue.clone());
     let routes = pets::routes()
         .merge(store::routes())
         .merge(webhooks::routes(hooks));
     let router = petstore::http::service(routes, app).merge(docs::routes());
     println!("Pet store API listening on http://127.0.0.1:{port} (DynamoDB at {endpoint})");
     println!("Events (as EventBridge delivers them) are appended to {events_file}");
+    if petstore::webhooks::address::UrlPolicy::from_env().allow_loopback {
+        println!("Webhooks may call http:// and loopback receivers (WEBHOOKS_ALLOW_LOOPBACK=1)");
+    }
     if !origins.is_empty() {
         println!("Browsers may call it from pages on {origins} (ALLOWED_ORIGINS)");
     }
@@ -156,13 +163,19 @@ async fn print_event(endpoint: &str, file: &str) -> Result<(), BoxError> {
 }
 
 /// Runs the `events` function's consumer on the data table's stream, in the
-/// background, appending each event to `EVENTS_FILE` (`.local/events.jsonl`);
-/// answers that file's name.
-fn follow_events(endpoint: &str, table: &str) -> String {
+/// background, appending each event to `EVENTS_FILE` (`.local/events.jsonl`)
+/// and handing it to the webhooks' fan-out; answers that file's name.
+fn follow_events(
+    endpoint: &str,
+    table: &str,
+    deliverer: std::sync::Arc<petstore::webhooks::deliver::Deliverer>,
+) -> String {
     let file = std::env::var("EVENTS_FILE").unwrap_or_else(|_| ".local/events.jsonl".into());
     let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".into());
     let reader =
         events::local::StreamReader::new(events::local::local_streams_client(endpoint), table);
-    tokio::spawn(reader.follow(events::FilePublisher::new(&file, region)));
+    let file_publisher = events::FilePublisher::new(&file, region.clone());
+    let publisher = petstore_local::webhooks::WebhookTee::new(file_publisher, deliverer, region);
+    tokio::spawn(reader.follow(publisher));
     file
 }

@@ -10,6 +10,17 @@ use crate::webhooks::types::EventType;
 use aws_sdk_dynamodb::Client;
 use std::collections::HashMap;
 
+/// The stored layout this process serves (`DATA_LAYOUT`, as the functions'
+/// configuration reads it): the queue side has no `Config` of its own, and
+/// during a migration the lists' and keys' indexes are layout 1's.
+fn served_layout() -> Layout {
+    std::env::var("DATA_LAYOUT")
+        .ok()
+        .and_then(|raw| raw.trim().parse().ok())
+        .and_then(Layout::from_number)
+        .unwrap_or_default()
+}
+
 /// The endpoint when it exists, is enabled and its owner's key is not
 /// revoked; `None` otherwise.
 pub async fn deliverable(
@@ -17,7 +28,7 @@ pub async fn deliverable(
     table: &str,
     webhook_id: u64,
 ) -> Result<Option<Endpoint>, DbError> {
-    let db = Db::new(client.clone(), table);
+    let db = Db::new(client.clone(), table).with_layout(served_layout());
     let Some(endpoint) = db.get_item(format!("WEBHOOK#{webhook_id}"), SK).await? else {
         return Ok(None);
     };
@@ -27,7 +38,7 @@ pub async fn deliverable(
 }
 
 async fn owner_live(client: &Client, table: &str, owner: Id) -> Result<bool, DbError> {
-    let keys = KeyStore::new(client.clone(), table).with_layout(Layout::default());
+    let keys = KeyStore::new(client.clone(), table).with_layout(served_layout());
     Ok(keys
         .find_by_id(owner)
         .await?
@@ -46,7 +57,7 @@ pub async fn subscribers(
     let Some(event_type) = EventType::parse(event_type) else {
         return Ok(Vec::new());
     };
-    let db = Db::new(client.clone(), table);
+    let db = Db::new(client.clone(), table).with_layout(served_layout());
     let mut lists = vec![KeyList::new("GSI2", STAFF.to_string())];
     if let Some(owner) = order_owner
         .and_then(Id::new)

@@ -1,0 +1,106 @@
+//! One event to its deliveries: the subscribed endpoints, a delivery item
+//! each (created once however many times the event arrives), a message each.
+
+use super::items::{self, Created, NewDelivery};
+use super::{DeliverError, Deliverer};
+use crate::webhooks::queue::DeliveryMessage;
+use crate::webhooks::types::EventType;
+use chrono::Utc;
+use serde::Serialize;
+use serde_json::Value;
+
+/// What a fan-out did, for its log line.
+#[derive(Debug, Default, PartialEq)]
+pub struct FannedOut {
+    pub event_type: Option<&'static str>,
+    pub endpoints: usize,
+    pub enqueued: usize,
+}
+
+/// The body every attempt of an event sends (section 9), compact, in this order.
+#[derive(Serialize)]
+struct Payload<'a> {
+    #[serde(rename = "type")]
+    event_type: &'a str,
+    timestamp: &'a str,
+    data: &'a Value,
+}
+
+/// The payload of an event: its type, `timestamp` = the event's
+/// `occurredAt`, `data` = its `detail` (which carries `eventId`, `sequence`
+/// and, on a lapse, `lapsed: true`).
+pub fn payload(event_type: EventType, detail: &Value) -> Result<String, DeliverError> {
+    let timestamp = detail["occurredAt"].as_str().unwrap_or_default();
+    let payload = Payload {
+        event_type: event_type.as_str(),
+        timestamp,
+        data: detail,
+    };
+    serde_json::to_string(&payload).map_err(|e| DeliverError::Message(e.to_string()))
+}
+
+impl Deliverer {
+    /// One event, as EventBridge delivers it to a target
+    /// (`{"detail-type": ..., "detail": {...}}`), fanned out. A type that
+    /// webhooks do not carry is done with, nothing sent.
+    pub async fn fan_out(&self, event: &Value) -> Result<FannedOut, DeliverError> {
+        let detail_type = event["detail-type"].as_str().unwrap_or_default();
+        let Some(event_type) = EventType::from_detail_type(detail_type) else {
+            return Ok(FannedOut::default());
+        };
+        let detail = &event["detail"];
+        let event_id = detail["eventId"].as_str().ok_or_else(|| {
+            DeliverError::Message(format!("{detail_type} without detail.eventId"))
+        })?;
+        let order_owner = detail["order"]["ownerId"].as_u64();
+        let body = payload(event_type, detail)?;
+        let endpoints =
+            items::subscribers(&self.client, &self.table, event_type, order_owner).await?;
+        let now = Utc::now();
+        let mut messages = Vec::new();
+        for endpoint in &endpoints {
+            let new = NewDelivery {
+                webhook_id: endpoint.id,
+                event_id,
+                event_type,
+                body: &body,
+            };
+            match items::create(&self.client, &self.table, &new, now).await? {
+                Created::New | Created::Unattempted => messages.push(DeliveryMessage {
+                    webhook_id: endpoint.id,
+                    event_id: event_id.to_string(),
+                    manual: false,
+                }),
+                Created::Existing => {}
+            }
+        }
+        let enqueued = messages.len();
+        if !messages.is_empty() {
+            self.queue.send(messages).await?;
+        }
+        Ok(FannedOut {
+            event_type: Some(event_type.as_str()),
+            endpoints: endpoints.len(),
+            enqueued,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_payload_is_compact_type_timestamp_data_with_the_detail_as_data() {
+        let detail = json!({
+            "order": {"id": 9, "ownerId": 7}, "lapsed": true,
+            "eventId": "e1", "occurredAt": "2026-11-26T20:00:00.123Z", "sequence": "42"
+        });
+        let body = payload(EventType::OrderCancelled, &detail).unwrap();
+        assert_eq!(
+            body,
+            r#"{"type":"order.cancelled","timestamp":"2026-11-26T20:00:00.123Z","data":{"eventId":"e1","lapsed":true,"occurredAt":"2026-11-26T20:00:00.123Z","order":{"id":9,"ownerId":7},"sequence":"42"}}"#
+        );
+    }
+}

@@ -1,0 +1,110 @@
+//! `make run`'s deliveries queue: in the process, with SQS's semantics as
+//! the handlers see them (a message handed back comes again after its
+//! delay; a message whose handling failed comes again later), running the
+//! same [`Deliverer`] code as Lambda.
+
+use super::{Deliverer, Disposition};
+use crate::webhooks::queue::{DeliveryMessage, DeliveryQueue, QueueError};
+use futures::future::BoxFuture;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, Semaphore};
+
+/// When a message whose handling failed comes again (SQS: the queue's
+/// visibility timeout).
+pub const FAILED_AGAIN_AFTER: Duration = Duration::from_secs(5);
+/// Messages handled at once (Lambda: the event source mapping's concurrency
+/// times its batch).
+pub const CONCURRENCY: usize = 32;
+
+/// The sending side, given to the [`Deliverer`] as its queue.
+#[derive(Clone)]
+pub struct LocalQueue {
+    /// Each message with the number of times it has been handed over.
+    sender: mpsc::UnboundedSender<(DeliveryMessage, u32)>,
+}
+
+/// The receiving side, handed to [`run`].
+pub struct LocalReceiver(mpsc::UnboundedReceiver<(DeliveryMessage, u32)>);
+
+impl LocalQueue {
+    pub fn new() -> (LocalQueue, LocalReceiver) {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        (LocalQueue { sender }, LocalReceiver(receiver))
+    }
+
+    fn after(&self, delay: Duration, message: DeliveryMessage, receives: u32) {
+        let sender = self.sender.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let _ = sender.send((message, receives + 1));
+        });
+    }
+}
+
+impl DeliveryQueue for LocalQueue {
+    fn send(&self, messages: Vec<DeliveryMessage>) -> BoxFuture<'_, Result<(), QueueError>> {
+        let sent = messages
+            .into_iter()
+            .try_for_each(|message| self.sender.send((message, 1)));
+        Box::pin(async move { sent.map_err(|_| QueueError("the local queue has stopped".into())) })
+    }
+}
+
+/// A deliverer on `client`'s `table` whose queue is a new local one, its
+/// messages handled in the background from now on; settings from the
+/// environment as in Lambda (`WEBHOOK_RETRY_SCHEDULE`,
+/// `WEBHOOKS_ALLOW_LOOPBACK`), the address checks on `resolver`.
+pub fn start(
+    client: aws_sdk_dynamodb::Client,
+    table: impl Into<String>,
+    resolver: Arc<dyn crate::webhooks::address::Resolve>,
+) -> Result<Arc<Deliverer>, super::lambda::SetupError> {
+    let policy = crate::webhooks::address::UrlPolicy::from_env();
+    let attempter = crate::webhooks::attempt::Attempter::new(policy, resolver)?;
+    let schedule = crate::webhooks::schedule::RetrySchedule::from_env()?;
+    Ok(start_with(client, table, attempter, schedule))
+}
+
+/// The same with the attempter and schedule given (the tests').
+pub fn start_with(
+    client: aws_sdk_dynamodb::Client,
+    table: impl Into<String>,
+    attempter: crate::webhooks::attempt::Attempter,
+    schedule: crate::webhooks::schedule::RetrySchedule,
+) -> Arc<Deliverer> {
+    let (queue, receiver) = LocalQueue::new();
+    let deliverer = Arc::new(Deliverer {
+        client,
+        table: table.into(),
+        attempter,
+        schedule,
+        queue: Arc::new(queue.clone()),
+    });
+    tokio::spawn(run(deliverer.clone(), queue, receiver));
+    deliverer
+}
+
+/// Handles the queue's messages until every sender is gone.
+pub async fn run(deliverer: Arc<Deliverer>, queue: LocalQueue, mut receiver: LocalReceiver) {
+    let capacity = Arc::new(Semaphore::new(CONCURRENCY));
+    while let Some((message, receives)) = receiver.0.recv().await {
+        let Ok(permit) = capacity.clone().acquire_owned().await else {
+            return;
+        };
+        let (deliverer, queue) = (deliverer.clone(), queue.clone());
+        tokio::spawn(async move {
+            let delivered = deliverer.deliver(&message, receives);
+            let handled = crate::aws_calls::within(super::recorded_as_webhooks(), delivered).await;
+            drop(permit);
+            match handled {
+                Ok(Disposition::Done) => {}
+                Ok(Disposition::Later(delay)) => queue.after(delay, message, receives),
+                Err(error) => {
+                    tracing::warn!(%error, webhook_id = message.webhook_id, "webhook message handed back");
+                    queue.after(FAILED_AGAIN_AFTER, message, receives);
+                }
+            }
+        });
+    }
+}

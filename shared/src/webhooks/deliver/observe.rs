@@ -1,0 +1,137 @@
+//! What an attempt leaves for the operator: one log line, and in Lambda one
+//! CloudWatch Embedded Metric Format line (namespace `PetStore`, dimension
+//! `Function = webhooks`): `WebhookAttempts` (count), `WebhookAttemptDuration`
+//! (ms), `WebhookDeliveryDelay` (ms from the event to its successful
+//! attempt), and `WebhookFailures` by `ErrorKind`. The deliveries queue's
+//! oldest message age is SQS's own metric (`ApproximateAgeOfOldestMessage`).
+//! Nothing a caller wrote goes into either line but ids (no URL, no body).
+
+use super::items::Delivery;
+use super::record::NextState;
+use crate::webhooks::attempt::{Attempt, Outcome};
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+pub(super) fn attempt_made(delivery: &Delivery, attempt: &Attempt, next: &NextState, manual: bool) {
+    let error = match &attempt.outcome {
+        Outcome::Failed(failure) => failure.kind.as_str(),
+        Outcome::Delivered { .. } => "",
+    };
+    tracing::info!(
+        webhook_id = delivery.webhook_id,
+        event_id = %delivery.event_id.escape_debug(),
+        status = attempt.outcome.status().unwrap_or(0),
+        error,
+        duration_ms = attempt.duration_ms,
+        state = next.state.as_str(),
+        manual,
+        "webhook attempt"
+    );
+    if std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some() {
+        println!("{}", emf(delivery, attempt, Utc::now()));
+    }
+}
+
+/// The attempt's EMF document, as of `now`.
+fn emf(delivery: &Delivery, attempt: &Attempt, now: DateTime<Utc>) -> Value {
+    let mut metrics = vec![
+        json!({"Name": "WebhookAttempts", "Unit": "Count"}),
+        json!({"Name": "WebhookAttemptDuration", "Unit": "Milliseconds"}),
+    ];
+    let mut document = json!({
+        "Function": "webhooks",
+        "WebhookAttempts": 1,
+        "WebhookAttemptDuration": attempt.duration_ms,
+    });
+    let mut directives = Vec::new();
+    match &attempt.outcome {
+        Outcome::Delivered { .. } => {
+            if let Some(occurred) = occurred_at(&delivery.body) {
+                let delay = (now - occurred).num_milliseconds().max(0);
+                metrics.push(json!({"Name": "WebhookDeliveryDelay", "Unit": "Milliseconds"}));
+                document["WebhookDeliveryDelay"] = json!(delay);
+            }
+        }
+        Outcome::Failed(failure) => {
+            document["ErrorKind"] = json!(failure.kind.as_str());
+            document["WebhookFailures"] = json!(1);
+            directives.push(json!({
+                "Namespace": crate::metrics::NAMESPACE,
+                "Dimensions": [["Function", "ErrorKind"]],
+                "Metrics": [{"Name": "WebhookFailures", "Unit": "Count"}],
+            }));
+        }
+    }
+    directives.insert(
+        0,
+        json!({"Namespace": crate::metrics::NAMESPACE, "Dimensions": [["Function"]], "Metrics": metrics}),
+    );
+    document["_aws"] =
+        json!({"Timestamp": now.timestamp_millis(), "CloudWatchMetrics": directives});
+    document
+}
+
+/// The payload's `timestamp` (the event's `occurredAt`).
+fn occurred_at(body: &str) -> Option<DateTime<Utc>> {
+    let payload: Value = serde_json::from_str(body).ok()?;
+    payload["timestamp"].as_str()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::webhooks::attempt::{Failure, FailureKind};
+    use crate::webhooks::deliver::items::DeliveryState;
+
+    fn delivery() -> Delivery {
+        Delivery {
+            webhook_id: 1,
+            event_id: "e".into(),
+            body: r#"{"type":"stock.changed","timestamp":"2026-11-26T20:00:00.000Z","data":{}}"#
+                .into(),
+            state: DeliveryState::Pending,
+            attempts: vec![],
+            attempt_count: 0,
+            schedule_step: 0,
+            next_attempt_at: None,
+        }
+    }
+
+    #[test]
+    fn a_success_counts_its_duration_and_the_delay_since_the_event() {
+        let now: DateTime<Utc> = "2026-11-26T20:00:01.500Z".parse().unwrap();
+        let attempt = Attempt {
+            at: now,
+            duration_ms: 40,
+            outcome: Outcome::Delivered { status: 200 },
+        };
+        let line = emf(&delivery(), &attempt, now);
+        assert_eq!(line["WebhookDeliveryDelay"], 1500);
+        assert_eq!(line["WebhookAttempts"], 1);
+        let directives = line["_aws"]["CloudWatchMetrics"].as_array().unwrap();
+        assert_eq!(directives.len(), 1);
+        assert_eq!(directives[0]["Metrics"].as_array().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn a_failure_is_counted_by_its_kind() {
+        let now = Utc::now();
+        let failure = Failure {
+            kind: FailureKind::BlockedAddress,
+            status: None,
+            retry_after: None,
+        };
+        let attempt = Attempt {
+            at: now,
+            duration_ms: 1,
+            outcome: Outcome::Failed(failure),
+        };
+        let line = emf(&delivery(), &attempt, now);
+        assert_eq!(line["ErrorKind"], "blocked_address");
+        assert_eq!(
+            line["_aws"]["CloudWatchMetrics"][1]["Dimensions"],
+            json!([["Function", "ErrorKind"]])
+        );
+        assert!(line.get("WebhookDeliveryDelay").is_none());
+    }
+}

@@ -1,0 +1,191 @@
+//! An attempt written down: the delivery's new state and attempts, and the
+//! endpoint's failure state (`failingSince`, disabling). Every write is
+//! conditional on what was read, so two copies of one message (SQS delivers
+//! at least once) record one outcome, never two.
+
+use super::items::{
+    delivery_key, endpoint_key, n, s, time, Delivery, DeliveryState, StoredAttempt, KEPT_ATTEMPTS,
+};
+use super::DeliverError;
+use crate::webhooks::attempt::{Attempt, Outcome};
+use crate::webhooks::schedule::expires_at;
+use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::Client;
+use chrono::{DateTime, Utc};
+
+/// What becomes of a delivery after an attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NextState {
+    pub state: DeliveryState,
+    /// When the next automatic attempt is due (pending only).
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    /// The schedule's position after this attempt.
+    pub schedule_step: u32,
+}
+
+pub fn stored(attempt: &Attempt, manual: bool) -> StoredAttempt {
+    let (status_code, error) = match &attempt.outcome {
+        Outcome::Delivered { status } => (Some(*status), None),
+        Outcome::Failed(failure) => (failure.status, Some(failure.kind.as_str().to_string())),
+    };
+    StoredAttempt {
+        at: time(attempt.at),
+        status_code,
+        error,
+        duration_ms: attempt.duration_ms,
+        manual,
+    }
+}
+
+/// Records `attempt` on `delivery` as read: `false` when another copy of
+/// the message recorded first (the item changed since it was read).
+pub async fn record_attempt(
+    client: &Client,
+    table: &str,
+    delivery: &Delivery,
+    attempt: StoredAttempt,
+    next: &NextState,
+) -> Result<bool, DeliverError> {
+    let mut attempts = delivery.attempts.clone();
+    attempts.push(attempt);
+    let kept = attempts.split_off(attempts.len().saturating_sub(KEPT_ATTEMPTS));
+    let attempts =
+        serde_dynamo::to_attribute_value(kept).map_err(|e| DeliverError::Item(e.to_string()))?;
+    let now = Utc::now();
+    let mut update = client
+        .update_item()
+        .table_name(table)
+        .set_key(Some(delivery_key(delivery.webhook_id, &delivery.event_id)))
+        .condition_expression("attemptCount = :seen")
+        .expression_attribute_names("#state", "state")
+        .expression_attribute_values(":seen", n(delivery.attempt_count))
+        .expression_attribute_values(":count", n(delivery.attempt_count + 1))
+        .expression_attribute_values(":attempts", attempts)
+        .expression_attribute_values(":state", s(next.state.as_str()))
+        .expression_attribute_values(":step", n(next.schedule_step))
+        .expression_attribute_values(":expires", n(expires_at(now)));
+    let set = "SET attempts = :attempts, attemptCount = :count, #state = :state, scheduleStep = :step, expiresAt = :expires";
+    update = match next.next_attempt_at {
+        Some(at) => update
+            .update_expression(format!("{set}, nextAttemptAt = :next"))
+            .expression_attribute_values(":next", s(time(at))),
+        None => update.update_expression(format!("{set} REMOVE nextAttemptAt")),
+    };
+    conditional(update.send().await.map(|_| ()), "UpdateItem delivery")
+}
+
+/// A delivery that will not be attempted (its endpoint is gone or disabled):
+/// `failed`, no next attempt; a retry by hand can still try it.
+pub async fn give_up(
+    client: &Client,
+    table: &str,
+    delivery: &Delivery,
+) -> Result<bool, DeliverError> {
+    let update = client
+        .update_item()
+        .table_name(table)
+        .set_key(Some(delivery_key(delivery.webhook_id, &delivery.event_id)))
+        .condition_expression("attemptCount = :seen AND #state = :pending")
+        .update_expression("SET #state = :failed, expiresAt = :expires REMOVE nextAttemptAt")
+        .expression_attribute_names("#state", "state")
+        .expression_attribute_values(":seen", n(delivery.attempt_count))
+        .expression_attribute_values(":pending", s("pending"))
+        .expression_attribute_values(":failed", s("failed"))
+        .expression_attribute_values(":expires", n(expires_at(Utc::now())))
+        .send()
+        .await;
+    conditional(update.map(|_| ()), "UpdateItem delivery")
+}
+
+/// A success: the endpoint is no longer failing.
+pub async fn endpoint_succeeded(
+    client: &Client,
+    table: &str,
+    webhook_id: u64,
+) -> Result<(), DeliverError> {
+    let update = client
+        .update_item()
+        .table_name(table)
+        .set_key(Some(endpoint_key(webhook_id)))
+        .condition_expression("attribute_exists(failingSince)")
+        .update_expression("REMOVE failingSince")
+        .send()
+        .await;
+    conditional(update.map(|_| ()), "UpdateItem endpoint").map(|_| ())
+}
+
+/// A failure: the endpoint fails since now unless it already did; answers
+/// since when it fails (`None`: the endpoint is gone).
+pub async fn endpoint_failed(
+    client: &Client,
+    table: &str,
+    webhook_id: u64,
+    now: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>, DeliverError> {
+    let update = client
+        .update_item()
+        .table_name(table)
+        .set_key(Some(endpoint_key(webhook_id)))
+        .condition_expression("attribute_exists(PK)")
+        .update_expression("SET failingSince = if_not_exists(failingSince, :now)")
+        .expression_attribute_values(":now", s(time(now)))
+        .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
+        .send()
+        .await;
+    let since = match update {
+        Ok(out) => out.attributes.and_then(|a| match a.get("failingSince") {
+            Some(AttributeValue::S(text)) => text.parse().ok(),
+            _ => None,
+        }),
+        Err(error) => {
+            conditional(Err(error), "UpdateItem endpoint")?;
+            None
+        }
+    };
+    Ok(since)
+}
+
+/// Disables the endpoint (`enabled: false` with `disabledReason`), once:
+/// `false` when it was already disabled or is gone.
+pub async fn disable(
+    client: &Client,
+    table: &str,
+    webhook_id: u64,
+    reason: &str,
+) -> Result<bool, DeliverError> {
+    let update = client
+        .update_item()
+        .table_name(table)
+        .set_key(Some(endpoint_key(webhook_id)))
+        .condition_expression("enabled = :true")
+        .update_expression("SET enabled = :false, disabledReason = :reason")
+        .expression_attribute_values(":true", AttributeValue::Bool(true))
+        .expression_attribute_values(":false", AttributeValue::Bool(false))
+        .expression_attribute_values(":reason", s(reason))
+        .send()
+        .await;
+    conditional(update.map(|_| ()), "UpdateItem endpoint")
+}
+
+/// `true` when the write was made, `false` when its condition failed.
+fn conditional<E>(
+    result: Result<(), aws_sdk_dynamodb::error::SdkError<E>>,
+    operation: &str,
+) -> Result<bool, DeliverError>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    match result {
+        Ok(()) => Ok(true),
+        Err(error)
+            if ProvideErrorMetadata::code(&error) == Some("ConditionalCheckFailedException") =>
+        {
+            Ok(false)
+        }
+        Err(error) => Err(DeliverError::Db(format!(
+            "{operation}: {}",
+            aws_sdk_dynamodb::error::DisplayErrorContext(error)
+        ))),
+    }
+}

@@ -1,0 +1,94 @@
+//! A bounded number of attempts in flight per endpoint (section 9,
+//! "Isolation"): one caller's slow endpoints cannot take all the delivery
+//! capacity, because an attempt first leases one of its endpoint's
+//! [`SLOTS_PER_ENDPOINT`] slot items, and a message that finds none free is
+//! deferred without an attempt.
+//!
+//! A slot is an item (`PK = WEBHOOK#<id>`, `SK = SLOT#<n>`) with a lease
+//! time: taken by a conditional put (free, or its lease run out), released
+//! by a conditional delete (still ours). A process that dies mid-attempt
+//! leaks nothing: its lease ends [`LEASE`] after it began, longer than an
+//! attempt can last. Two writes per attempt, on the endpoint's own
+//! partition; no counter that a lost decrement would leave wrong forever.
+
+use super::items::{key, n, s};
+use super::DeliverError;
+use crate::webhooks::attempt::ATTEMPT_TIMEOUT;
+use aws_sdk_dynamodb::Client;
+use chrono::{DateTime, Utc};
+use rand::seq::SliceRandom;
+
+/// Attempts one endpoint may have in flight at once.
+pub const SLOTS_PER_ENDPOINT: u32 = 4;
+/// How long a slot is held at most: an attempt's budget and a margin for
+/// recording it.
+pub const LEASE: chrono::Duration =
+    chrono::Duration::seconds(ATTEMPT_TIMEOUT.as_secs() as i64 + 15);
+
+/// A slot held; give it back with [`release`].
+#[derive(Debug)]
+pub struct Lease {
+    webhook_id: u64,
+    slot: u32,
+    token: String,
+}
+
+/// Leases a free slot of the endpoint, trying them in random order; `None`
+/// when all are taken.
+pub async fn take(
+    client: &Client,
+    table: &str,
+    webhook_id: u64,
+    now: DateTime<Utc>,
+) -> Result<Option<Lease>, DeliverError> {
+    let mut slots: Vec<u32> = (0..SLOTS_PER_ENDPOINT).collect();
+    slots.shuffle(&mut rand::rng());
+    let token = format!("{:016x}", rand::random::<u64>());
+    for slot in slots {
+        let mut item = key(webhook_id, format!("SLOT#{slot}"));
+        item.insert("leaseUntil".into(), n((now + LEASE).timestamp_millis()));
+        item.insert("token".into(), s(&token));
+        // The table's TTL removes slots of deleted endpoints.
+        item.insert(
+            "expiresAt".into(),
+            n((now + chrono::Duration::days(1)).timestamp()),
+        );
+        let put = client
+            .put_item()
+            .table_name(table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(PK) OR leaseUntil < :now")
+            .expression_attribute_values(":now", n(now.timestamp_millis()))
+            .send()
+            .await;
+        match put {
+            Ok(_) => return Ok(Some(Lease { webhook_id, slot, token })),
+            Err(error) => match error.into_service_error() {
+                aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(_) => continue,
+                other => return Err(DeliverError::Db(format!("PutItem slot: {other}"))),
+            },
+        }
+    }
+    Ok(None)
+}
+
+/// Gives the slot back, if it is still ours (a lease that ran out may have
+/// been taken since).
+pub async fn release(client: &Client, table: &str, lease: Lease) -> Result<(), DeliverError> {
+    let deleted = client
+        .delete_item()
+        .table_name(table)
+        .set_key(Some(key(lease.webhook_id, format!("SLOT#{}", lease.slot))))
+        .condition_expression("#token = :token")
+        .expression_attribute_names("#token", "token")
+        .expression_attribute_values(":token", s(lease.token))
+        .send()
+        .await;
+    match deleted {
+        Ok(_) => Ok(()),
+        Err(error) => match error.into_service_error() {
+            aws_sdk_dynamodb::operation::delete_item::DeleteItemError::ConditionalCheckFailedException(_) => Ok(()),
+            other => Err(DeliverError::Db(format!("DeleteItem slot: {other}"))),
+        },
+    }
+}

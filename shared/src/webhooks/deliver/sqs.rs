@@ -1,0 +1,190 @@
+//! SQS, as deployed: the deliveries queue (`SendMessageBatch`, and
+//! `ChangeMessageVisibility` to hand a message back after its delay), and
+//! the handler of both event source mappings' batches, answering with the
+//! messages to hand back (`ReportBatchItemFailures`).
+//!
+//! A delay longer than SQS allows a message to stay invisible (12 hours)
+//! brings the message back early; [`Deliverer::deliver`] then finds its
+//! `nextAttemptAt` still ahead and defers it again for the rest.
+
+use super::{DeliverError, Deliverer, Disposition};
+use crate::webhooks::queue::{DeliveryMessage, DeliveryQueue, QueueError};
+use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
+use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
+use futures::future::BoxFuture;
+use std::time::Duration;
+
+/// The longest a received message can be kept invisible (SQS: 12 hours),
+/// less a margin.
+pub const MAX_VISIBILITY: Duration = Duration::from_secs(12 * 3600 - 60);
+/// Entries per `SendMessageBatch` (SQS's limit).
+const BATCH: usize = 10;
+
+/// The deliveries queue (`WEBHOOK_QUEUE_URL`).
+#[derive(Clone, Debug)]
+pub struct SqsQueue {
+    client: aws_sdk_sqs::Client,
+    url: String,
+}
+
+impl SqsQueue {
+    pub fn new(client: aws_sdk_sqs::Client, url: impl Into<String>) -> SqsQueue {
+        SqsQueue {
+            client,
+            url: url.into(),
+        }
+    }
+
+    /// A client with `aws`'s settings (rustls on ring: `petstore::http_client`),
+    /// its calls recorded when `petstore::aws_calls` records.
+    pub fn from_config(aws: &aws_config::SdkConfig, url: impl Into<String>) -> SqsQueue {
+        let url = url.into();
+        crate::aws_calls::name_resources(&[("WEBHOOK_QUEUE_URL", &url)]);
+        let mut config = aws_sdk_sqs::config::Builder::from(aws);
+        if let Some(recorder) = crate::aws_calls::interceptor() {
+            config.push_interceptor(recorder);
+        }
+        SqsQueue::new(aws_sdk_sqs::Client::from_conf(config.build()), url)
+    }
+
+    /// Whether a record's `eventSourceARN` is this queue's (the URL's last
+    /// segment is the queue's name, the ARN's last field too).
+    pub fn is_source_of(&self, record: &SqsMessage) -> bool {
+        let name = self.url.rsplit('/').next().unwrap_or_default();
+        let arn = record.event_source_arn.as_deref().unwrap_or_default();
+        !name.is_empty() && arn.rsplit(':').next() == Some(name)
+    }
+
+    /// Keeps a received message invisible for `delay` (at most 12 hours).
+    async fn hand_back_after(
+        &self,
+        receipt_handle: &str,
+        delay: Duration,
+    ) -> Result<(), QueueError> {
+        let seconds = delay.min(MAX_VISIBILITY).as_secs().max(1);
+        self.client
+            .change_message_visibility()
+            .queue_url(&self.url)
+            .receipt_handle(receipt_handle)
+            .visibility_timeout(i32::try_from(seconds).unwrap_or(i32::MAX))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| QueueError(aws_sdk_sqs::error::DisplayErrorContext(e).to_string()))
+    }
+
+    async fn send_batch(&self, messages: &[DeliveryMessage]) -> Result<(), QueueError> {
+        let mut entries = Vec::new();
+        for (i, message) in messages.iter().enumerate() {
+            let body = serde_json::to_string(message).map_err(|e| QueueError(e.to_string()))?;
+            let entry = SendMessageBatchRequestEntry::builder()
+                .id(i.to_string())
+                .message_body(body)
+                .build();
+            entries.push(entry.map_err(|e| QueueError(e.to_string()))?);
+        }
+        let sent = self
+            .client
+            .send_message_batch()
+            .queue_url(&self.url)
+            .set_entries(Some(entries))
+            .send()
+            .await
+            .map_err(|e| QueueError(aws_sdk_sqs::error::DisplayErrorContext(e).to_string()))?;
+        match sent.failed.first() {
+            None => Ok(()),
+            Some(failed) => Err(QueueError(format!(
+                "{} of {}: {}",
+                sent.failed.len(),
+                messages.len(),
+                failed.code
+            ))),
+        }
+    }
+}
+
+impl DeliveryQueue for SqsQueue {
+    fn send(&self, messages: Vec<DeliveryMessage>) -> BoxFuture<'_, Result<(), QueueError>> {
+        Box::pin(async move {
+            for batch in messages.chunks(BATCH) {
+                self.send_batch(batch).await?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// One batch from either queue: the records handled concurrently (a slow
+/// endpoint's attempt does not hold the others'), the ones to hand back
+/// named in the answer.
+pub async fn handle_batch(
+    deliverer: &Deliverer,
+    deliveries: &SqsQueue,
+    event: SqsEvent,
+) -> SqsBatchResponse {
+    let handled = event
+        .records
+        .iter()
+        .map(|record| handle_record(deliverer, deliveries, record));
+    let failed = futures::future::join_all(handled).await;
+    let mut response = SqsBatchResponse::default();
+    for (record, failed) in event.records.iter().zip(failed) {
+        if failed {
+            let mut failure = BatchItemFailure::default();
+            failure.item_identifier = record.message_id.clone().unwrap_or_default();
+            response.batch_item_failures.push(failure);
+        }
+    }
+    response
+}
+
+/// Handles one record; `true` when it is to be handed back.
+async fn handle_record(deliverer: &Deliverer, deliveries: &SqsQueue, record: &SqsMessage) -> bool {
+    let body = record.body.as_deref().unwrap_or_default();
+    let handled = if deliveries.is_source_of(record) {
+        deliver_record(deliverer, deliveries, record, body).await
+    } else {
+        fan_out_record(deliverer, body).await
+    };
+    match handled {
+        Ok(hand_back) => hand_back,
+        Err(error) => {
+            tracing::warn!(message_id = record.message_id.as_deref().unwrap_or(""), %error, "webhook message handed back");
+            true
+        }
+    }
+}
+
+async fn fan_out_record(deliverer: &Deliverer, body: &str) -> Result<bool, DeliverError> {
+    let event = serde_json::from_str(body).map_err(|e| DeliverError::Message(e.to_string()))?;
+    let fanned = deliverer.fan_out(&event).await?;
+    tracing::info!(
+        event_type = fanned.event_type.unwrap_or(""),
+        endpoints = fanned.endpoints,
+        enqueued = fanned.enqueued,
+        "webhook fan-out"
+    );
+    Ok(false)
+}
+
+async fn deliver_record(
+    deliverer: &Deliverer,
+    queue: &SqsQueue,
+    record: &SqsMessage,
+    body: &str,
+) -> Result<bool, DeliverError> {
+    let message: DeliveryMessage =
+        serde_json::from_str(body).map_err(|e| DeliverError::Message(e.to_string()))?;
+    let receives = record
+        .attributes
+        .get("ApproximateReceiveCount")
+        .and_then(|n| n.parse().ok());
+    match deliverer.deliver(&message, receives.unwrap_or(1)).await? {
+        Disposition::Done => Ok(false),
+        Disposition::Later(delay) => {
+            let receipt = record.receipt_handle.as_deref().unwrap_or_default();
+            queue.hand_back_after(receipt, delay).await?;
+            Ok(true)
+        }
+    }
+}

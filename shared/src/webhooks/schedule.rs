@@ -1,0 +1,225 @@
+//! When a failed delivery is tried again, and when an endpoint gives up
+//! (contract section 9).
+//!
+//! The schedule is configuration (`WEBHOOK_RETRY_SCHEDULE`) so the tests can
+//! shorten three days to seconds; a value that is not a schedule stops the
+//! function at start-up with a message naming the variable, rather than
+//! failing every delivery later.
+
+use super::attempt::RetryAfter;
+use chrono::{DateTime, Duration, Utc};
+
+/// The variable that overrides the schedule: seconds, comma-separated.
+pub const SCHEDULE_VARIABLE: &str = "WEBHOOK_RETRY_SCHEDULE";
+/// Section 9's waits after attempts 1, 2, ...: 5 s, 5 min, 30 min, 2 h, 5 h,
+/// 10 h, 14 h, 20 h and 24 h; 10 attempts over about 3 days.
+pub const DEFAULT_SCHEDULE: &str = "5,300,1800,7200,18000,36000,50400,72000,86400";
+/// An endpoint whose every attempt has failed for this long is disabled.
+pub const DISABLE_AFTER: Duration = Duration::days(3);
+/// How long a delivery (and its record) lasts after its last change: a
+/// failed one can be retried by hand until then.
+pub const RECORD_LIFETIME: Duration = Duration::days(30);
+/// Each wait is multiplied by a factor drawn uniformly from this range, so
+/// that the deliveries of one burst do not come back all at once.
+pub const JITTER: std::ops::RangeInclusive<f64> = 0.9..=1.1;
+
+/// The waits between attempts: attempt `n` failed, the next comes after
+/// `waits[n - 1]`; after the last wait's attempt, the delivery has failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetrySchedule {
+    waits: Vec<Duration>,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{SCHEDULE_VARIABLE} must be whole seconds, comma-separated (e.g. `{DEFAULT_SCHEDULE}`), at most 30 days each; {problem}")]
+pub struct ScheduleError {
+    problem: String,
+}
+
+impl Default for RetrySchedule {
+    fn default() -> RetrySchedule {
+        let waits = [5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400];
+        RetrySchedule {
+            waits: waits.into_iter().map(Duration::seconds).collect(),
+        }
+    }
+}
+
+impl RetrySchedule {
+    /// From `WEBHOOK_RETRY_SCHEDULE`, or section 9's when it is unset.
+    pub fn from_env() -> Result<RetrySchedule, ScheduleError> {
+        match std::env::var(SCHEDULE_VARIABLE) {
+            Ok(text) => RetrySchedule::parse(&text),
+            Err(_) => Ok(RetrySchedule::default()),
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<RetrySchedule, ScheduleError> {
+        let refuse = |problem: String| ScheduleError { problem };
+        let waits =
+            text.split(',')
+                .map(|part| {
+                    let seconds = part.trim().parse::<u32>().map_err(|_| {
+                        refuse(format!("`{}` is not a number of seconds", part.trim()))
+                    })?;
+                    let wait = Duration::seconds(i64::from(seconds));
+                    if wait > RECORD_LIFETIME {
+                        return Err(refuse(format!("{seconds} is longer than 30 days")));
+                    }
+                    Ok(wait)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+        Ok(RetrySchedule { waits })
+    }
+
+    /// Attempts in all: the first and one after each wait.
+    pub fn max_attempts(&self) -> u32 {
+        u32::try_from(self.waits.len() + 1).unwrap_or(u32::MAX)
+    }
+
+    /// When to try again after attempt number `attempts_made` failed at
+    /// `now`: its wait times `jitter` (a factor from [`JITTER`]), and never
+    /// sooner than a `Retry-After` asked (nor later than the record lasts).
+    /// `None`: that was the last attempt.
+    pub fn next_attempt(
+        &self,
+        attempts_made: u32,
+        now: DateTime<Utc>,
+        retry_after: Option<RetryAfter>,
+        jitter: f64,
+    ) -> Option<DateTime<Utc>> {
+        let index = usize::try_from(attempts_made.checked_sub(1)?).ok()?;
+        let wait = self.waits.get(index)?;
+        let jittered =
+            wait.num_milliseconds() as f64 * jitter.clamp(*JITTER.start(), *JITTER.end());
+        let scheduled = now + Duration::milliseconds(jittered.round() as i64);
+        let asked = retry_after.map(|asked| asked.not_before(now).min(now + RECORD_LIFETIME));
+        Some(asked.map_or(scheduled, |asked| asked.max(scheduled)))
+    }
+}
+
+/// A jitter factor drawn uniformly from [`JITTER`].
+pub fn jitter() -> f64 {
+    rand::random_range(JITTER)
+}
+
+/// Whether an endpoint failing since `failing_since` is to be disabled now.
+pub fn disables(failing_since: DateTime<Utc>, now: DateTime<Utc>) -> bool {
+    now - failing_since >= DISABLE_AFTER
+}
+
+/// Whether a delivery last changed at `last_change` may still be retried by
+/// hand at `now` (its record still lasts).
+pub fn manual_retry_allowed(last_change: DateTime<Utc>, now: DateTime<Utc>) -> bool {
+    now - last_change < RECORD_LIFETIME
+}
+
+/// The record's `expiresAt` (DynamoDB's TTL, epoch seconds) for a change at `now`.
+pub fn expires_at(now: DateTime<Utc>) -> i64 {
+    (now + RECORD_LIFETIME).timestamp()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> DateTime<Utc> {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn the_default_is_section_9_s_ten_attempts_over_about_three_days() {
+        let schedule = RetrySchedule::default();
+        assert_eq!(schedule, RetrySchedule::parse(DEFAULT_SCHEDULE).unwrap());
+        assert_eq!(schedule.max_attempts(), 10);
+        let total: i64 = schedule.waits.iter().map(|w| w.num_seconds()).sum();
+        assert_eq!(total, 272_105); // 3 days and 3.6 hours
+    }
+
+    #[test]
+    fn garbage_is_refused_naming_the_variable_and_the_part() {
+        for (text, part) in [
+            ("5,x,10", "`x`"),
+            ("", "``"),
+            ("5,,10", "``"),
+            ("-5", "`-5`"),
+            ("1.5", "`1.5`"),
+        ] {
+            let message = RetrySchedule::parse(text).unwrap_err().to_string();
+            assert!(
+                message.starts_with(SCHEDULE_VARIABLE) && message.contains(part),
+                "{message}"
+            );
+        }
+        assert!(RetrySchedule::parse("2592001").is_err());
+        assert_eq!(RetrySchedule::parse(" 1, 2 ").unwrap().max_attempts(), 3);
+    }
+
+    #[test]
+    fn each_wait_is_jittered_within_ten_percent() {
+        let schedule = RetrySchedule::parse("100,200").unwrap();
+        let now = at("2026-11-26T20:00:00Z");
+        assert_eq!(
+            schedule.next_attempt(1, now, None, 0.9),
+            Some(now + Duration::seconds(90))
+        );
+        assert_eq!(
+            schedule.next_attempt(2, now, None, 1.1),
+            Some(now + Duration::seconds(220))
+        );
+        assert_eq!(
+            schedule.next_attempt(1, now, None, 5.0),
+            Some(now + Duration::seconds(110))
+        );
+        assert_eq!(
+            schedule.next_attempt(3, now, None, 1.0),
+            None,
+            "the last attempt"
+        );
+        assert_eq!(schedule.next_attempt(0, now, None, 1.0), None);
+        for _ in 0..1000 {
+            assert!(JITTER.contains(&jitter()));
+        }
+    }
+
+    #[test]
+    fn retry_after_is_never_anticipated_nor_shortens_the_schedule() {
+        let schedule = RetrySchedule::parse("100").unwrap();
+        let now = at("2026-11-26T20:00:00Z");
+        let later = RetryAfter::Delay(std::time::Duration::from_secs(3600));
+        assert_eq!(
+            schedule.next_attempt(1, now, Some(later), 1.0),
+            Some(at("2026-11-26T21:00:00Z"))
+        );
+        let date = RetryAfter::At(at("2026-11-26T22:00:00Z"));
+        assert_eq!(
+            schedule.next_attempt(1, now, Some(date), 1.0),
+            Some(at("2026-11-26T22:00:00Z"))
+        );
+        let sooner = RetryAfter::Delay(std::time::Duration::from_secs(1));
+        assert_eq!(
+            schedule.next_attempt(1, now, Some(sooner), 1.0),
+            Some(now + Duration::seconds(100))
+        );
+        let past = RetryAfter::At(at("2020-01-01T00:00:00Z"));
+        assert_eq!(
+            schedule.next_attempt(1, now, Some(past), 1.0),
+            Some(now + Duration::seconds(100))
+        );
+        let absurd = RetryAfter::Delay(std::time::Duration::from_secs(u64::MAX));
+        assert_eq!(
+            schedule.next_attempt(1, now, Some(absurd), 1.0),
+            Some(now + RECORD_LIFETIME)
+        );
+    }
+
+    #[test]
+    fn three_days_of_failures_disable_and_thirty_days_close_the_manual_window() {
+        let since = at("2026-11-01T00:00:00Z");
+        assert!(!disables(since, at("2026-11-03T23:59:59Z")));
+        assert!(disables(since, at("2026-11-04T00:00:00Z")));
+        assert!(manual_retry_allowed(since, at("2026-11-30T23:59:59Z")));
+        assert!(!manual_retry_allowed(since, at("2026-12-01T00:00:00Z")));
+        assert_eq!(expires_at(since), at("2026-12-01T00:00:00Z").timestamp());
+    }
+}

@@ -1,0 +1,271 @@
+//! Webhook delivery (contract section 9, issue 39): the real fan-out and
+//! delivery handlers on DynamoDB Local and the in-process queue `make run`
+//! uses, delivering to real receivers that verify every attempt with the
+//! specification's own libraries (`receivers`), never the project's signing.
+//!
+//! Endpoints are stored here as the webhooks API stores them (the design's
+//! item format), their URLs checked by `check_url` as registration does.
+//! The retry schedule is shortened as `WEBHOOK_RETRY_SCHEDULE` would be
+//! (`RetrySchedule::parse`, the code that reads the variable).
+
+mod delay;
+mod flows;
+mod queue;
+mod receivers;
+mod ssrf;
+
+use crate::helpers::TestApp;
+use aws_sdk_dynamodb::types::AttributeValue;
+use petstore::webhooks::address::{
+    check_url, Resolve, ScriptedResolver, SystemResolver, UrlPolicy,
+};
+use petstore::webhooks::attempt::Attempter;
+use petstore::webhooks::deliver::{local, Deliverer};
+use petstore::webhooks::schedule::RetrySchedule;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a test waits for what must happen within seconds (section 9:
+/// an order's webhook arrives within seconds); a bound, never a pause.
+pub const WITHIN: Duration = Duration::from_secs(30);
+
+/// `make run`'s rules: loopback receivers allowed.
+pub const LOCAL: UrlPolicy = UrlPolicy {
+    allow_loopback: true,
+};
+
+/// A shortened schedule, as `WEBHOOK_RETRY_SCHEDULE=0,0,0` gives it: four
+/// attempts, each as soon as the last failed.
+pub fn quick_schedule() -> RetrySchedule {
+    RetrySchedule::parse("0,0,0").expect("a schedule")
+}
+
+/// A deliverer on `app`'s table, its local queue running.
+pub fn deliverer(app: &TestApp, policy: UrlPolicy, resolver: Arc<dyn Resolve>) -> Arc<Deliverer> {
+    let attempter = Attempter::new(policy, resolver).expect("TLS settings");
+    deliverer_with(app, attempter)
+}
+
+pub fn deliverer_with(app: &TestApp, attempter: Attempter) -> Arc<Deliverer> {
+    let client = app.app.db.client().clone();
+    local::start_with(
+        client,
+        app.app.config.table_name.clone(),
+        attempter,
+        quick_schedule(),
+    )
+}
+
+/// An endpoint, stored as the webhooks API stores one after `check_url`.
+pub struct NewEndpoint<'a> {
+    pub owner_id: u64,
+    pub role: &'a str,
+    pub url: &'a str,
+    pub events: &'a [&'a str],
+    /// Newest first: (secret, retiresAt).
+    pub secrets: Vec<(String, Option<&'a str>)>,
+    pub failing_since: Option<String>,
+}
+
+impl NewEndpoint<'_> {
+    pub fn new(owner_id: u64, role: &str, url: &str, secret: &str) -> NewEndpoint<'static> {
+        let url: &'static str = Box::leak(url.to_string().into_boxed_str());
+        let role: &'static str = Box::leak(role.to_string().into_boxed_str());
+        NewEndpoint {
+            owner_id,
+            role,
+            url,
+            events: &[],
+            secrets: vec![(secret.to_string(), None)],
+            failing_since: None,
+        }
+    }
+}
+
+/// Stores `endpoint` after checking its URL on `resolver`; answers its id.
+pub async fn register(
+    app: &TestApp,
+    endpoint: &NewEndpoint<'_>,
+    policy: &UrlPolicy,
+    resolver: &dyn Resolve,
+) -> u64 {
+    check_url(endpoint.url, policy, resolver)
+        .await
+        .expect("the URL is accepted at registration");
+    let id = rand::random::<u64>() >> 12;
+    let s = |v: &str| AttributeValue::S(v.to_string());
+    let secrets = endpoint
+        .secrets
+        .iter()
+        .map(|(secret, retires)| {
+            let mut m = std::collections::HashMap::from([("secret".to_string(), s(secret))]);
+            if let Some(at) = retires {
+                m.insert("retiresAt".to_string(), s(at));
+            }
+            AttributeValue::M(m)
+        })
+        .collect();
+    let failing_since = endpoint.failing_since.as_deref().map(s);
+    let owner_id = live_owner(app, endpoint).await;
+    let mut lists = vec![
+        ("GSI1PK", s("WEBHOOK")),
+        ("GSI4PK", s(&format!("WEBHOOKOWNER#{owner_id}"))),
+    ];
+    if endpoint.role == "staff" {
+        lists.push(("GSI2PK", s("WEBHOOKSTAFF")));
+    }
+    let mut item = failing_since
+        .map(|at| std::collections::HashMap::from([("failingSince".to_string(), at)]))
+        .unwrap_or_default();
+    item.extend(
+        lists
+            .into_iter()
+            .map(|(name, value)| (name.to_string(), value)),
+    );
+    app.app
+        .db
+        .client()
+        .put_item()
+        .set_item(Some(item))
+        .table_name(&app.app.config.table_name)
+        .item("PK", s(&format!("WEBHOOK#{id}")))
+        .item("SK", s("ENDPOINT"))
+        .item("id", AttributeValue::N(id.to_string()))
+        .item("ownerId", AttributeValue::N(owner_id.to_string()))
+        .item("ownerRole", s(endpoint.role))
+        .item("url", s(endpoint.url))
+        .item(
+            "events",
+            AttributeValue::L(endpoint.events.iter().map(|e| s(e)).collect()),
+        )
+        .item("enabled", AttributeValue::Bool(true))
+        .item("secrets", AttributeValue::L(secrets))
+        .item("createdAt", s("2026-11-26T20:00:00.000Z"))
+        .send()
+        .await
+        .expect("the endpoint is stored");
+    id
+}
+
+/// The endpoint's owner as a live key: `owner_id` when a key has that id,
+/// else a new key of the endpoint's role (delivery goes only to endpoints
+/// whose owner's key is not revoked).
+async fn live_owner(app: &TestApp, endpoint: &NewEndpoint<'_>) -> u64 {
+    use petstore::ratelimit::keys::{KeyStore, NewApiKey};
+    use petstore::ratelimit::plan::Plan;
+    use petstore::records::{Id, Role};
+    let keys = KeyStore::new(app.app.db.client().clone(), &app.app.config.table_name);
+    if let Some(id) = Id::new(endpoint.owner_id) {
+        if keys.exists(id).await.expect("a key look-up") {
+            return endpoint.owner_id;
+        }
+    }
+    let role = match endpoint.role {
+        "staff" => Role::Staff,
+        _ => Role::Customer,
+    };
+    let new = NewApiKey::new(Plan::Pro, None, Some("webhook owner".into()))
+        .expect("a pro key")
+        .with_role(role);
+    let issued = keys.create(new, chrono::Utc::now()).await.expect("a key");
+    issued.record.id.get()
+}
+
+/// A stored item as JSON (`webhookId`'s endpoint or one of its deliveries).
+pub async fn item(app: &TestApp, webhook_id: u64, sort: &str) -> Option<Value> {
+    let got = app
+        .app
+        .db
+        .client()
+        .get_item()
+        .table_name(&app.app.config.table_name)
+        .key("PK", AttributeValue::S(format!("WEBHOOK#{webhook_id}")))
+        .key("SK", AttributeValue::S(sort.to_string()))
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("GetItem");
+    got.item
+        .map(|item| serde_dynamo::from_item(item).expect("an item reads as JSON"))
+}
+
+/// The delivery of `event_id` to `webhook_id`, once `done` holds for it.
+pub async fn delivery_when(
+    app: &TestApp,
+    webhook_id: u64,
+    event_id: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let sort = format!("DELIVERY#{event_id}");
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    loop {
+        let delivery = item(app, webhook_id, &sort).await;
+        match delivery {
+            Some(delivery) if done(&delivery) => return delivery,
+            last if tokio::time::Instant::now() > deadline => {
+                panic!("delivery {webhook_id}/{event_id}: {last:?}")
+            }
+            _ => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+}
+
+/// An event as EventBridge hands it to the events queue.
+pub fn bus_event(detail_type: &str, detail: Value) -> Value {
+    json!({
+        "version": "0", "id": "0b7c2e7a-0000-4000-8000-000000000000", "detail-type": detail_type,
+        "source": "petstore", "account": "000000000000", "time": "2026-11-26T20:00:00Z",
+        "region": "us-east-1", "resources": [], "detail": detail,
+    })
+}
+
+/// A stock change's event, delivered to staff endpoints.
+pub fn stock_event(event_id: &str) -> Value {
+    bus_event(
+        "StockChanged",
+        json!({"petId": 1, "quantity": 2, "previousQuantity": 3, "eventId": event_id,
+               "occurredAt": "2026-11-26T20:00:00.000Z", "sequence": "1"}),
+    )
+}
+
+pub fn system_resolver() -> Arc<dyn Resolve> {
+    Arc::new(SystemResolver)
+}
+
+pub fn scripted() -> Arc<ScriptedResolver> {
+    Arc::new(ScriptedResolver::default())
+}
+
+/// A staff endpoint on a Rust receiver (secret `secret`, answering
+/// `answers`), registered under `make run`'s rules, and a deliverer that
+/// has fanned `event_id` out to it.
+pub struct OneEndpoint {
+    pub receiver: receivers::Receiver,
+    pub id: u64,
+    pub deliverer: Arc<Deliverer>,
+}
+
+pub async fn one_endpoint(
+    app: &TestApp,
+    answers: Vec<receivers::Answer>,
+    failing_since: Option<String>,
+    event_id: &str,
+) -> OneEndpoint {
+    let secret = petstore::webhooks::sign::new_secret();
+    let receiver = receivers::rust_receiver(&[&secret], answers).await;
+    let mut endpoint = NewEndpoint::new(1, "staff", &receiver.url, &secret);
+    endpoint.failing_since = failing_since;
+    let resolver = system_resolver();
+    let id = register(app, &endpoint, &LOCAL, resolver.as_ref()).await;
+    let deliverer = deliverer(app, LOCAL, resolver);
+    deliverer
+        .fan_out(&stock_event(event_id))
+        .await
+        .expect("fanned out");
+    OneEndpoint {
+        receiver,
+        id,
+        deliverer,
+    }
+}
