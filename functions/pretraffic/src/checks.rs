@@ -14,14 +14,16 @@ pub enum Function {
     Store,
     Docs,
     Events,
+    Webhooks,
 }
 
 impl Function {
-    pub const ALL: [Function; 4] = [
+    pub const ALL: [Function; 5] = [
         Function::Pets,
         Function::Store,
         Function::Docs,
         Function::Events,
+        Function::Webhooks,
     ];
 
     /// The binary's name, which is also the function's name under `cargo lambda watch`.
@@ -31,6 +33,7 @@ impl Function {
             Function::Store => "store",
             Function::Docs => "docs",
             Function::Events => "events",
+            Function::Webhooks => "webhooks",
         }
     }
 
@@ -41,6 +44,7 @@ impl Function {
             Function::Store => "STORE_FUNCTION",
             Function::Docs => "DOCS_FUNCTION",
             Function::Events => "EVENTS_FUNCTION",
+            Function::Webhooks => "WEBHOOKS_FUNCTION",
         }
     }
 }
@@ -168,6 +172,20 @@ pub const CHECKS: &[Check] = &[
         function: Function::Events,
         name: "an empty stream batch: no record failed",
         probe: Probe::EmptyStreamBatch,
+    },
+    // An HTTP request through the same entry point as its SQS batches: a
+    // version whose dispatch or wrapper is broken answers it otherwise.
+    Check {
+        function: Function::Webhooks,
+        name: "GET /webhooks without a key: 401 with the rate-limit headers",
+        probe: Probe::Http {
+            method: "GET",
+            path: "/webhooks",
+            keyed: false,
+            status: 401,
+            headers: &RATE_LIMIT_HEADERS,
+            content_type: "application/json",
+        },
     },
 ];
 
