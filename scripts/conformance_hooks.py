@@ -88,3 +88,26 @@ def bodies_without_refused_beyond_bmp(ctx, body):
         isinstance(body.get(field), str) and refused.search(body[field])
         for field, refused in REFUSED_BEYOND_BMP.items()
     )
+
+
+# --- Webhook URLs (contract section 9) ----------------------------------------
+#
+# The schema says only `format: uri`; the service also wants https, no
+# credentials, no fragment, and a host that resolves to public addresses,
+# which no generated host does here (no DNS beyond the registries). So a
+# generated URL of a valid length is replaced by a loopback https URL, which
+# the conformance stack admits (WEBHOOKS_ALLOW_LOOPBACK=1, as `make run`).
+# The URL rules themselves are tested in tests/webhooks and on the resolver
+# the tests control (shared/src/webhooks/address).
+
+WEBHOOK_URL = "https://127.0.0.1/hooks/conformance"
+
+
+@schemathesis.hook("before_call")
+def webhook_urls_within_the_rules(ctx, case, **kwargs):
+    """Serves the rule webhooks::records::RULES lists (shared/src/webhooks/records.rs)."""
+    if not case.path.startswith("/webhooks") or case.method.upper() not in ("POST", "PATCH"):
+        return
+    body = case.body
+    if isinstance(body, dict) and isinstance(body.get("url"), str) and 1 <= len(body["url"]) <= 2048:
+        body["url"] = WEBHOOK_URL

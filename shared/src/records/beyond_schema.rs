@@ -19,12 +19,13 @@
 use super::schema_rule::BeyondSchema;
 
 /// Every record's rules beyond its schema.
-pub const ALL: [&[BeyondSchema]; 5] = [
+pub const ALL: [&[BeyondSchema]; 6] = [
     super::text::RULES,
     super::pet::RULES,
     super::category::RULES,
     super::order::RULES,
     super::idempotency_key::RULES,
+    crate::webhooks::records::RULES,
 ];
 
 #[cfg(test)]

@@ -10,6 +10,16 @@ use crate::records::{Description, Id, JsonObject, NewCategory, Role, TextField, 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The rules on an endpoint that its schema cannot state
+/// ([`BeyondSchema`](crate::records::BeyondSchema)): the URL's scheme, parts
+/// and where its host resolves (contract section 9) depend on the world, not
+/// on the string's form.
+pub const RULES: &[crate::records::BeyondSchema] = &[crate::records::BeyondSchema {
+    field: "NewWebhookEndpoint.url, WebhookEndpointPatch.url",
+    rule: "absolute https, no user or password, no fragment, its host resolving only to public unicast addresses",
+    conformance: crate::records::Conformance::Hook("webhook_urls_within_the_rules"),
+}];
+
 /// A webhook endpoint, as the API shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -92,6 +102,19 @@ pub struct WebhookEndpointPatch {
 /// `description`: free text, as a category's (`records::WEBHOOK_TEXT`).
 pub const DESCRIPTION: TextField = NewCategory::DESCRIPTION;
 
+impl WebhookEndpointPatch {
+    /// Whether it carries no field: the endpoint stays as it is.
+    pub fn is_empty(&self) -> bool {
+        let WebhookEndpointPatch {
+            url,
+            events,
+            description,
+            enabled,
+        } = self;
+        url.is_none() && events.is_none() && description.is_none() && enabled.is_none()
+    }
+}
+
 impl NewWebhookEndpoint {
     /// The body as a caller with `role` may send it.
     pub fn parse(body: &JsonObject, role: Role) -> Result<NewWebhookEndpoint, ValidationError> {
@@ -127,7 +150,12 @@ impl WebhookEndpointPatch {
             .transpose()?;
         Ok(WebhookEndpointPatch {
             url: body.get("url").map(url).transpose()?,
-            events: body.get("events").map(|v| events(v, role)).transpose()?,
+            // `null`, as empty: every type the key may receive.
+            events: match body.get("events") {
+                None => None,
+                Some(Value::Null) => Some(Vec::new()),
+                Some(value) => Some(events(value, role)?),
+            },
             description,
             enabled,
         })
@@ -149,6 +177,13 @@ fn events(value: &Value, role: Role) -> Result<Vec<EventType>, ValidationError> 
             "events must be an array of event types",
         ));
     };
+    // The schema's maxItems: at most every type once.
+    let most = EventType::all().len();
+    if names.len() > most {
+        return Err(ValidationError::new(format!(
+            "events may list at most {most} types"
+        )));
+    }
     let mut types = Vec::new();
     for name in names {
         let event_type = name.as_str().and_then(EventType::parse).ok_or_else(|| {

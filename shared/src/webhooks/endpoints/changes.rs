@@ -90,6 +90,10 @@ impl Changes {
         let patch = &patch;
         self.run("update webhook", move || async move {
             let mut endpoint = self.visible_webhook(id, caller).await?;
+            if patch.is_empty() {
+                // Nothing to change (`{}`, or only unknown fields).
+                return Ok(Step::Answer(endpoint.record(None)));
+            }
             let mut expr = Expr::new()
                 .exists()
                 .when_equal("ownerId", n(endpoint.owner_id));
