@@ -18,12 +18,14 @@ use std::collections::HashMap;
 
 type Item = HashMap<String, AttributeValue>;
 
+/// The endpoint item's key, as the stored endpoints spell it.
 pub fn endpoint_key(webhook_id: u64) -> Item {
-    key(webhook_id, "ENDPOINT".to_string())
+    crate::webhooks::endpoints::key(webhook_id)
 }
 
+/// The delivery item's key, as the stored deliveries spell it.
 pub fn delivery_key(webhook_id: u64, event_id: &str) -> Item {
-    key(webhook_id, format!("DELIVERY#{event_id}"))
+    crate::webhooks::deliveries::key(webhook_id, event_id)
 }
 
 pub(super) fn key(webhook_id: u64, sort: String) -> Item {
