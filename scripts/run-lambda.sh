@@ -10,7 +10,13 @@
 #    (printed);
 # 3. the functions the router names, built as `cargo lambda watch` runs them
 #    (debug), so the first request does not wait for a compile;
-# 4. `cargo lambda watch` on PORT: the workspace's router (Cargo.toml,
+# 4. scripts/run-lambda-aws.py: EventBridge and SQS (moto) with the webhook
+#    queues and template.yaml's rule, and the event source mappings Lambda
+#    would run (the table's stream to `events`, both queues to `webhooks`),
+#    so a committed change reaches a webhook receiver through the real
+#    binaries; the functions get its endpoints in their environment, and
+#    WEBHOOKS_ALLOW_LOOPBACK=1, as `make run` (receivers on this machine);
+# 5. `cargo lambda watch` on PORT: the workspace's router (Cargo.toml,
 #    [workspace.metadata.lambda.watch.router]) sends each path to the function
 #    template.yaml sends it to; up to CONCURRENCY instances of each function,
 #    each serving one request at a time. WATCH_ARGS go to it (e.g.
@@ -37,6 +43,7 @@ CONCURRENCY="${CONCURRENCY:-4}"
 VENV="${VENV:-$ROOT/.venv}"
 DDB="$ROOT/scripts/dynamodb-local.sh"
 ID_FILE="$ROOT/.local/run-lambda-$PORT.id"
+AWS_ENV="$ROOT/.local/run-lambda-$PORT.aws-env"
 RUN_ID="$PORT-$$-$RANDOM$RANDOM"
 GRACE_SECONDS=10
 
@@ -61,7 +68,7 @@ members() {
   echo "${pids[*]}"
 }
 
-WATCH_PID="" DYNAMODB_STARTED=""
+WATCH_PID="" DYNAMODB_STARTED="" AWS_PID=""
 # shellcheck disable=SC2317  # invoked by trap
 stop_all() {
   local status=$? _ left
@@ -82,6 +89,11 @@ stop_all() {
     rm -f "$ID_FILE"
     log "cargo lambda watch and its function instances stopped"
   fi
+  if [[ -n "$AWS_PID" ]]; then
+    kill -TERM "$AWS_PID" 2>/dev/null
+    wait "$AWS_PID" 2>/dev/null
+  fi
+  rm -f "$AWS_ENV"
   [[ -n "$DYNAMODB_STARTED" ]] && "$DDB" stop "$DYNAMODB_PORT"
   exit "$status"
 }
@@ -112,6 +124,21 @@ log "building ${functions[*]} (debug, as cargo lambda watch runs them)"
 cargo build --quiet "${functions[@]/#/--bin=}"
 
 mkdir -p "$(dirname "$ID_FILE")"
+rm -f "$AWS_ENV"
+"$VENV/bin/python" "$ROOT/scripts/run-lambda-aws.py" --invoke-port "$PORT" \
+  --dynamodb-port "$DYNAMODB_PORT" --env-file "$AWS_ENV" &
+AWS_PID=$!
+for _ in $(seq 1 300); do
+  [[ -s "$AWS_ENV" ]] && break
+  kill -0 "$AWS_PID" 2>/dev/null || die "scripts/run-lambda-aws.py exited"
+  sleep 0.1
+done
+[[ -s "$AWS_ENV" ]] || die "scripts/run-lambda-aws.py did not start"
+while IFS='=' read -r name value; do
+  export "$name=$value"
+done <"$AWS_ENV"
+export WEBHOOKS_ALLOW_LOOPBACK=1
+
 echo "$RUN_ID" >"$ID_FILE"
 PETSTORE_RUN_LAMBDA="$RUN_ID" setsid "$VENV/bin/cargo-lambda" lambda watch \
   --invoke-address 127.0.0.1 --invoke-port "$PORT" --concurrency "$CONCURRENCY" --disable-cors "$@" &

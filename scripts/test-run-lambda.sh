@@ -12,6 +12,8 @@
 #   - the tests in tests/lambda.rs pass through it: a flow across both
 #     functions, unknown paths and methods answered as deployed, the exact
 #     limits, the exact stock and one Idempotency-Key raced across instances;
+#   - an order's webhook reaches a receiver on this machine through the
+#     real events and webhooks binaries (scripts/check-webhook-delivery.py);
 #   - the pre-traffic check passes through it, and fails a version without
 #     its DynamoDB and one that cannot read its indexes (DATA_LAYOUT=1:
 #     the keyed check alone) (scripts/test-pretraffic.sh);
@@ -39,9 +41,6 @@ BASE_URL="http://127.0.0.1:$PORT"
 # The origin whose pages may call this stack (the functions inherit it).
 CORS_ORIGIN="https://shop.example.com"
 export ALLOWED_ORIGINS="$CORS_ORIGIN"
-# The events function, which the pre-traffic check invokes with an empty
-# batch (it publishes nothing), needs a bus name to start.
-export EVENT_BUS_NAME="petstore-local"
 ID_FILE="$ROOT/.local/run-lambda-$PORT.id"
 
 mkdir -p "$(dirname "$LOG")"
@@ -192,6 +191,15 @@ pets="$(instances pets)" store="$(instances store)"
 ((pets >= 2 && store >= 2 && pets <= CONCURRENCY && store <= CONCURRENCY)) \
   || fail "$pets pets and $store store instances (expected 2 to $CONCURRENCY each)"
 step "tests/lambda.rs passed on $pets pets and $store store instances"
+
+# A webhook through the real binaries: a demo customer's receiver on this
+# machine gets its order's order.placed, signed, by way of the stream, the
+# events function, EventBridge and both queues (scripts/run-lambda-aws.py).
+customer_key="$(awk '$1 == "customer" && $2 == "pro" { print $3; exit }' "$LOG")"
+[[ -n "$customer_key" ]] || fail "no demo customer key in the stack's log"
+webhook="$("$VENV/bin/python" "$ROOT/scripts/check-webhook-delivery.py" --base-url "$BASE_URL" \
+  --staff-key "$KEY" --customer-key "$customer_key")" || fail "a webhook through the real binaries"
+step "webhooks: $webhook"
 
 # The pre-traffic check through Lambda's Invoke API, as the CodeDeploy hook
 # sends a new version its requests; and a version that fails it.

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""One order's webhook from end to end on a running local stack, as a caller
+sees it: a customer registers a receiver on this machine for `order.placed`,
+places an order, and the receiver (scripts/webhook-receiver.py, which
+verifies with the Standard Webhooks Python library) gets the event, signed
+with the secret the registration answered; the endpoint's deliveries list
+shows it delivered.
+
+    check-webhook-delivery.py --base-url URL --staff-key KEY --customer-key KEY
+
+The staff key makes a pet in stock to order. Exits 0 and prints the delay
+from the order's answer to the receiver's request; exits 1 naming what
+failed. `make test` runs it on `make run-lambda`'s stack
+(scripts/test-run-lambda.sh), where the path is the real binaries': the
+stream to `events`, EventBridge and SQS (scripts/run-lambda-aws.py), the
+fan-out and the attempt in `webhooks`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+from queue import Empty, Queue
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def call(base: str, key: str, method: str, path: str, body: dict | None = None) -> Any:
+    request = urllib.request.Request(
+        base + path,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"x-api-key": key, "content-type": "application/json"},
+        method=method,
+    )
+    # cargo lambda watch answers a rare 500 while it recycles an instance.
+    for attempt in range(5):
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as error:
+            text = error.read().decode(errors="replace")
+            if error.code != 500 or attempt == 4:
+                sys.exit(f"webhook check: {method} {path}: {error.code} {text}")
+        time.sleep(1)
+    raise AssertionError("unreachable")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base-url", required=True)
+    parser.add_argument("--staff-key", required=True)
+    parser.add_argument("--customer-key", required=True)
+    parser.add_argument("--timeout", type=float, default=60)
+    args = parser.parse_args()
+    base, staff, customer = args.base_url.rstrip("/"), args.staff_key, args.customer_key
+
+    category = call(base, staff, "POST", "/categories", {"name": f"webhook-check-{uuid.uuid4().hex[:8]}"})
+    pet = call(base, staff, "POST", "/pets", {"name": "Hook", "categoryId": category["id"], "status": "available"})
+    call(base, staff, "PUT", f"/store/inventory/{pet['id']}", {"quantity": 1})
+
+    port = free_port()
+    endpoint = call(
+        base, customer, "POST", "/webhooks", {"url": f"http://127.0.0.1:{port}/hooks", "events": ["order.placed"]}
+    )
+    receiver = subprocess.Popen(
+        [sys.executable, str(ROOT / "scripts/webhook-receiver.py"), "--port", str(port), "--secret", endpoint["secret"]],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    lines: Queue[str] = Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in receiver.stdout], daemon=True).start()
+    try:
+        if not lines.get(timeout=10).startswith("listening"):
+            sys.exit("webhook check: the receiver did not start")
+        order = call(base, customer, "POST", "/store/orders", {"petId": pet["id"], "quantity": 1})
+        placed_at = time.monotonic()
+        while True:
+            left = args.timeout - (time.monotonic() - placed_at)
+            try:
+                line = json.loads(lines.get(timeout=max(left, 0.01)))
+            except Empty:
+                sys.exit(f"webhook check: order {order['id']}'s order.placed did not arrive within {args.timeout:.0f} s")
+            payload = json.loads(line["body"])
+            if payload.get("type") == "order.placed" and payload["data"]["order"]["id"] == order["id"]:
+                break
+        delay = time.monotonic() - placed_at
+        if line["verified"] != [True]:
+            sys.exit(f"webhook check: the delivery's signature did not verify: {line}")
+        for _ in range(20):
+            deliveries = call(base, customer, "GET", f"/webhooks/{endpoint['id']}/deliveries")
+            states = [d["state"] for d in deliveries if d["eventId"] == line["webhookId"]]
+            if states == ["delivered"]:
+                break
+            time.sleep(0.5)
+        else:
+            sys.exit(f"webhook check: the deliveries list does not show the delivery delivered: {deliveries}")
+        print(f"order.placed for order {order['id']} arrived {delay:.2f} s after the order's answer, verified")
+    finally:
+        receiver.terminate()
+        receiver.wait()
+        call(base, customer, "DELETE", f"/webhooks/{endpoint['id']}")
+
+
+if __name__ == "__main__":
+    main()
