@@ -17,7 +17,7 @@ use std::time::Duration;
 /// Every function in `functions` whose bootstrap is in `release`, `spawns`
 /// times each, written to `out`'s [`COLD_START_FILE`].
 pub async fn measure_all(
-    functions: &[Function],
+    functions: &[&Function],
     release: &Path,
     out: &Path,
     dynamodb_url: &str,
@@ -26,7 +26,7 @@ pub async fn measure_all(
     let spawns = petstore_bench::env_or("BENCH_COLD_SPAWNS", 30);
     let memory_mb = petstore_bench::env_or("BENCH_MEMORY_MB", 128);
     let mut cold_starts = Vec::new();
-    for function in functions {
+    for &function in functions {
         let bootstrap = release.join(function.name);
         if !bootstrap.is_file() {
             continue;

@@ -14,7 +14,14 @@ use tokio::process::Command;
 /// A function, as the template deploys it, and what its cold starts answer.
 pub struct Function {
     pub name: &'static str,
+    /// Its rows' label: the name, or the name and how its event differs.
+    pub label: &'static str,
     pub event: Event,
+    /// Whether the event carries the run's key. Without one, the source
+    /// address is counted and a route that needs a key answers 401 after
+    /// that one count: the least a counted request can make, one
+    /// `UpdateItem` where the floor makes one `GetItem`.
+    pub keyed: bool,
     /// Its own environment beyond Lambda's, as the template sets it.
     pub env: &'static [(&'static str, &'static str)],
 }
