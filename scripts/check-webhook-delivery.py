@@ -4,7 +4,10 @@ sees it: a customer registers a receiver on this machine for `order.placed`,
 places an order, and the receiver (scripts/webhook-receiver.py, which
 verifies with the Standard Webhooks Python library) gets the event, signed
 with the secret the registration answered; the endpoint's deliveries list
-shows it delivered.
+shows it delivered. With --fail-first N the receiver answers 500 N times
+first: the same event (the same `webhook-id`) comes N + 1 times, each signed,
+and the list shows N + 1 attempts (keep the stack's WEBHOOK_RETRY_SCHEDULE
+short for this).
 
     check-webhook-delivery.py --base-url URL --staff-key KEY --customer-key KEY
 
@@ -66,6 +69,7 @@ def main() -> None:
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--staff-key", required=True)
     parser.add_argument("--customer-key", required=True)
+    parser.add_argument("--fail-first", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=60)
     args = parser.parse_args()
     base, staff, customer = args.base_url.rstrip("/"), args.staff_key, args.customer_key
@@ -79,7 +83,8 @@ def main() -> None:
         base, customer, "POST", "/webhooks", {"url": f"http://127.0.0.1:{port}/hooks", "events": ["order.placed"]}
     )
     receiver = subprocess.Popen(
-        [sys.executable, str(ROOT / "scripts/webhook-receiver.py"), "--port", str(port), "--secret", endpoint["secret"]],
+        [sys.executable, str(ROOT / "scripts/webhook-receiver.py"), "--port", str(port), "--secret", endpoint["secret"],
+         "--answers", ",".join(["500"] * args.fail_first + ["200"])],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -90,27 +95,35 @@ def main() -> None:
             sys.exit("webhook check: the receiver did not start")
         order = call(base, customer, "POST", "/store/orders", {"petId": pet["id"], "quantity": 1})
         placed_at = time.monotonic()
-        while True:
+        attempts = []
+        while len(attempts) < args.fail_first + 1:
             left = args.timeout - (time.monotonic() - placed_at)
             try:
                 line = json.loads(lines.get(timeout=max(left, 0.01)))
             except Empty:
-                sys.exit(f"webhook check: order {order['id']}'s order.placed did not arrive within {args.timeout:.0f} s")
+                sys.exit(f"webhook check: order {order['id']}'s order.placed came {len(attempts)} times "
+                         f"within {args.timeout:.0f} s, not {args.fail_first + 1}")
             payload = json.loads(line["body"])
             if payload.get("type") == "order.placed" and payload["data"]["order"]["id"] == order["id"]:
-                break
-        delay = time.monotonic() - placed_at
-        if line["verified"] != [True]:
-            sys.exit(f"webhook check: the delivery's signature did not verify: {line}")
+                attempts.append(line)
+                if len(attempts) == 1:
+                    delay = time.monotonic() - placed_at
+        if any(a["verified"] != [True] for a in attempts):
+            sys.exit(f"webhook check: an attempt's signature did not verify: {attempts}")
+        if len({a["webhookId"] for a in attempts}) != 1:
+            sys.exit(f"webhook check: the attempts carry different webhook-ids: {attempts}")
+        event_id = attempts[0]["webhookId"]
         for _ in range(20):
             deliveries = call(base, customer, "GET", f"/webhooks/{endpoint['id']}/deliveries")
-            states = [d["state"] for d in deliveries if d["eventId"] == line["webhookId"]]
-            if states == ["delivered"]:
+            shown = [(d["state"], d["attemptCount"]) for d in deliveries if d["eventId"] == event_id]
+            if shown == [("delivered", len(attempts))]:
                 break
             time.sleep(0.5)
         else:
-            sys.exit(f"webhook check: the deliveries list does not show the delivery delivered: {deliveries}")
-        print(f"order.placed for order {order['id']} arrived {delay:.2f} s after the order's answer, verified")
+            sys.exit(f"webhook check: the deliveries list does not show the delivery delivered after "
+                     f"{len(attempts)} attempts: {deliveries}")
+        print(f"order.placed for order {order['id']} arrived {delay:.2f} s after the order's answer, "
+              f"{len(attempts)} attempt(s) with one webhook-id, each verified")
     finally:
         receiver.terminate()
         receiver.wait()

@@ -132,7 +132,7 @@ struct Recorder {
 #[derive(Serialize)]
 struct Call<'a> {
     caller: Option<Caller>,
-    /// The IAM service prefix's API: `dynamodb`, `dynamodbstreams`, `events`.
+    /// The IAM service prefix's API: `dynamodb`, `dynamodbstreams`, `events`, `sqs`.
     service: &'a str,
     operation: &'a str,
     targets: Vec<Target>,
@@ -154,6 +154,9 @@ struct Target {
     stream: Option<Named>,
     #[serde(skip_serializing_if = "Option::is_none")]
     bus: Option<Named>,
+    /// A queue, by the `QueueUrl` the request names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    queue: Option<Named>,
     /// The partition key values (`dynamodb:LeadingKeys`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     leading_keys: Vec<String>,
@@ -197,15 +200,23 @@ impl Intercept for RecordCalls {
     }
 }
 
+/// The IAM service prefix and the operation a request's `X-Amz-Target`
+/// names (`DynamoDB_20120810.GetItem`: `dynamodb`, `GetItem`).
+fn service_and_operation(amz_target: &str) -> (&str, &str) {
+    let (prefix, operation) = amz_target.split_once('.').unwrap_or(("", amz_target));
+    let service = match prefix {
+        p if p.starts_with("DynamoDBStreams") => "dynamodbstreams",
+        p if p.starts_with("DynamoDB") => "dynamodb",
+        "AWSEvents" => "events",
+        "AmazonSQS" => "sqs",
+        other => other,
+    };
+    (service, operation)
+}
+
 impl Recorder {
     fn record(&self, amz_target: &str, body: &Value) {
-        let (prefix, operation) = amz_target.split_once('.').unwrap_or(("", amz_target));
-        let service = match prefix {
-            p if p.starts_with("DynamoDBStreams") => "dynamodbstreams",
-            p if p.starts_with("DynamoDB") => "dynamodb",
-            "AWSEvents" => "events",
-            other => other,
-        };
+        let (service, operation) = service_and_operation(amz_target);
         let call = Call {
             caller: CALLER.try_with(Caller::clone).ok(),
             service,
@@ -283,6 +294,10 @@ impl Recorder {
                 }]
             }
             ("events", "PutEvents") => self.put_events_targets(body),
+            ("sqs", _) => vec![Target {
+                queue: str_of(body, "QueueUrl").map(|url| self.named(&url)),
+                ..Target::default()
+            }],
             _ => Vec::new(),
         }
     }
@@ -375,9 +390,14 @@ mod tests {
         Recorder {
             path: PathBuf::new(),
             seen: Mutex::default(),
-            names: Mutex::new(HashMap::from([("t-1".into(), "TABLE_NAME".into())])),
+            names: Mutex::new(HashMap::from([
+                ("t-1".into(), "TABLE_NAME".into()),
+                (QUEUE.into(), "WEBHOOK_QUEUE_URL".into()),
+            ])),
         }
     }
+
+    const QUEUE: &str = "https://sqs.us-east-1.amazonaws.com/123456789012/deliveries";
 
     fn targets(service: &str, operation: &str, body: Value) -> Value {
         serde_json::to_value(recorder().targets(service, operation, &body)).unwrap_or_default()
@@ -430,6 +450,20 @@ mod tests {
                 json!({"StreamArn": arn})
             ),
             json!([{"stream": {"name": arn, "variable": "TABLE_NAME"}}])
+        );
+    }
+
+    #[test]
+    fn a_queue_call_is_recorded_as_sqs_with_the_variable_that_named_its_queue() {
+        let (service, operation) = service_and_operation("AmazonSQS.SendMessageBatch");
+        assert_eq!((service, operation), ("sqs", "SendMessageBatch"));
+        assert_eq!(
+            targets(
+                service,
+                operation,
+                json!({"QueueUrl": QUEUE, "Entries": []})
+            ),
+            json!([{"queue": {"name": QUEUE, "variable": "WEBHOOK_QUEUE_URL"}}])
         );
     }
 }
