@@ -52,12 +52,15 @@ pub fn copied(kind: Kind) -> bool {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Copied {
     pub items: u64,
+    /// By the kind's SK, up to its first `#` (`DELIVERY`, not one line per
+    /// event: `DELIVERY#<eventId>`).
     pub left_out: BTreeMap<String, u64>,
 }
 
 impl Copied {
     fn leave_out(&mut self, item: &Item) {
-        let kind = text(item, "SK").unwrap_or("?").to_string();
+        let sk = text(item, "SK").unwrap_or("?");
+        let kind = sk.split('#').next().unwrap_or(sk).to_string();
         *self.left_out.entry(kind).or_default() += 1;
     }
 
