@@ -36,8 +36,8 @@ pub async fn assert_sound(app: &TestApp) {
 
 /// A store with one of everything: a category, a pet without orders, a pet
 /// with an open and a complete order, API keys, an idempotency record.
-struct Store {
-    app: TestApp,
+pub(super) struct Store {
+    pub(super) app: TestApp,
     category: u64,
     spare: u64,
     pet: u64,
@@ -46,7 +46,7 @@ struct Store {
 }
 
 impl Store {
-    async fn new() -> Store {
+    pub(super) async fn new() -> Store {
         let app = TestApp::spawn().await;
         let category = app.create_category("Dogs").await;
         let spare = app.create_pet("Spare", category, "available").await;
@@ -76,16 +76,16 @@ impl Store {
         }
     }
 
-    fn client(&self) -> &aws_sdk_dynamodb::Client {
+    pub(super) fn client(&self) -> &aws_sdk_dynamodb::Client {
         self.app.app.db.client()
     }
 
-    fn table(&self) -> &str {
+    pub(super) fn table(&self) -> &str {
         self.app.app.db.table()
     }
 
     /// The item with this key, as stored.
-    async fn item(&self, pk: &str, sk: &str) -> HashMap<String, AttributeValue> {
+    pub(super) async fn item(&self, pk: &str, sk: &str) -> HashMap<String, AttributeValue> {
         let out = self
             .client()
             .get_item()
@@ -99,7 +99,7 @@ impl Store {
         out.item.expect("the item exists")
     }
 
-    async fn put(&self, item: HashMap<String, AttributeValue>) {
+    pub(super) async fn put(&self, item: HashMap<String, AttributeValue>) {
         self.client()
             .put_item()
             .table_name(self.table())
@@ -110,7 +110,7 @@ impl Store {
     }
 
     /// Sets (or with `None` removes) one attribute of an item, unconditionally.
-    async fn set(&self, pk: &str, sk: &str, name: &str, value: Option<AttributeValue>) {
+    pub(super) async fn set(&self, pk: &str, sk: &str, name: &str, value: Option<AttributeValue>) {
         let request = self
             .client()
             .update_item()
@@ -127,7 +127,7 @@ impl Store {
         request.send().await.expect("update");
     }
 
-    async fn delete(&self, pk: &str, sk: &str) {
+    pub(super) async fn delete(&self, pk: &str, sk: &str) {
         self.client()
             .delete_item()
             .table_name(self.table())
@@ -140,7 +140,7 @@ impl Store {
 
     /// Sets one attribute (`pk`, `sk`, name, value) and asserts that a
     /// check then reports `invariant` broken on `on`.
-    async fn reported_after_setting(
+    pub(super) async fn reported_after_setting(
         &self,
         (pk, sk, name, value): (&str, &str, &str, Option<AttributeValue>),
         (invariant, on): (&str, &str),
@@ -150,7 +150,7 @@ impl Store {
     }
 
     /// Asserts that a check reports `invariant` broken on the item `pk`.
-    async fn assert_reported(&self, invariant: &str, pk: &str) {
+    pub(super) async fn assert_reported(&self, invariant: &str, pk: &str) {
         let report = check(&self.app).await;
         assert!(
             report
@@ -163,11 +163,11 @@ impl Store {
     }
 }
 
-fn s(value: impl Into<String>) -> AttributeValue {
+pub(super) fn s(value: impl Into<String>) -> AttributeValue {
     AttributeValue::S(value.into())
 }
 
-fn n(value: i64) -> AttributeValue {
+pub(super) fn n(value: i64) -> AttributeValue {
     AttributeValue::N(value.to_string())
 }
 
@@ -489,20 +489,41 @@ async fn two_items_of_one_api_key() {
         .await;
 }
 
-/// Every invariant has its test here: adding one without breaking it in a
-/// test fails this.
+/// Every invariant has its test here or in `webhooks.rs`: adding one
+/// without breaking it in a test fails this.
 #[test]
 fn every_invariant_is_broken_by_a_test() {
-    let tests = include_str!("check.rs");
+    let tests = [include_str!("check.rs"), include_str!("webhooks.rs")].concat();
     for invariant in INVARIANTS {
         // `assert_reported("name", ...)` or `reported_after_setting(.., ("name", ...))`.
         let call = format!("(\"{}\"", invariant.name);
         assert!(
             tests.contains(&call),
-            "no test breaks {}: add one to tests/data/check.rs",
+            "no test breaks {}: add one to tests/data/check.rs (webhooks.rs for a webhook item's)",
             invariant.name
         );
     }
+}
+
+/// docs/data.md's table of invariants, the page an operator reads when a
+/// check fails, lists exactly the invariants `INVARIANTS` holds.
+#[test]
+fn every_invariant_is_in_the_docs() {
+    let docs = include_str!("../../docs/data.md");
+    let table = docs
+        .split("| Invariant | What it says |")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .unwrap_or_default();
+    let documented: std::collections::BTreeSet<&str> = table
+        .lines()
+        .filter_map(|row| row.strip_prefix("| `")?.split('`').next())
+        .collect();
+    let held: std::collections::BTreeSet<&str> = INVARIANTS.iter().map(|i| i.name).collect();
+    assert_eq!(
+        documented, held,
+        "docs/data.md's table of invariants (left) against INVARIANTS (right)"
+    );
 }
 
 /// Not a check: how fast `data check` reads, on this DynamoDB Local.

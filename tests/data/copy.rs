@@ -1,8 +1,9 @@
 //! `data export` then `data import`: a stage's catalogue and orders arrive
 //! in another stage's table as they were, sound under its shard counts,
-//! served by its API; its keys and idempotency records stay behind.
+//! served by its API; its keys, idempotency records and webhooks stay behind.
 
 use super::check::{assert_sound, check};
+use super::webhooks::Webhooks;
 use crate::helpers::TestApp;
 use crate::idempotency::send_keyed;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -183,4 +184,27 @@ async fn an_import_into_a_table_holding_data_is_refused_before_any_write() {
     let error = refused.expect_err("refused").to_string();
     assert!(error.contains("holds data already"), "{error}");
     assert_eq!(items(&dev).await, before);
+}
+
+#[tokio::test]
+async fn an_export_leaves_the_webhooks_and_their_secrets_behind() {
+    let hooks = Webhooks::new().await;
+    let (lines, exported) = exported_with_summary(&hooks.store.app).await;
+    let left_out = |kind: &str| exported.left_out.get(kind).copied();
+    assert_eq!(left_out("ENDPOINT"), Some(2), "{exported:?}");
+    assert_eq!(left_out("WEBHOOKS"), Some(2), "the owners' counts");
+    assert_eq!(left_out("DELIVERY"), Some(3), "one line for every delivery");
+    assert_eq!(left_out("SLOT"), Some(1), "{exported:?}");
+    let text = String::from_utf8_lossy(&lines);
+    assert!(!text.contains("WEBHOOK"), "no webhook item is exported");
+    let secret_prefix = petstore::webhooks::sign::SECRET_PREFIX;
+    assert!(!text.contains(secret_prefix), "no signing secret leaves");
+    let dev = TestApp::spawn().await;
+    let copy = import_into(&dev, &lines).await.expect("imported");
+    assert_eq!(copy.items, exported.items);
+    assert!(items(&dev)
+        .await
+        .keys()
+        .all(|(pk, _)| !pk.starts_with("WEBHOOK")));
+    assert_sound(&dev).await;
 }

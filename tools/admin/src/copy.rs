@@ -6,8 +6,9 @@
 //! open-order counts), categories, their name claims, and orders. What is a
 //! stage's own is not ([`copied`]): API keys (a production key must never
 //! open a development stage), idempotency records (answers to another
-//! stage's callers, expiring within a day), and the rate-limit table (its
-//! counters and bans are another table, never read). An import writes each
+//! stage's callers, expiring within a day), webhooks (endpoints belong to
+//! keys, and hold signing secrets), and the rate-limit table (its counters
+//! and bans are another table, never read). An import writes each
 //! item under the target's shard counts (an index key's shard is recomputed:
 //! stages may shard their lists differently), only into a table holding
 //! none of the copied kinds, each put conditional on its key being free.
@@ -25,6 +26,15 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 
 /// Whether items of `kind` are copied from one stage to another.
+///
+/// No webhook item is. An endpoint belongs to the API key that registered
+/// it, and keys are never copied: in the target it would be owned by no
+/// key, counted against no cap, and would call a production receiver with
+/// the target's events. Its signing secrets must never leave their stage:
+/// whoever reads the copy could sign as the service. Its owner's count stays
+/// with the endpoints it counts. Deliveries and slots are the stage's own
+/// work (what its queue attempted, its leases in flight), and name
+/// endpoints the target does not have.
 pub fn copied(kind: Kind) -> bool {
     match kind {
         // A key's hold count goes with the orders it counts.
@@ -32,6 +42,9 @@ pub fn copied(kind: Kind) -> bool {
         // A backfill's progress is its own table's (the other runs its own,
         // which finds nothing left to do).
         Kind::ApiKey | Kind::Idempotency | Kind::Migration | Kind::Unknown => false,
+        Kind::WebhookEndpoint | Kind::WebhookCount | Kind::WebhookDelivery | Kind::DeliverySlot => {
+            false
+        }
     }
 }
 
@@ -39,12 +52,15 @@ pub fn copied(kind: Kind) -> bool {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Copied {
     pub items: u64,
+    /// By the kind's SK, up to its first `#` (`DELIVERY`, not one line per
+    /// event: `DELIVERY#<eventId>`).
     pub left_out: BTreeMap<String, u64>,
 }
 
 impl Copied {
     fn leave_out(&mut self, item: &Item) {
-        let kind = text(item, "SK").unwrap_or("?").to_string();
+        let sk = text(item, "SK").unwrap_or("?");
+        let kind = sk.split('#').next().unwrap_or(sk).to_string();
         *self.left_out.entry(kind).or_default() += 1;
     }
 

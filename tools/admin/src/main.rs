@@ -31,7 +31,7 @@
 //! summary line (`items`, `broken`, `seconds`, `itemsPerSecond`); its exit
 //! status is 0 only when nothing is broken. `data export` writes the
 //! stage's pets, categories, name claims and orders as JSON lines (never its
-//! API keys or idempotency records), and `data import` puts them into
+//! API keys, idempotency records, webhooks), and `data import` puts them into
 //! another stage's empty table under its shard counts; both print a summary
 //! (`items`, `leftOut`), export's on stderr (docs/data.md). `data restore`
 //! restores a backup or a point in time into a new table and gives it the

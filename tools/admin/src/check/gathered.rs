@@ -1,7 +1,7 @@
 //! The facts the table invariants need across items, gathered as the scan
-//! passes each one: a few numbers per pet, category, claim and key, and the
-//! ids of the incomplete orders (not the items: 10 million of them would not
-//! fit in memory).
+//! passes each one: a few numbers per pet, category, claim, key and webhook
+//! owner, and the ids of the incomplete orders (not the items: 10 million of
+//! them would not fit in memory).
 
 use super::item::{Finding, Kind, Scanned, Whole};
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -42,6 +42,11 @@ pub struct Gathered {
     /// Of those, the ones without a lapse time: placed before holds were
     /// counted, and not given theirs by migration 0001's holds backfill.
     pub uncounted_by: HashMap<u64, u64>,
+    /// Each key identity's stored count of webhook endpoints
+    /// (`WEBHOOKOWNER#<ownerId>`, `endpoints`).
+    pub webhook_counts: HashMap<u64, Whole>,
+    /// How many webhook endpoints each key identity owns.
+    pub endpoints_of: HashMap<u64, u64>,
 }
 
 impl Gathered {
@@ -68,7 +73,21 @@ impl Gathered {
                     self.holds.insert(owner, s.whole("openOrders"));
                 }
             }
-            Kind::Idempotency | Kind::Migration | Kind::Unknown => {}
+            Kind::WebhookEndpoint => {
+                if let Some(owner) = s.whole("ownerId").non_negative() {
+                    *self.endpoints_of.entry(owner).or_default() += 1;
+                }
+            }
+            Kind::WebhookCount => {
+                if let Some(owner) = s.pk_number("WEBHOOKOWNER#") {
+                    self.webhook_counts.insert(owner, s.whole("endpoints"));
+                }
+            }
+            Kind::Idempotency
+            | Kind::Migration
+            | Kind::WebhookDelivery
+            | Kind::DeliverySlot
+            | Kind::Unknown => {}
         }
     }
 

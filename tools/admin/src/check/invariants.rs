@@ -11,7 +11,8 @@
 //! reported (`docs/data.md`, "Adding an invariant").
 
 use super::gathered::Gathered;
-use super::item::{in_some_shard, Finding, Kind, Scanned, Whole};
+use super::item::{in_some_shard, problems, Finding, Kind, Scanned, Whole};
+use super::webhooks;
 use petstore::db::categories::StoredCategory;
 use petstore::db::orders::StoredOrder;
 use petstore::db::pets::StoredPet;
@@ -36,16 +37,19 @@ pub struct Invariant {
 /// Every invariant the service's writes keep.
 pub const INVARIANTS: &[Invariant] = &[
     Invariant { name: "known-kind", says: "every item is a known record: its SK names a kind and its PK has that kind's prefix", rule: Rule::Item(known_kind) },
-    Invariant { name: "key-names-id", says: "a pet's, order's or category's PK is its kind's prefix and its id, a valid id (1 to 2^53-1)", rule: Rule::Item(key_names_id) },
-    Invariant { name: "reads-as-record", says: "a pet, order or category item reads as its record (the service can serve it)", rule: Rule::Item(reads_as_record) },
+    Invariant { name: "key-names-id", says: "a pet's, order's, category's or webhook endpoint's PK is its kind's prefix and its id, a valid id (1 to 2^53-1)", rule: Rule::Item(key_names_id) },
+    Invariant { name: "reads-as-record", says: "a pet, order, category, webhook endpoint or delivery item reads as its record (the service can serve it; an endpoint and a delivery as both the API and the delivery handler read them)", rule: Rule::Item(reads_as_record) },
     Invariant { name: "stock-not-negative", says: "a pet's stock is a whole number, never below 0", rule: Rule::Item(stock_not_negative) },
     Invariant { name: "open-orders-not-negative", says: "a pet's open-order count is a whole number, never below 0", rule: Rule::Item(open_orders_not_negative) },
     Invariant { name: "pet-index-keys", says: "a pet is in the all-pets list (GSI1) and its status's list (GSI2) under its shard, its category's list (GSI3), and the inventory index (GSI5PK = PK); in no owner list", rule: Rule::Item(pet_index_keys) },
     Invariant { name: "order-index-keys", says: "an order is in the all-orders list (GSI1) and its completion's list (GSI2) under its shard, its pet's list (GSI3), its owner's list (GSI4) exactly when it has an owner; not in the inventory", rule: Rule::Item(order_index_keys) },
     Invariant { name: "category-index-keys", says: "a category is in the all-categories list (GSI1) under its shard, and in no other index", rule: Rule::Item(category_index_keys) },
-    Invariant { name: "unlisted-kinds", says: "name claims, idempotency records and hold counts are in no index; an API key only in the key list (GSI1PK = APIKEY; a short-lived one, with an expiresAt, in none) with a whole-number id", rule: Rule::Item(unlisted_kinds) },
+    Invariant { name: "unlisted-kinds", says: "name claims, idempotency records, hold counts, backfill progress, webhook endpoint counts and delivery slots are in no index; an API key only in the key list (GSI1PK = APIKEY; a short-lived one, with an expiresAt, in none) with a whole-number id", rule: Rule::Item(unlisted_kinds) },
     Invariant { name: "complete-order-shipped", says: "a complete order has a shipDate (completing sets it)", rule: Rule::Item(complete_order_shipped) },
     Invariant { name: "idempotency-record-expires", says: "an idempotency record has its expiry (expiresAt, the TTL attribute)", rule: Rule::Item(idempotency_record_expires) },
+    Invariant { name: "webhook-endpoint-index-keys", says: "a webhook endpoint is in every endpoint's list (GSI1PK = WEBHOOK), its owner's (GSI4PK = WEBHOOKOWNER#<ownerId>), the staff endpoints' (GSI2PK = WEBHOOKSTAFF) exactly when its ownerRole is staff, and no other index", rule: Rule::Item(webhooks::endpoint_index_keys) },
+    Invariant { name: "webhook-delivery-index-keys", says: "a webhook delivery is in its endpoint's deliveries (GSI3PK = WEBHOOKDELIVERY#<the id its PK names>, sorted by its whole-number id) and no other index, its webhookId and eventId those its key names; its endpoint may be gone (a deleted endpoint's deliveries stay until they expire)", rule: Rule::Item(webhooks::delivery_index_keys) },
+    Invariant { name: "webhook-items-expire", says: "a webhook delivery and a delivery slot have their expiry (expiresAt, the TTL attribute): a delivery goes 30 days after its last change, a deleted endpoint's slots a day after their lease", rule: Rule::Item(webhooks::items_expire) },
     Invariant { name: "open-orders-counted", says: "a pet's open-order count equals its incomplete orders", rule: Rule::Table(open_orders_counted) },
     Invariant { name: "open-order-pet-known", says: "an incomplete order's pet exists (a pet with incomplete orders cannot be deleted; complete orders may outlive it)", rule: Rule::Table(open_order_pet_known) },
     Invariant { name: "pet-category-known", says: "a pet's category exists", rule: Rule::Table(pet_category_known) },
@@ -54,12 +58,8 @@ pub const INVARIANTS: &[Invariant] = &[
     Invariant { name: "name-claim-current", says: "a name claim names an existing category whose name folds to the claimed name", rule: Rule::Table(name_claim_current) },
     Invariant { name: "holds-counted", says: "a key identity's hold count (HOLDS#<keyId>, openOrders) equals its incomplete orders, each of which carries a lapse time (orders placed before holds were counted get theirs from migration 0001's holds backfill)", rule: Rule::Table(holds_counted) },
     Invariant { name: "api-key-id-unique", says: "no two API key items share a key id (a rotation replaces the item)", rule: Rule::Table(api_key_id_unique) },
+    Invariant { name: "webhook-endpoints-counted", says: "a key identity's webhook endpoint count (WEBHOOKOWNER#<ownerId>, endpoints) equals the endpoints it owns, and one that owns endpoints has its count: its plan's cap is exact only so", rule: Rule::Table(webhooks::endpoints_counted) },
 ];
-
-/// Problems joined into one, or none.
-fn problems(list: Vec<String>) -> Option<String> {
-    (!list.is_empty()).then(|| list.join("; "))
-}
 
 fn known_kind(s: &Scanned) -> Option<String> {
     match s.kind.pk_prefix() {
@@ -74,7 +74,7 @@ fn known_kind(s: &Scanned) -> Option<String> {
 
 fn key_names_id(s: &Scanned) -> Option<String> {
     let prefix = match s.kind {
-        Kind::Pet | Kind::Order | Kind::Category => s.kind.pk_prefix()?,
+        Kind::Pet | Kind::Order | Kind::Category | Kind::WebhookEndpoint => s.kind.pk_prefix()?,
         _ => return None,
     };
     match s.id() {
@@ -92,7 +92,7 @@ fn reads_as_record(s: &Scanned) -> Option<String> {
         Kind::Pet => serde_dynamo::from_item::<_, StoredPet>(item).map(drop),
         Kind::Order => serde_dynamo::from_item::<_, StoredOrder>(item).map(drop),
         Kind::Category => serde_dynamo::from_item::<_, StoredCategory>(item).map(drop),
-        _ => return None,
+        _ => return webhooks::unreadable(s),
     };
     read.err()
         .map(|e| format!("does not read as a {:?}: {e}", s.kind))
@@ -119,15 +119,6 @@ fn open_orders_not_negative(s: &Scanned) -> Option<String> {
     counter_of_pet(s, "openOrders")
 }
 
-/// `name` is `expected` (`None`: absent), or the problem.
-fn attribute_is(s: &Scanned, name: &str, expected: Option<&str>) -> Option<String> {
-    let actual = s.text(name);
-    (actual != expected).then(|| match expected {
-        Some(e) => format!("{name} is {actual:?}, should be {e}"),
-        None => format!("{name} is {actual:?}, should be absent"),
-    })
-}
-
 /// `name` is `id`'s key in the sharded list `list`, or the problem.
 fn sharded_is(s: &Scanned, name: &str, list: &str, id: u64, kind: Listed) -> Option<String> {
     let actual = s.text(name);
@@ -152,9 +143,9 @@ fn pet_index_keys(s: &Scanned) -> Option<String> {
                 id,
                 Listed::Pet,
             ),
-            attribute_is(s, "GSI3PK", Some(&format!("PET#CATEGORY#{category}"))),
-            attribute_is(s, "GSI4PK", None),
-            attribute_is(s, "GSI5PK", Some(s.pk())),
+            s.attribute_is("GSI3PK", Some(&format!("PET#CATEGORY#{category}"))),
+            s.attribute_is("GSI4PK", None),
+            s.attribute_is("GSI5PK", Some(s.pk())),
         ]
         .into_iter()
         .flatten()
@@ -178,9 +169,9 @@ fn order_index_keys(s: &Scanned) -> Option<String> {
         [
             sharded_is(s, "GSI1PK", "ORDER", id, Listed::Order),
             sharded_is(s, "GSI2PK", &completion_list, id, Listed::Order),
-            attribute_is(s, "GSI3PK", Some(&format!("ORDER#PET#{pet}"))),
-            attribute_is(s, "GSI4PK", owner_list.as_deref()),
-            attribute_is(s, "GSI5PK", None),
+            s.attribute_is("GSI3PK", Some(&format!("ORDER#PET#{pet}"))),
+            s.attribute_is("GSI4PK", owner_list.as_deref()),
+            s.attribute_is("GSI5PK", None),
         ]
         .into_iter()
         .flatten()
@@ -193,19 +184,20 @@ fn category_index_keys(s: &Scanned) -> Option<String> {
         return None;
     };
     let mut found = vec![sharded_is(s, "GSI1PK", "CATEGORY", id, Listed::Category)];
-    found.extend(["GSI2PK", "GSI3PK", "GSI4PK", "GSI5PK"].map(|g| attribute_is(s, g, None)));
+    found.extend(["GSI2PK", "GSI3PK", "GSI4PK", "GSI5PK"].map(|g| s.attribute_is(g, None)));
     problems(found.into_iter().flatten().collect())
 }
 
 fn unlisted_kinds(s: &Scanned) -> Option<String> {
     let in_key_list = match s.kind {
         Kind::NameClaim | Kind::Idempotency | Kind::Holds | Kind::Migration => None,
+        Kind::WebhookCount | Kind::DeliverySlot => None,
         // A short-lived key (the pre-traffic check's, with an expiresAt) is in none.
         Kind::ApiKey => (s.whole("expiresAt") == Whole::Absent).then_some("APIKEY"),
         _ => return None,
     };
-    let mut found = vec![attribute_is(s, "GSI1PK", in_key_list)];
-    found.extend(["GSI2PK", "GSI3PK", "GSI4PK", "GSI5PK"].map(|g| attribute_is(s, g, None)));
+    let mut found = vec![s.attribute_is("GSI1PK", in_key_list)];
+    found.extend(["GSI2PK", "GSI3PK", "GSI4PK", "GSI5PK"].map(|g| s.attribute_is(g, None)));
     if s.kind == Kind::ApiKey && s.id().is_none() {
         found.push(Some("an API key without a whole-number id".to_string()));
     }
@@ -222,14 +214,7 @@ fn complete_order_shipped(s: &Scanned) -> Option<String> {
 }
 
 fn idempotency_record_expires(s: &Scanned) -> Option<String> {
-    if s.kind != Kind::Idempotency {
-        return None;
-    }
-    match s.whole("expiresAt") {
-        Whole::Value(_) => None,
-        Whole::Absent => Some("no expiresAt: TTL never deletes it".to_string()),
-        Whole::Not(why) => Some(why),
-    }
+    (s.kind == Kind::Idempotency).then(|| s.expiry_problem())?
 }
 
 fn open_orders_counted(g: &Gathered) -> Vec<Finding> {

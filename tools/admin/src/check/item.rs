@@ -18,6 +18,15 @@ pub enum Kind {
     Holds,
     /// A migration's backfill progress (`SK` `BACKFILL#<name>`).
     Migration,
+    /// A webhook endpoint (`WEBHOOK#<id>`, `ENDPOINT`), holding its secrets.
+    WebhookEndpoint,
+    /// A key identity's count of its webhook endpoints
+    /// (`WEBHOOKOWNER#<ownerId>`, `WEBHOOKS`): its plan's cap, made exact.
+    WebhookCount,
+    /// One event's delivery to one endpoint (`WEBHOOK#<id>`, `DELIVERY#<eventId>`).
+    WebhookDelivery,
+    /// A lease on one of an endpoint's attempts in flight (`WEBHOOK#<id>`, `SLOT#<n>`).
+    DeliverySlot,
     Unknown,
 }
 
@@ -32,7 +41,11 @@ impl Kind {
             "APIKEY" => Kind::ApiKey,
             "IDEMPOTENCY" => Kind::Idempotency,
             "HOLDS" => Kind::Holds,
+            "ENDPOINT" => Kind::WebhookEndpoint,
+            "WEBHOOKS" => Kind::WebhookCount,
             _ if sk.starts_with("BACKFILL#") => Kind::Migration,
+            _ if sk.starts_with("DELIVERY#") => Kind::WebhookDelivery,
+            _ if sk.starts_with("SLOT#") => Kind::DeliverySlot,
             _ => Kind::Unknown,
         }
     }
@@ -48,6 +61,8 @@ impl Kind {
             Kind::Idempotency => Some("IDEMPOTENCY#"),
             Kind::Holds => Some("HOLDS#"),
             Kind::Migration => Some("MIGRATION#"),
+            Kind::WebhookEndpoint | Kind::WebhookDelivery | Kind::DeliverySlot => Some("WEBHOOK#"),
+            Kind::WebhookCount => Some("WEBHOOKOWNER#"),
             Kind::Unknown => None,
         }
     }
@@ -109,6 +124,35 @@ impl<'a> Scanned<'a> {
     pub fn id(&self) -> Option<u64> {
         self.whole("id").non_negative()
     }
+
+    /// The number its PK names after `prefix` (`WEBHOOK#<id>`), if it names one.
+    pub fn pk_number(&self, prefix: &str) -> Option<u64> {
+        self.pk().strip_prefix(prefix)?.parse().ok()
+    }
+
+    /// Why the item never expires, if it does not: its `expiresAt`, the
+    /// table's TTL attribute, is missing or no number.
+    pub fn expiry_problem(&self) -> Option<String> {
+        match self.whole("expiresAt") {
+            Whole::Value(_) => None,
+            Whole::Absent => Some("no expiresAt: TTL never deletes it".to_string()),
+            Whole::Not(why) => Some(why),
+        }
+    }
+
+    /// `name` is `expected` (`None`: absent), or the problem.
+    pub fn attribute_is(&self, name: &str, expected: Option<&str>) -> Option<String> {
+        let actual = self.text(name);
+        (actual != expected).then(|| match expected {
+            Some(e) => format!("{name} is {actual:?}, should be {e}"),
+            None => format!("{name} is {actual:?}, should be absent"),
+        })
+    }
+}
+
+/// Problems joined into one, or none.
+pub fn problems(list: Vec<String>) -> Option<String> {
+    (!list.is_empty()).then(|| list.join("; "))
 }
 
 /// A string attribute, if the item has one by that name.

@@ -12,6 +12,7 @@
 pub mod gathered;
 pub mod invariants;
 pub mod item;
+pub mod webhooks;
 
 use crate::scan::{scan_pages, BoxError, ScanOptions};
 use aws_sdk_dynamodb::Client;

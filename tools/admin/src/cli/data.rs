@@ -15,7 +15,7 @@ pub enum DataCommand {
     /// the service keeps (exit status 1 if any does).
     Check(CheckArgs),
     /// Write the table's pets, categories, name claims and orders as JSON
-    /// lines (not its API keys or idempotency records).
+    /// lines (not its API keys, idempotency records or webhooks).
     Export(ExportArgs),
     /// Put exported JSON lines into this stage's table, which must hold no data.
     Import(ImportArgs),
