@@ -1,12 +1,12 @@
-//! The endpoint and delivery items (the design's attribute names), as
-//! delivery reads and writes them.
+//! The endpoint and delivery items as delivery reads and writes them.
 //!
-//! Three functions here stand in for the webhooks-api branch's
+//! Who receives an event, whether an endpoint may be called, and the
+//! delivery's creation are the stored items' own modules'
 //! (`endpoints::deliverable`, `endpoints::subscribers`, `deliveries::create`):
-//! same item format, simplest access (`subscribers` scans, where the merge
-//! uses webhooks-api's index, and neither checks the owner's key for
-//! revocation). Recording attempts and the endpoint's failure state is this
-//! module's own, final code: conditional `UpdateItem`s on the item's key.
+//! the functions here call them and read their items in the form delivery
+//! works with ([`Endpoint`], [`Delivery`]), their errors as delivery's.
+//! Recording attempts and the endpoint's failure state is this module's:
+//! conditional `UpdateItem`s on the item's key.
 
 use super::DeliverError;
 use crate::webhooks::types::EventType;
