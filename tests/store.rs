@@ -423,9 +423,14 @@ async fn the_warm_up_of_a_cold_start_writes_nothing_and_counts_nothing() {
     );
 
     // When each Lambda function's init warms it up, its warm-up request included
+    let held = std::sync::Arc::new(petstore::webhooks::queue::HeldQueue::default());
     for (routes, read) in [
         (pets::routes(), "/pets?limit=20"),
         (store::routes(), "/store/inventory?limit=20"),
+        (
+            webhooks::routes(webhooks::Webhooks::from_env(held)),
+            "/webhooks?limit=20",
+        ),
     ] {
         let service = petstore::http::service(routes, app.app.clone());
         let status = petstore::warm_up::warm_up(&app.app, &service, read).await;

@@ -1,5 +1,6 @@
 //! The `webhooks` Lambda function: wiring only. Configuration, the DynamoDB
-//! and SQS clients are built once per cold start.
+//! and SQS clients are built, the connection opened and one list served,
+//! once per cold start, during init (see [`petstore::warm_up`]).
 //!
 //! One function serves three event sources: API Gateway (the HTTP API of
 //! contract section 9, through the shared wrapper around this function's
@@ -19,7 +20,10 @@ use webhooks::Webhooks;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
+    // The connection the first request uses is opened first, while the
+    // rest of init runs (petstore::warm_up), as the other API functions do.
     let app = petstore::App::from_env().await?;
+    let warm_up = petstore::warm_up::start(&app);
     petstore::telemetry::init();
     let app = app.with_metrics(petstore::metrics::Emitter::stdout("webhooks"));
     let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
@@ -39,6 +43,8 @@ async fn main() -> Result<(), lambda_http::Error> {
         None => Arc::new(HeldQueue::default()),
     };
     let service = petstore::http::service(webhooks::routes(Webhooks::from_env(deliveries)), app);
+    // Its most frequent read: a customer's own endpoints (one index query).
+    warm_up.finish(&service, "/webhooks?limit=20").await;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         // The router is an `Arc` inside: an adapter per invocation is a clone.
         let (queue_side, http) = (queue_side.clone(), Adapter::from(service.clone()));

@@ -42,7 +42,7 @@ use tls::TlsProxy;
 
 /// The functions measured, each from `target/release/<name>`: a new function
 /// is an entry here.
-const FUNCTIONS: [Function; 4] = [
+const FUNCTIONS: [Function; 5] = [
     Function {
         name: "pets",
         label: "pets",
@@ -60,6 +60,18 @@ const FUNCTIONS: [Function; 4] = [
         event: Event::Http {
             method: "GET",
             path: "/store/inventory",
+            query: "limit=20",
+        },
+        keyed: true,
+        env: &[],
+    },
+    // Its HTTP side (without WEBHOOK_QUEUE_URL it serves the API alone).
+    Function {
+        name: "webhooks",
+        label: "webhooks",
+        event: Event::Http {
+            method: "GET",
+            path: "/webhooks",
             query: "limit=20",
         },
         keyed: true,
