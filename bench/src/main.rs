@@ -16,8 +16,8 @@ use petstore_bench::results::{
 };
 use petstore_bench::webhook_results::Webhooks;
 use petstore_bench::{
-    abuse, api_key, calls, cost, env_or, machine, quotas, report, sizes, targets, webhook_cost,
-    webhooks,
+    abuse, api_key, calls, cost, env_or, machine, processes, proxy, quotas, report, sizes, targets,
+    webhook_cost, webhooks,
 };
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
@@ -353,9 +353,11 @@ async fn count_calls(
 ) -> Result<(BTreeMap<String, OperationCalls>, Option<f64>), Error> {
     let log = settings.out.join("petstore-local-counted.log");
     let mut meter = calls::Meter::start(dynamodb, &log).await?;
+    meter.proxy.leave_uncounted(proxy::is_webhooks_call);
     let (events_file, env) = petstore_bench::events::service_env(dynamodb, &settings.out);
     let mut env = env.to_vec();
     env.extend(calls::LAMBDA_LOGGING.map(str::to_string));
+    env.push(processes::NO_HOLD_SWEEP.into());
     // `BENCH_COUNT_ENV` (`NAME=value,...`): a setting tried on the counts.
     let tried = std::env::var("BENCH_COUNT_ENV").unwrap_or_default();
     env.extend(

@@ -26,6 +26,7 @@ use crate::capacity::{item_size, read_units};
 use crate::client::{Conn, Error, Reply};
 use crate::dynamo::DynamoDb;
 use crate::processes::PetstoreLocal;
+use crate::processes::NO_HOLD_SWEEP;
 use crate::receiver::{Answer, Receiver};
 use crate::webhook_cost::deployed_schedule;
 use crate::webhook_lines::{
@@ -139,8 +140,7 @@ fn service_env(dynamodb: SocketAddr, events: &Path, schedule_run: &str) -> Vec<S
         "RUST_LOG=info".into(),
         "WEBHOOKS_ALLOW_LOOPBACK=1".into(),
         format!("WEBHOOK_RETRY_SCHEDULE={schedule_run}"),
-        // The hold sweep's query must not land in a delivery's count.
-        "HOLD_SWEEP_SECONDS=86400".into(),
+        NO_HOLD_SWEEP.into(),
     ];
     LAMBDA_LOGGING
         .map(str::to_string)
