@@ -11,9 +11,10 @@
 #                      COLDSTART_SPAWNS=16 COLDSTART_MEMORY=128,256,512,1024; then
 #                      at full CPU, BENCH_COLD_SPAWNS=30, a file the runner reads)
 #   BENCH_ONLY=coldstart  the cold starts alone
-#   BENCH_ONLY=cost    the call counts, units, log bytes and the cost model
-#                      alone (no load runs, cold starts or abuse; the cold
-#                      starts of an earlier run are read if there)
+#   BENCH_ONLY=cost    the call counts, units, log bytes, the webhook
+#                      deliveries and the cost model alone (no load runs,
+#                      cold starts or abuse; the cold starts of an earlier
+#                      run are read if there)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

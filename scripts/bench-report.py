@@ -225,6 +225,56 @@ def abuse(f):
     return table(["Requests", "calls per request", "by call", "answers"], rows)
 
 
+def webhooks(f):
+    results = need(f["results"], "results.json")
+    hooks = need(results.get("webhooks"), "the webhooks step")
+    measured = need(hooks.get("measured"), "the webhooks step's deliveries")
+    basis = need(hooks.get("basis"), "the webhooks step's basis")
+    rows = []
+    for m in measured:
+        c = m["per_delivery"]
+        by = ", ".join(f"{v:.3g} {k}" for k, v in sorted(c["by_call"].items()))
+        statuses = ", ".join(f"{n}× {s}" for s, n in sorted(m["attempt_statuses"].items()))
+        rows.append([f"{m['case']} ({m['answers']})", m["deliveries"], num(m["attempts_per_delivery"], 1),
+                     statuses, num(c["calls_per_request"], 1), by, num(c["read_units_per_request"], 2),
+                     num(c["write_units_per_request"], 2), num(c["log_bytes_per_request"], 0),
+                     num(m["attempt_ms"], 2), num(c["request_ms"], 1)])
+    out = "Measured, per delivery:\n\n" + table(
+        ["receiver", "deliveries", "attempts", "answers", "DynamoDB calls", "by call", "read units",
+         "write units", "log bytes", "attempt (ms)", "handling (ms)"], rows)
+    services = [("sqs", "SQS"), ("lambda", "Lambda"), ("dynamodb", "DynamoDB"), ("logs", "CloudWatch Logs"),
+                ("xray", "X-Ray")]
+    costs = need(hooks.get("costs"), "the webhooks step's priced cases")
+    rows = [[c["case"]] + [usd(c["usd_per_million"][k], 2) for k, _ in services]
+            + [f"**{usd(c['usd_per_million']['total'], 2)}**", num(c["sqs_requests"], 2),
+               num(c["invocations"], 2), num(c["billed_ms"], 1), num(c["read_units"], 2),
+               num(c["write_units"], 2), num(c["log_bytes"], 0), c["from"]]
+            for c in costs]
+    out += "\n\nA million deliveries, $ (per delivery: the requests, invocations, billed ms, units and log bytes):\n\n" + table(
+        ["case"] + [name for _, name in services]
+        + ["total", "SQS requests", "invocations", "billed ms", "read units", "write units", "log bytes",
+           "figures"], rows)
+    waits = basis["schedule_waits_s"]
+    early = basis.get("early_receive_read_units")
+    out += (f"\n\nAt the template's settings: {basis['memory_mb']} MB, batches of {basis['events_batch']} "
+            f"events and {basis['deliveries_batch']} deliveries (full, as under load; at a trickle, "
+            f"batches of one, SQS's receives and deletes and Lambda's invocations are up to that many "
+            f"times more); Lambda's own lines {num(basis['platform_log_bytes'], 0)} bytes an invocation; "
+            f"{100 * basis['traced_share']:.0f}% of invocations traced. The deployed schedule waits "
+            f"{', '.join(str(w) for w in waits)} s ({len(waits) + 1} attempts); the run's "
+            f"(`WEBHOOK_RETRY_SCHEDULE={basis['schedule_run']}`) as many, a second each. A wait past "
+            f"SQS's 12 hours brings the message back before it is due: {num(basis['early_receives'], 1)} "
+            f"such receives over the schedule, each a `ChangeMessageVisibility` and a read of the "
+            f"delivery item ({num(early, 1) if early is not None else '-'} read units, the failed "
+            f"delivery's item by DynamoDB's rules). Not included: the event itself (EventBridge, in the "
+            f"cost per change above), the write that marks an endpoint failing and the one that "
+            f"disables it (once per endpoint, not per delivery), and the queues' idle polling "
+            f"(Lambda's pollers' empty receives, by the month).")
+    for note in hooks.get("notes", []):
+        out += f"\n\n*Note: {note}.*"
+    return out
+
+
 def overhead(f):
     results = need(f["results"], "results.json")
     o = need(results.get("in_process_overhead"), "the criterion bench (overhead.json)")
@@ -368,6 +418,7 @@ MARKERS = {
     "full_cpu": full_cpu, "load": load_runs, "calls": calls, "abuse": abuse,
     "overhead": overhead, "sizes": sizes, "targets": targets,
     "partitions": partitions, "quotas": quotas, "cost": cost, "notes": notes,
+    "webhooks": webhooks,
 }
 
 

@@ -55,6 +55,7 @@ async fn measure(
     let service = release.join("petstore-local");
     let log = release.join("../bench/petstore-local-abuse.log");
     let mut meter = Meter::start(dynamodb, &log).await?;
+    meter.proxy.leave_uncounted(crate::proxy::is_webhooks_call);
     let url = format!("http://{}", meter.proxy.addr);
     let env = LAMBDA_LOGGING.map(str::to_string);
     let mut local = PetstoreLocal::start(&service, &url, &log, &env).await?;

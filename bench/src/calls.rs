@@ -49,6 +49,9 @@ pub struct Meter {
     capture: Option<Arc<Capture>>,
     log: PathBuf,
     log_at: u64,
+    /// Which of the log's lines are counted (all unless set), and kept in
+    /// [`Sent::lines`]: the webhooks step counts the delivery path's alone.
+    keep: Option<fn(&str) -> bool>,
 }
 
 impl Meter {
@@ -61,7 +64,13 @@ impl Meter {
             capture: None,
             log: log.to_path_buf(),
             log_at: 0,
+            keep: None,
         })
+    }
+
+    /// From now on, counts only the log lines `keep` accepts, and keeps them.
+    pub fn keep_lines(&mut self, keep: fn(&str) -> bool) {
+        self.keep = Some(keep);
     }
 
     /// Captures every table there is from now on (call once the service
@@ -103,8 +112,20 @@ impl Meter {
         }
         let log = std::fs::read(&self.log).unwrap_or_default();
         let new = log.get(self.log_at as usize..).unwrap_or_default();
-        sent.log_bytes += new.len();
-        sent.log_lines += new.iter().filter(|b| **b == b'\n').count();
+        match self.keep {
+            None => {
+                sent.log_bytes += new.len();
+                sent.log_lines += new.iter().filter(|b| **b == b'\n').count();
+            }
+            Some(keep) => {
+                let text = String::from_utf8_lossy(new);
+                for line in text.lines().filter(|line| keep(line)) {
+                    sent.log_bytes += line.len() + 1;
+                    sent.log_lines += 1;
+                    sent.lines.push(line.to_string());
+                }
+            }
+        }
         self.log_at = log.len() as u64;
         Ok(())
     }
@@ -186,6 +207,8 @@ pub struct Sent {
     pub units: Units,
     pub log_bytes: usize,
     pub log_lines: usize,
+    /// The lines counted, when the [`Meter`] keeps them.
+    pub lines: Vec<String>,
     pub total_ms: f64,
 }
 
@@ -207,6 +230,7 @@ impl Sent {
         }
         self.log_bytes += other.log_bytes;
         self.log_lines += other.log_lines;
+        self.lines.extend(other.lines);
     }
 
     pub fn per_request(self) -> OperationCalls {

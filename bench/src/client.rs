@@ -48,6 +48,11 @@ impl Conn {
         }
     }
 
+    /// The service this connection goes to.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, Error> {
         let stream = tokio::net::TcpStream::connect(self.addr).await?;
         stream.set_nodelay(true)?;

@@ -9,6 +9,10 @@
 //! - [`cost`]: all of it, by AWS's rules and prices, in dollars per million
 //!   requests of each operation and of each mix;
 //! - [`abuse`]: the calls and dollars of refused, random-key and worst-page requests;
+//! - [`webhooks`]: order events delivered to a [`receiver`] through the
+//!   delivery handlers Lambda runs, counted like [`calls`]; [`webhook_cost`]
+//!   prices a million deliveries from it (records in [`webhook_results`],
+//!   the lines read by [`webhook_lines`]);
 //! - [`sizes`]: the arm64 zips; [`targets`]: each figure against its target;
 //! - the in-process router + wrapper overhead is `benches/overhead/` (criterion),
 //!   the partition-load model `tools/partitions`, the cold starts (Lambda-like,
@@ -32,15 +36,21 @@ pub mod log_lines;
 pub mod machine;
 pub mod monthly;
 pub mod oha;
+pub mod operation_calls;
 pub mod prices;
 pub mod processes;
 pub mod proxy;
 pub mod quotas;
+pub mod receiver;
 pub mod report;
 pub mod results;
 pub mod sizes;
 pub mod stats;
 pub mod targets;
+pub mod webhook_cost;
+pub mod webhook_lines;
+pub mod webhook_results;
+pub mod webhooks;
 
 pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)

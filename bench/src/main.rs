@@ -10,11 +10,14 @@ use petstore_bench::load::{self, Fixture, Shape};
 use petstore_bench::oha::{self, OhaSetup};
 use petstore_bench::processes::{DynamoDbLocal, PetstoreLocal};
 use petstore_bench::results::{
-    BenchResults, ColdStart, LoadRun, Machine, Mix, OhaCheck, OperationCalls, RunSettings,
-    COLD_START_FILE, OVERHEAD_FILE, PARTITIONS_FILE, PARTITIONS_TABLE_FILE, RESULTS_FILE,
+    BenchResults, ColdStart, CostBasis, LoadRun, Machine, Mix, OhaCheck, OperationCalls,
+    RunSettings, COLD_START_FILE, OVERHEAD_FILE, PARTITIONS_FILE, PARTITIONS_TABLE_FILE,
+    RESULTS_FILE,
 };
+use petstore_bench::webhook_results::Webhooks;
 use petstore_bench::{
-    abuse, api_key, calls, cost, env_or, machine, quotas, report, sizes, targets,
+    abuse, api_key, calls, cost, env_or, machine, processes, proxy, quotas, report, sizes, targets,
+    webhook_cost, webhooks,
 };
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
@@ -203,6 +206,7 @@ async fn measure_all(
     });
     let targets = targets::check(&cold_start, in_process_overhead.as_ref(), &size, &cost);
     let template = std::fs::read_to_string(settings.root.join("template.yaml")).unwrap_or_default();
+    let webhooks = deliver_webhooks(settings, dynamodb.addr, api_key.as_deref(), &cost.basis).await;
     let quotas = quotas::quotas(&calls, cost.basis.events_per_change, &template);
     if quotas.is_none() {
         notes.push("a mix's operations were not all counted: no quota model".into());
@@ -224,9 +228,32 @@ async fn measure_all(
         partitions,
         quotas,
         abuse: BTreeMap::new(),
+        webhooks,
         notes,
         elapsed_seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// The webhooks step (`webhooks.rs`) on the DynamoDB the counts used,
+/// priced on the main model's basis (`webhook_cost.rs`).
+async fn deliver_webhooks(
+    settings: &Settings,
+    dynamodb: SocketAddr,
+    staff_key: Option<&str>,
+    basis: &CostBasis,
+) -> Webhooks {
+    let template = std::fs::read_to_string(settings.root.join("template.yaml")).unwrap_or_default();
+    let service = settings.release.join("petstore-local");
+    let setup = webhooks::Setup {
+        root: &settings.root,
+        service: &service,
+        admin: &settings.admin,
+        dynamodb,
+        out: &settings.out,
+        staff_key,
+        repeats: settings.run.count_repeats,
+    };
+    webhook_cost::costs(webhooks::measure(&setup).await, &template, basis)
 }
 
 /// `BENCH_ONLY=cost`: the counts and the cost model, nothing timed.
@@ -326,9 +353,11 @@ async fn count_calls(
 ) -> Result<(BTreeMap<String, OperationCalls>, Option<f64>), Error> {
     let log = settings.out.join("petstore-local-counted.log");
     let mut meter = calls::Meter::start(dynamodb, &log).await?;
+    meter.proxy.leave_uncounted(proxy::is_webhooks_call);
     let (events_file, env) = petstore_bench::events::service_env(dynamodb, &settings.out);
     let mut env = env.to_vec();
     env.extend(calls::LAMBDA_LOGGING.map(str::to_string));
+    env.push(processes::NO_HOLD_SWEEP.into());
     // `BENCH_COUNT_ENV` (`NAME=value,...`): a setting tried on the counts.
     let tried = std::env::var("BENCH_COUNT_ENV").unwrap_or_default();
     env.extend(

@@ -25,11 +25,14 @@ pub struct Prices {
     pub metric_per_month: f64,
     /// Per million custom events put on a bus (each 64 KB chunk one event).
     pub eventbridge_per_million_events: f64,
+    /// SQS standard queues, per million requests after the first million a
+    /// month (a batch of up to 10 is one request; each 64 KB of payload one).
+    pub sqs_per_million_requests: f64,
 }
 
 /// Sources: aws.amazon.com/api-gateway/pricing, /lambda/pricing,
 /// /dynamodb/pricing/on-demand, /cloudwatch/pricing, /xray/pricing,
-/// /eventbridge/pricing.
+/// /eventbridge/pricing, /sqs/pricing.
 pub const PRICES: Prices = Prices {
     http_api_per_million: 1.00,
     lambda_per_million_requests: 0.20,
@@ -40,6 +43,7 @@ pub const PRICES: Prices = Prices {
     xray_per_million_traces: 5.00,
     metric_per_month: 0.30,
     eventbridge_per_million_events: 1.00,
+    sqs_per_million_requests: 0.40,
 };
 
 impl Prices {
@@ -90,6 +94,11 @@ impl Prices {
                 "EventBridge custom events",
                 self.eventbridge_per_million_events,
                 "million events",
+            ),
+            price(
+                "SQS standard queue requests",
+                self.sqs_per_million_requests,
+                "million requests",
             ),
         ]
     }

@@ -10,6 +10,11 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+/// The hold sweep's period for a counted service: a day, so that its
+/// queries (the events function's, each minute in AWS) never land in a
+/// counted request's window; it sweeps once at start, before any count.
+pub const NO_HOLD_SWEEP: &str = "HOLD_SWEEP_SECONDS=86400";
+
 fn free_port() -> Result<u16, Error> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?

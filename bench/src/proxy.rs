@@ -91,10 +91,24 @@ impl Tap for NoTap {
 /// Where the connections find the tap, once one is attached.
 type Attached<T> = Arc<Mutex<Option<Arc<T>>>>;
 
+/// Which calls are forwarded but neither counted nor tapped (by their
+/// `X-Amz-Target` operation and request).
+pub type Uncounted = fn(&str, &Value) -> bool;
+
+/// Whether a call is the webhooks function's, not the request's: the
+/// local service fans out every event in process (in AWS the webhooks
+/// function does, priced per event by the webhooks step), so a previous
+/// request's event can be fanned out while the next is counted. Every
+/// webhooks item is keyed `WEBHOOK…`, which no other item is.
+pub fn is_webhooks_call(_operation: &str, request: &Value) -> bool {
+    request.to_string().contains("\"WEBHOOK")
+}
+
 pub struct Proxy<T: Tap = NoTap> {
     pub addr: SocketAddr,
     tally: Arc<Mutex<Tally>>,
     tap: Attached<T>,
+    uncounted: Arc<Mutex<Option<Uncounted>>>,
 }
 
 impl<T: Tap> Proxy<T> {
@@ -106,17 +120,27 @@ impl<T: Tap> Proxy<T> {
             addr: listener.local_addr()?,
             tally: Arc::default(),
             tap: Arc::default(),
+            uncounted: Arc::default(),
         };
-        let (tally, tap) = (proxy.tally.clone(), proxy.tap.clone());
+        let watched = Watched {
+            tally: proxy.tally.clone(),
+            tap: proxy.tap.clone(),
+            uncounted: proxy.uncounted.clone(),
+        };
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let (tally, tap) = (tally.clone(), tap.clone());
+                let watched = watched.clone();
                 tokio::spawn(async move {
-                    let _ = serve_connection(stream, upstream, tally, tap).await;
+                    let _ = serve_connection(stream, upstream, watched).await;
                 });
             }
         });
         Ok(proxy)
+    }
+
+    /// From now on, the calls `uncounted` names are forwarded alone.
+    pub fn leave_uncounted(&self, uncounted: Uncounted) {
+        *self.uncounted.lock().expect("uncounted lock") = Some(uncounted);
     }
 
     /// From now on, every call also goes through `tap`.
@@ -130,12 +154,33 @@ impl<T: Tap> Proxy<T> {
     }
 }
 
+/// What a connection's calls are counted into and watched by.
+struct Watched<T> {
+    tally: Arc<Mutex<Tally>>,
+    tap: Attached<T>,
+    uncounted: Arc<Mutex<Option<Uncounted>>>,
+}
+
+impl<T> Clone for Watched<T> {
+    fn clone(&self) -> Self {
+        Watched {
+            tally: self.tally.clone(),
+            tap: self.tap.clone(),
+            uncounted: self.uncounted.clone(),
+        }
+    }
+}
+
 async fn serve_connection<T: Tap>(
     stream: TcpStream,
     upstream: SocketAddr,
-    tally: Arc<Mutex<Tally>>,
-    tap: Attached<T>,
+    watched: Watched<T>,
 ) -> Result<(), Error> {
+    let Watched {
+        tally,
+        tap,
+        uncounted,
+    } = watched;
     stream.set_nodelay(true)?;
     let up = TcpStream::connect(upstream).await?;
     up.set_nodelay(true)?;
@@ -149,8 +194,9 @@ async fn serve_connection<T: Tap>(
         let sender = sender.clone();
         let tally = tally.clone();
         let tap = tap.lock().expect("tap lock").clone();
+        let uncounted = *uncounted.lock().expect("uncounted lock");
         async move {
-            let forwarded = forward(req, &sender, &tally, tap.as_deref()).await;
+            let forwarded = forward(req, &sender, (&tally, uncounted), tap.as_deref()).await;
             Ok::<_, std::convert::Infallible>(match forwarded {
                 Ok(response) => response,
                 Err(e) => {
@@ -170,7 +216,7 @@ async fn serve_connection<T: Tap>(
 async fn forward<T: Tap>(
     req: Request<Incoming>,
     sender: &tokio::sync::Mutex<hyper::client::conn::http1::SendRequest<Full<Bytes>>>,
-    tally: &Mutex<Tally>,
+    (tally, uncounted): (&Mutex<Tally>, Option<Uncounted>),
     tap: Option<&T>,
 ) -> Result<Response<Full<Bytes>>, Error> {
     let (parts, body) = req.into_parts();
@@ -182,6 +228,11 @@ async fn forward<T: Tap>(
         .map(|t| t.rsplit('.').next().unwrap_or(t).to_string())
         .unwrap_or_else(|| "unknown".to_string());
     let request = serde_json::from_slice::<Value>(&body).ok();
+    let left_alone = match (uncounted, &request) {
+        (Some(uncounted), Some(request)) => uncounted(&operation, request),
+        _ => false,
+    };
+    let tap = tap.filter(|_| !left_alone);
     let tables = request
         .as_ref()
         .and_then(|request| request.as_object().map(table_names))
@@ -220,6 +271,9 @@ async fn forward<T: Tap>(
             .await?;
         tap_ms += tap_started.elapsed().as_secs_f64() * 1e3;
     }
+    if left_alone {
+        return Ok(Response::from_parts(parts, Full::new(body)));
+    }
     let mut tally = tally.lock().expect("tally lock");
     let entry = tally.entry(operation).or_default();
     entry.calls += 1;
@@ -251,4 +305,23 @@ fn table_names(request: &serde_json::Map<String, Value>) -> String {
     tables.sort();
     tables.dedup();
     tables.join("+")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_webhooks_fan_out_s_calls_are_told_from_a_request_s() {
+        let subscribers = json!({
+            "TableName": "petstore", "IndexName": "GSI1",
+            "KeyConditionExpression": "GSI1PK = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": "WEBHOOKOWNER#7"}},
+        });
+        assert!(is_webhooks_call("Query", &subscribers));
+        let pet =
+            json!({"TableName": "petstore", "Key": {"PK": {"S": "PET#1"}, "SK": {"S": "PET"}}});
+        assert!(!is_webhooks_call("GetItem", &pet));
+    }
 }

@@ -22,6 +22,7 @@ pub fn print_table(results: &BenchResults, partitions: Option<&str>) {
     print_calls(&results.dynamodb_calls, &results.cost);
     print_costs(&results.cost);
     crate::abuse::print(&results.abuse);
+    crate::webhook_cost::print(&results.webhooks);
     if let Some(overhead) = &results.in_process_overhead {
         print_overhead(overhead);
     }

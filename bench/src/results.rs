@@ -24,8 +24,7 @@ pub const COLD_START_FILE: &str = "cold-start-full-cpu.json";
 pub const PARTITIONS_FILE: &str = "partitions.json";
 pub const PARTITIONS_TABLE_FILE: &str = "partitions.txt";
 
-/// How many responses answered each status code.
-pub type StatusCounts = BTreeMap<u16, usize>;
+pub use crate::operation_calls::{OperationCalls, StatusCounts};
 
 #[derive(Debug, Serialize, Deserialize)]
 pub struct BenchResults {
@@ -54,6 +53,9 @@ pub struct BenchResults {
     /// What abusive requests cost, by kind (see [`crate::abuse`]).
     #[serde(default)]
     pub abuse: BTreeMap<String, OperationCalls>,
+    /// What webhook deliveries cost (`webhooks.rs`, `webhook_cost.rs`).
+    #[serde(default)]
+    pub webhooks: crate::webhook_results::Webhooks,
     /// What could not be measured, and why.
     pub notes: Vec<String>,
     pub elapsed_seconds: f64,
@@ -193,35 +195,6 @@ pub struct OhaFigures {
     pub success_rate: Option<f64>,
     /// oha's keys: the status code as text.
     pub status_codes: BTreeMap<String, u64>,
-}
-
-/// One operation's DynamoDB calls, units and log output, averaged over its
-/// repeats (`calls.rs`). Units are DynamoDB's rules applied to the items
-/// written and read (`capacity.rs`), not DynamoDB Local's accounting.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct OperationCalls {
-    pub repeats: usize,
-    pub statuses: StatusCounts,
-    pub calls_per_request: f64,
-    /// By call and table, e.g. `GetItem petstore`.
-    pub by_call: BTreeMap<String, f64>,
-    pub read_units_per_request: f64,
-    /// Every table and index, refused writes included.
-    pub write_units_per_request: f64,
-    /// Of which index entries.
-    pub index_write_units_per_request: f64,
-    /// Of which writes refused (a failed condition, a cancelled transaction).
-    pub refused_write_units_per_request: f64,
-    /// By table (the rate limiter's counter table is one).
-    pub write_units_by_table: BTreeMap<String, f64>,
-    pub dynamodb_bytes_per_request: f64,
-    /// What the service wrote to stdout, logging as in Lambda.
-    pub log_bytes_per_request: f64,
-    pub log_lines_per_request: f64,
-    /// Mean time of one request, sent alone (through the proxy).
-    pub request_ms: f64,
-    /// Of which DynamoDB Local answering, summed over the calls.
-    pub dynamodb_ms: f64,
 }
 
 /// What a million requests cost, all in, by AWS's rules (`cost.rs`).

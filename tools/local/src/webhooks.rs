@@ -52,7 +52,7 @@ impl<P: Publisher> Publisher for WebhookTee<P> {
 async fn fan_out(deliverer: Arc<Deliverer>, event: serde_json::Value) {
     for _ in 0..FAN_OUT_TRIES {
         match petstore::aws_calls::within(recorded_as_webhooks(), deliverer.fan_out(&event)).await {
-            Ok(_) => return,
+            Ok(fanned) => return fanned.log(),
             Err(error) => tracing::warn!(%error, "webhook fan-out handed back"),
         }
         tokio::time::sleep(FAN_OUT_AGAIN_AFTER).await;

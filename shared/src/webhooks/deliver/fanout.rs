@@ -17,6 +17,20 @@ pub struct FannedOut {
     pub enqueued: usize,
 }
 
+impl FannedOut {
+    /// The fan-out's one log line, written where it runs: in Lambda by the
+    /// events queue's handler (`sqs.rs`), under `make run` by the tee that
+    /// stands in for the bus's rule (so the bench counts the same bytes).
+    pub fn log(&self) {
+        tracing::info!(
+            event_type = self.event_type.unwrap_or(""),
+            endpoints = self.endpoints,
+            enqueued = self.enqueued,
+            "webhook fan-out"
+        );
+    }
+}
+
 /// The body every attempt of an event sends (section 9), compact, in this order.
 #[derive(Serialize)]
 struct Payload<'a> {

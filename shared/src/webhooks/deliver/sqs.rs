@@ -157,13 +157,7 @@ async fn handle_record(deliverer: &Deliverer, deliveries: &SqsQueue, record: &Sq
 
 async fn fan_out_record(deliverer: &Deliverer, body: &str) -> Result<bool, DeliverError> {
     let event = serde_json::from_str(body).map_err(|e| DeliverError::Message(e.to_string()))?;
-    let fanned = deliverer.fan_out(&event).await?;
-    tracing::info!(
-        event_type = fanned.event_type.unwrap_or(""),
-        endpoints = fanned.endpoints,
-        enqueued = fanned.enqueued,
-        "webhook fan-out"
-    );
+    deliverer.fan_out(&event).await?.log();
     Ok(false)
 }
 
