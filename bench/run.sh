@@ -61,10 +61,10 @@ fi
 [[ "${BENCH_OHA:-1}" == 0 ]] && export BENCH_OHA=/nonexistent
 
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-# The functions alone, as `cargo lambda build -p pets -p store -p events` builds
+# The functions alone, as `cargo lambda build -p pets -p store -p events -p webhooks` builds
 # them: built with the bench's crates, they would get those crates' features too.
 log "building the functions' release bootstraps for this host"
-cargo build --release -p pets -p store -p events
+cargo build --release -p pets -p store -p events -p webhooks
 log "building the bench's own release binaries"
 cargo build --release -p petstore-local -p petstore-bench -p petstore-coldstart
 
@@ -94,7 +94,7 @@ if [[ "${BENCH_ZIP:-1}" != 0 ]]; then
   fi
   if [[ -x .venv/bin/cargo-lambda ]]; then
     log "building arm64 zips (cargo lambda build --release --arm64 --output-format zip)"
-    PATH="$ROOT/.venv/bin:$PATH" cargo lambda build --release --arm64 --output-format zip -p pets -p store -p events \
+    PATH="$ROOT/.venv/bin:$PATH" cargo lambda build --release --arm64 --output-format zip -p pets -p store -p events -p webhooks \
       || log "cargo lambda build failed; sizes are skipped"
   fi
 fi

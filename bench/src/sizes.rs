@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::UNIX_EPOCH;
 
-pub const FUNCTIONS: [&str; 3] = ["pets", "store", "events"];
+pub const FUNCTIONS: [&str; 4] = ["pets", "store", "events", "webhooks"];
 
 pub fn of_functions(target: &Path) -> BTreeMap<String, FunctionSizes> {
     FUNCTIONS
