@@ -206,7 +206,7 @@ async fn measure_all(
     });
     let targets = targets::check(&cold_start, in_process_overhead.as_ref(), &size, &cost);
     let template = std::fs::read_to_string(settings.root.join("template.yaml")).unwrap_or_default();
-    let webhooks = deliver_webhooks(settings, dynamodb.addr, api_key.as_deref(), &cost.basis).await;
+    let webhooks = deliver_webhooks(settings, &cost.basis).await;
     let quotas = quotas::quotas(&calls, cost.basis.events_per_change, &template);
     if quotas.is_none() {
         notes.push("a mix's operations were not all counted: no quota model".into());
@@ -234,26 +234,34 @@ async fn measure_all(
     })
 }
 
-/// The webhooks step (`webhooks.rs`) on the DynamoDB the counts used,
-/// priced on the main model's basis (`webhook_cost.rs`).
-async fn deliver_webhooks(
-    settings: &Settings,
-    dynamodb: SocketAddr,
-    staff_key: Option<&str>,
-    basis: &CostBasis,
-) -> Webhooks {
+/// The webhooks step (`webhooks.rs`) on a DynamoDB Local of its own, priced
+/// on the main model's basis (`webhook_cost.rs`). Its own: its service's
+/// events consumer reads the table's stream from the start, and the main
+/// DynamoDB's holds every change the load runs made (thousands), which the
+/// step's waits would have to outlast.
+async fn deliver_webhooks(settings: &Settings, basis: &CostBasis) -> Webhooks {
     let template = std::fs::read_to_string(settings.root.join("template.yaml")).unwrap_or_default();
+    let mut dynamodb = match DynamoDbLocal::start(&settings.root).await {
+        Ok(dynamodb) => dynamodb,
+        Err(e) => {
+            let mut webhooks = Webhooks::default();
+            webhooks.notes.push(format!("webhooks not measured: {e}"));
+            return webhooks;
+        }
+    };
     let service = settings.release.join("petstore-local");
     let setup = webhooks::Setup {
         root: &settings.root,
         service: &service,
         admin: &settings.admin,
-        dynamodb,
+        dynamodb: dynamodb.addr,
         out: &settings.out,
-        staff_key,
+        staff_key: None,
         repeats: settings.run.count_repeats,
     };
-    webhook_cost::costs(webhooks::measure(&setup).await, &template, basis)
+    let measured = webhooks::measure(&setup).await;
+    dynamodb.stop().await;
+    webhook_cost::costs(measured, &template, basis)
 }
 
 /// `BENCH_ONLY=cost`: the counts and the cost model, nothing timed.

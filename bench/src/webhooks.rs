@@ -54,7 +54,8 @@ pub struct Setup<'a> {
     pub admin: &'a Path,
     pub dynamodb: SocketAddr,
     pub out: &'a Path,
-    /// The bench's staff key, which stocks the pet the orders are for.
+    /// A staff key, which stocks the pet the orders are for; none: one is
+    /// issued in the tables the step's service makes.
     pub staff_key: Option<&'a str>,
     pub repeats: usize,
 }
@@ -78,12 +79,6 @@ pub async fn measure(setup: &Setup<'_>) -> Webhooks {
         schedule_run,
         ..WebhookBasis::default()
     };
-    let Some(staff_key) = setup.staff_key else {
-        webhooks
-            .notes
-            .push("webhooks not measured: no staff key to stock a pet".into());
-        return webhooks;
-    };
     let log = setup.out.join("petstore-local-webhooks.log");
     let events = setup.out.join("webhook-events.jsonl");
     // The consumer appends; its count of events must be this run's alone.
@@ -103,6 +98,23 @@ pub async fn measure(setup: &Setup<'_>) -> Webhooks {
             webhooks.notes.push(format!("webhooks not measured: {e}"));
             return webhooks;
         }
+    };
+    // A staff key to stock the pet: the caller's, or one issued in the
+    // tables the service has just made.
+    let staff_key = match setup.staff_key {
+        Some(key) => Some(key.to_string()),
+        None => {
+            let dynamodb = format!("http://{}", setup.dynamodb);
+            let issued = crate::api_key::issue(setup.admin, &dynamodb, &[], "staff", 1).await;
+            issued.ok().and_then(|keys| keys.into_iter().next())
+        }
+    };
+    let Some(staff_key) = staff_key else {
+        webhooks
+            .notes
+            .push("webhooks not measured: no staff key to stock a pet".into());
+        service.stop().await;
+        return webhooks;
     };
     let mut step = Step {
         meter,
