@@ -99,20 +99,13 @@ pub async fn measure(setup: &Setup<'_>) -> Webhooks {
             return webhooks;
         }
     };
-    // A staff key to stock the pet: the caller's, or one issued in the
-    // tables the service has just made.
+    // A staff key to stock the pet: the caller's, or one issued there.
+    let dynamodb = format!("http://{}", setup.dynamodb);
     let staff_key = match setup.staff_key {
         Some(key) => Some(key.to_string()),
-        None => {
-            let dynamodb = format!("http://{}", setup.dynamodb);
-            let issued = crate::api_key::issue(setup.admin, &dynamodb, &[], "staff", 1).await;
-            issued.ok().and_then(|keys| keys.into_iter().next())
-        }
+        None => crate::api_key::obtain(setup.admin, &dynamodb, &mut webhooks.notes).await,
     };
     let Some(staff_key) = staff_key else {
-        webhooks
-            .notes
-            .push("webhooks not measured: no staff key to stock a pet".into());
         service.stop().await;
         return webhooks;
     };
@@ -276,10 +269,7 @@ impl Step {
         if !self.settled().await {
             return Ok(Err("the events read at start were not all fanned out"));
         }
-        // The order's events all name its pet, which is this step's own:
-        // counted by it, events still read from a stream that earlier steps
-        // filled (a new consumer reads it from its start) are not taken for
-        // the order's.
+        // The order's events all name its pet, the step's own.
         let pet = format!("{}", self.pet_id);
         let before = lines_with(&self.events, &pet);
         if self.window(Change::Order, 1, 1).await?.is_none() {
