@@ -415,11 +415,11 @@ async fn init_s_warm_up_request_has_a_log_line_of_its_own_and_no_metrics_line() 
 
         // When its init warms it up
         let warm_up = petstore::warm_up::warm_up(&observed.app, &observed.service, read);
-        let status = observed.logged(warm_up).await;
+        let warmed = observed.logged(warm_up).await;
 
         // Then the warm-up request was served, logged as what it is, and
         // counted in no metric (Latency, ColdStarts alike): one line in all
-        assert_eq!(status, Some(http::StatusCode::OK), "{function}");
+        assert_eq!(warmed.request, Some(http::StatusCode::OK), "{function}");
         let lines = observed.stdout.take();
         assert_eq!(lines.len(), 1, "{function}: {lines:#?}");
         assert!(emf(&lines).is_empty(), "{function}: a metrics line");

@@ -375,7 +375,7 @@ async fn an_unreachable_database_answers_503_with_retry_after_never_500() {
     let app = petstore::App::new(config, dead);
     let router = petstore::http::service(pets::routes().merge(store::routes()), app.clone());
     let warm_up = petstore::warm_up::warm_up(&app, &router, "/store/inventory").await;
-    assert_ne!(warm_up, Some(http::StatusCode::OK));
+    assert!(!warm_up.connected, "no connection could be opened");
 
     for (method, path, body) in [
         ("GET", "/store/orders", None),
@@ -433,8 +433,12 @@ async fn the_warm_up_of_a_cold_start_writes_nothing_and_counts_nothing() {
         ),
     ] {
         let service = petstore::http::service(routes, app.app.clone());
-        let status = petstore::warm_up::warm_up(&app.app, &service, read).await;
-        assert_eq!(status, Some(http::StatusCode::OK), "{read}");
+        let warmed = petstore::warm_up::warm_up(&app.app, &service, read).await;
+        assert_eq!(warmed.request, Some(http::StatusCode::OK), "{read}");
+        assert!(
+            warmed.connected,
+            "{read}: the first request's connection is open"
+        );
     }
 
     // Then neither table changed: the warm-up's update found no item to

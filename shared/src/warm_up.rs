@@ -4,41 +4,39 @@
 //! millisecond of CPU there is 14 of waiting).
 //!
 //! The first request of a process otherwise pays, inside the throttled
-//! invocation: the first use of each DynamoDB operation it makes (the
-//! operation's serializer and deserializer, its runtime plugins, signing,
-//! each page of that code faulted in), a TLS connection for each call it
-//! makes at once (a list reads its shards in parallel: 4), and the first run
-//! of our own code (event parsing, routing, every layer, the handler, serde,
-//! the log line's formatting). So [`warm_up`] does it in init, over ONE
-//! connection, the one the first request will use (its calls are one at a
-//! time: the key's look-up, its count, the handler's read), opened as early
-//! as init can:
+//! invocation: the TLS connection its calls go over, the first use of each
+//! DynamoDB operation it makes (the operation's serializer and deserializer,
+//! its runtime plugins, signing, each page of that code faulted in), and the
+//! first run of our own code (event parsing, routing, every layer, the
+//! handler, serde, the log line's formatting). So init does it, and makes no
+//! round trip the first request does not need:
 //!
 //! - [`start`], called as soon as the DynamoDB client exists (before
 //!   telemetry, the metrics emitter and the router are built), spawns
-//!   `GetItem` of the warm-up key, which no record has (the API key look-up,
-//!   single reads): the TLS connection is made while the rest of init runs;
-//! - [`WarmUp::finish`] then waits for it and, one after the other on that
-//!   connection: `UpdateItem` on the rate-limit table, conditional on an
-//!   attribute the warm-up key's item cannot have since no such item exists
-//!   (the condition fails, nothing is written, nothing is counted against
-//!   any key or address; DynamoDB still charges one write unit for it: one
-//!   per cold start); and one read through the function's whole service
-//!   (`serve_once`): its most frequent list, from an API Gateway event as
-//!   Lambda hands it over to the response as `lambda_http` takes it back. It
-//!   is marked [`WarmUpRequest`]: the rate-limit layer counts it against no
-//!   one, and it has a log line (`warm-up request`) but no metrics line, and
-//!   leaves the `ColdStarts` metric to the process's first real request.
+//!   `GetItem` of the warm-up key, which no record has, and lets it begin:
+//!   the connection the first request's calls go over (one at a time: the
+//!   key's look-up, its count, the handler's read) is made while the rest
+//!   of init runs. It is init's one call to DynamoDB, as the floor's is.
+//! - [`WarmUp::finish`] meanwhile runs the rest [dry](dry_run): its calls are
+//!   answered in the process, so each costs CPU at full speed and no round
+//!   trip. An `UpdateItem` on the rate-limit table (the count's operation);
+//!   and one read through the function's whole service (`serve_once`): its
+//!   most frequent list, from an API Gateway event as Lambda hands it over
+//!   to the response as `lambda_http` takes it back. It is marked
+//!   [`WarmUpRequest`]: the rate-limit layer counts it against no one, and
+//!   it has a log line (`warm-up request`) but no metrics line, and leaves
+//!   the `ColdStarts` metric to the process's first real request.
 //!
-//! One at a time, because calls at once each open a TLS connection of their
-//! own (the pool lends an idle one only): more connections cost init a
-//! handshake each and serve the first request no better, since its calls
-//! wait for each other. A call the first request makes that the warm-up
-//! does not (`BatchGetItem`) is first used by that request, on the same
-//! connection. None of it writes a record; a failure, a warm-up request not
-//! answered 200, or no answer in [`WARM_UP_LIMIT`] is logged as a warning
-//! and init goes on: the first request would meet the same failure and
-//! answer it properly.
+//! Run for real, that read would also open a connection for each shard its
+//! list queries at once beyond the first (the pool lends an idle one only):
+//! a handshake each in init that a first request reading one record, or
+//! none (a refusal), never uses. A list as the first request opens them
+//! itself (measured in docs/performance.md). A call the first request makes
+//! that the warm-up does not (`BatchGetItem`) is first used by that
+//! request. Nothing is written; a failure, a warm-up request not answered
+//! 200, or no answer in [`WARM_UP_LIMIT`] is logged as a warning and init
+//! goes on: the first request would meet the same failure and answer it
+//! properly.
 
 use crate::records::{Caller, Id, Role, MAX_ID};
 use crate::App;
@@ -49,6 +47,8 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::time::Duration;
 
+pub mod dry_run;
+
 /// The key of every warm-up call: no record of ours has it.
 pub const WARM_UP_KEY: &str = "WARMUP";
 
@@ -58,13 +58,9 @@ pub const WARM_UP_LIMIT: Duration = Duration::from_secs(2);
 
 /// Warms up a function whose service is `service` (built on `app`), its
 /// warm-up request being `GET path_and_query`: [`start`], then
-/// [`WarmUp::finish`]. Returns the warm-up request's status, if it answered.
-pub async fn warm_up(
-    app: &App,
-    service: &axum::Router,
-    path_and_query: &str,
-) -> Option<StatusCode> {
-    start(app).finish(service, path_and_query).await
+/// [`WarmUp::finish`].
+pub async fn warm_up(app: &App, service: &axum::Router, path_and_query: &str) -> WarmedUp {
+    start(app).await.finish(service, path_and_query).await
 }
 
 /// A warm-up under way: the first connection being opened.
@@ -74,16 +70,30 @@ pub struct WarmUp {
     first: tokio::task::JoinHandle<Result<(), Failure>>,
 }
 
+/// What a warm-up did, for its callers' tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WarmedUp {
+    /// Whether its one real call reached DynamoDB: the connection the first
+    /// request will use is open.
+    pub connected: bool,
+    /// The warm-up request's status, if it was answered in time.
+    pub request: Option<StatusCode>,
+}
+
 /// Starts the warm-up of `app`'s function: spawns the call that opens the
-/// connection the first request will use, so that it is made while init
-/// builds the rest. Call it as soon as `app` exists, within the runtime.
-pub fn start(app: &App) -> WarmUp {
+/// connection the first request will use and lets it begin (its address
+/// resolved on a thread of its own), so that it is made while init builds
+/// the rest. Call it as soon as `app` exists.
+pub async fn start(app: &App) -> WarmUp {
     let client = app.db.client().clone();
     let first = get_item(client.clone(), app.db.table().to_string());
+    let first = tokio::spawn(as_the_wrapper_s(first));
+    // One thread: the spawned call begins only when this task yields.
+    tokio::task::yield_now().await;
     WarmUp {
         client,
         counters: app.config.rate_limit_table_name.clone(),
-        first: tokio::spawn(as_the_wrapper_s(first)),
+        first,
     }
 }
 
@@ -95,24 +105,29 @@ fn as_the_wrapper_s<F: Future>(calls: F) -> impl Future<Output = F::Output> {
 }
 
 impl WarmUp {
-    /// Waits for the first connection, then makes the rest of the warm-up's
-    /// calls on it, one at a time (see the module's documentation).
-    pub async fn finish(self, service: &axum::Router, path_and_query: &str) -> Option<StatusCode> {
+    /// Runs the rest of the warm-up dry while the first connection is made
+    /// (see the module's documentation), and waits for both.
+    pub async fn finish(self, service: &axum::Router, path_and_query: &str) -> WarmedUp {
         let WarmUp {
             client,
             counters,
             first,
         } = self;
-        let warmed = async {
-            let first = first.await.unwrap_or_else(|joined| Err(joined.into()));
+        let connected = async { first.await.unwrap_or_else(|joined| Err(joined.into())) };
+        let dry = dry_run::dry(async {
             let update = as_the_wrapper_s(failed_update(client, counters)).await;
-            (first.and(update), serve_once(service, path_and_query).await)
-        };
-        let Ok((calls, status)) = tokio::time::timeout(WARM_UP_LIMIT, warmed).await else {
+            (update, serve_once(service, path_and_query).await)
+        });
+        let warmed = async { tokio::join!(connected, dry) };
+        let Ok((connected, (update, status))) = tokio::time::timeout(WARM_UP_LIMIT, warmed).await
+        else {
             tracing::warn!("the warm-up took over {WARM_UP_LIMIT:?}");
-            return None;
+            return WarmedUp {
+                connected: false,
+                request: None,
+            };
         };
-        if let Err(error) = calls {
+        if let Err(error) = connected.as_ref().and(update.as_ref()) {
             tracing::warn!(error = %error, "the warm-up failed");
         }
         if status != StatusCode::OK {
@@ -121,7 +136,10 @@ impl WarmUp {
                 "the warm-up request was not answered 200"
             );
         }
-        Some(status)
+        WarmedUp {
+            connected: connected.is_ok(),
+            request: Some(status),
+        }
     }
 }
 

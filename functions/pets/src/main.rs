@@ -13,7 +13,7 @@ async fn main() -> Result<(), lambda_http::Error> {
     // The connection the first request uses is opened first, while the
     // rest of init runs (petstore::warm_up).
     let app = petstore::App::from_env().await?;
-    let warm_up = petstore::warm_up::start(&app);
+    let warm_up = petstore::warm_up::start(&app).await;
     petstore::telemetry::init();
     let app = app.with_metrics(petstore::metrics::Emitter::stdout("pets"));
     let service = petstore::http::service(pets::routes(), app.clone());

@@ -23,7 +23,7 @@ async fn main() -> Result<(), lambda_http::Error> {
     // The connection the first request uses is opened first, while the
     // rest of init runs (petstore::warm_up), as the other API functions do.
     let app = petstore::App::from_env().await?;
-    let warm_up = petstore::warm_up::start(&app);
+    let warm_up = petstore::warm_up::start(&app).await;
     petstore::telemetry::init();
     let app = app.with_metrics(petstore::metrics::Emitter::stdout("webhooks"));
     let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())

@@ -1,0 +1,136 @@
+//! Calls answered in the process, for the warm-up's own work: every SDK
+//! client of ours sends through [`http_client`], which within [`dry`] answers
+//! each call at once from here and never reaches the network, and otherwise
+//! is the real client untouched.
+//!
+//! So init runs the SDK's code for each operation the first request makes
+//! (its serializer, signing, runtime plugins, its deserializer) and the
+//! service's own (routing, every layer, the handler, serde, the log line) at
+//! full CPU, without waiting for DynamoDB's round trips or opening a
+//! connection for each call made at once: the one real call of init is the
+//! one that opens the first request's connection ([`super::start`]).
+//!
+//! A read finds nothing (an empty item, page or batch); a write is refused
+//! as a failed condition would refuse it, so a dry run cannot be taken for
+//! a write that happened.
+
+use aws_sdk_dynamodb::config::{HttpClient, RuntimeComponents, SharedHttpClient};
+use aws_smithy_runtime_api::client::http::{
+    HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
+use aws_smithy_runtime_api::http::StatusCode;
+use aws_smithy_types::body::SdkBody;
+use std::future::Future;
+
+tokio::task_local! {
+    /// Set while the warm-up's dry work runs: its calls are answered here.
+    static DRY: ();
+}
+
+/// `work`, its SDK calls answered in the process (see the module's
+/// documentation). The SDK sends within the future that awaits a call, so
+/// this covers every call `work` makes and none from another task.
+pub async fn dry<F: Future>(work: F) -> F::Output {
+    DRY.scope((), work).await
+}
+
+/// `inner`, answering in the process within [`dry`].
+pub fn http_client(inner: SharedHttpClient) -> SharedHttpClient {
+    SharedHttpClient::new(Client { inner })
+}
+
+#[derive(Debug)]
+struct Client {
+    inner: SharedHttpClient,
+}
+
+impl HttpClient for Client {
+    fn http_connector(
+        &self,
+        settings: &HttpConnectorSettings,
+        components: &RuntimeComponents,
+    ) -> SharedHttpConnector {
+        SharedHttpConnector::new(Connector {
+            inner: self.inner.http_connector(settings, components),
+        })
+    }
+}
+
+#[derive(Debug)]
+struct Connector {
+    inner: SharedHttpConnector,
+}
+
+impl HttpConnector for Connector {
+    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+        if DRY.try_with(|_| ()).is_err() {
+            return self.inner.call(request);
+        }
+        let operation = request.headers().get("x-amz-target").unwrap_or_default();
+        let (status, body) = answer(operation.rsplit('.').next().unwrap_or_default());
+        // 200 and 400 are status codes.
+        let status = StatusCode::try_from(status).unwrap_or_else(|_| unreachable!());
+        HttpConnectorFuture::ready(Ok(HttpResponse::new(status, SdkBody::from(body))))
+    }
+}
+
+/// The status and body of `operation`'s dry answer (DynamoDB's JSON
+/// protocol; other services' calls, which the warm-up does not make, get an
+/// empty object).
+fn answer(operation: &str) -> (u16, &'static str) {
+    match operation {
+        "Query" | "Scan" => (200, r#"{"Count":0,"Items":[],"ScannedCount":0}"#),
+        "BatchGetItem" => (200, r#"{"Responses":{},"UnprocessedKeys":{}}"#),
+        "PutItem" | "UpdateItem" | "DeleteItem" => (
+            400,
+            r#"{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException","message":"dry run: nothing is written"}"#,
+        ),
+        "TransactWriteItems" => (
+            400,
+            r#"{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","message":"dry run: nothing is written"}"#,
+        ),
+        _ => (200, "{}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn within_dry_a_call_is_answered_in_the_process_and_outside_it_reaches_the_endpoint() {
+        // Given a client whose endpoint refuses every connection
+        let client = crate::local_client("http://127.0.0.1:9").await;
+        let get = || {
+            client
+                .get_item()
+                .table_name("t")
+                .key("PK", aws_sdk_dynamodb::types::AttributeValue::S("k".into()))
+                .send()
+        };
+        let update = || {
+            client
+                .update_item()
+                .table_name("t")
+                .key("PK", aws_sdk_dynamodb::types::AttributeValue::S("k".into()))
+                .update_expression("SET a = :a")
+                .expression_attribute_values(
+                    ":a",
+                    aws_sdk_dynamodb::types::AttributeValue::N("1".into()),
+                )
+                .send()
+        };
+
+        // Then within dry a read finds nothing and a write is refused
+        let found = dry(get()).await.expect("a dry read is answered");
+        assert!(found.item.is_none());
+        let refused = dry(update()).await.expect_err("a dry write is refused");
+        assert!(refused
+            .as_service_error()
+            .is_some_and(|e| e.is_conditional_check_failed_exception()));
+        // And outside it the same call meets the endpoint
+        let error = get().await.expect_err("nothing listens on port 9");
+        assert!(error.as_service_error().is_none(), "{error:?}");
+    }
+}
