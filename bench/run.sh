@@ -8,7 +8,7 @@
 #   BENCH_OHA=0        skip installing/running oha
 #   BENCH_ONLY=partitions   the partition model (tools/partitions) alone
 #   BENCH_COLDSTART=0  skip the cold starts (tools/coldstart: Lambda-like, knobs
-#                      COLDSTART_SPAWNS=16 COLDSTART_MEMORY=128,256,512,1024; then
+#                      COLDSTART_SPAWNS=32 COLDSTART_MEMORY=128,256,512,1024; then
 #                      at full CPU, BENCH_COLD_SPAWNS=30, a file the runner reads)
 #   BENCH_ONLY=coldstart  the cold starts alone
 #   BENCH_ONLY=cost    the call counts, units, log bytes, the webhook

@@ -6,7 +6,7 @@
 //! Knobs, the runner's: `BENCH_COLD_SPAWNS` (30), `BENCH_MEMORY_MB` (128, the
 //! memory size the functions are told), `BENCH_COLD_ENV`.
 
-use crate::lambda_env::{ColdSetup, Function, SOURCES};
+use crate::lambda_env::{source_of, ColdSetup, Function};
 use crate::runtime_api::{spawn_once, Hooks, Spawn};
 use petstore_bench::client::Error;
 use petstore_bench::results::{ColdStart, StatusCounts, COLD_START_FILE};
@@ -40,7 +40,7 @@ pub async fn measure_all(
             bootstrap: &bootstrap,
             dynamodb_endpoint: dynamodb_url,
             api_key,
-            source_ip: SOURCES[0],
+            source_ip: source_of(0),
             memory_mb,
             log: &out.join(format!("cold-{}.log", function.name)),
         };

@@ -6,7 +6,7 @@
 //! ([`quota`]): init runs unthrottled; from its first `GET
 //! .../invocation/next` on, the cgroup's CPU quota is MEM/1769 of one CPU, as
 //! Lambda throttles an invocation. DynamoDB Local is reached through a TLS
-//! proxy ([`tls`]). The events come from [`lambda_env::SOURCES`] in turn.
+//! proxy ([`tls`]). The events come from [`lambda_env::source_of`] each round.
 //! Each process serves a cold invocation, a warm one, and one after it was
 //! frozen while the proxy closed its connections. Spawns are interleaved
 //! across bootstraps so drifting load on a shared machine hits them alike.
@@ -14,10 +14,12 @@
 //! local figure, which the runner reads into `results.json`.
 //! It reports; it never fails on a figure.
 //!
-//! Knobs: `COLDSTART_SPAWNS` (16), `COLDSTART_WARM` (10 warm invocations per
+//! Knobs: `COLDSTART_SPAWNS` (32), `COLDSTART_WARM` (10 warm invocations per
 //! process), `COLDSTART_MEMORY` (`128,256,512,1024`),
 //! `COLDSTART_CFS_PERIOD_US` (20000), `COLDSTART_EXTRA`
-//! (`pets@before=path,...`: more builds of a function, compared in the run).
+//! (`pets-keyless@before=path,...`: more builds of a row's function, compared
+//! in the run), `COLDSTART_ONLY` (`pets,floor`: only these rows, the extras'
+//! labels included).
 
 mod cpu_time;
 mod figures;
@@ -29,7 +31,7 @@ mod timeline;
 mod tls;
 
 use figures::{AtMemory, BootstrapFigures, ColdStartRun, COLDSTART_FILE, FLOOR};
-use lambda_env::{Bootstrap, ColdSetup, Event, Function, SOURCES};
+use lambda_env::{source_of, Bootstrap, ColdSetup, Event, Function};
 use petstore_bench::client::Error;
 use petstore_bench::processes::DynamoDbLocal;
 use petstore_bench::{api_key, env_or, machine};
@@ -115,6 +117,17 @@ const FLOOR_REQUEST: Function = Function {
     env: &[],
 };
 
+/// The same floor writing a count (one `UpdateItem`) where the floor reads:
+/// what a first response that must count costs at least, DynamoDB's write
+/// included (DynamoDB Local writes more slowly than it reads, beyond the
+/// 0.3 ms or so DynamoDB itself takes).
+const FLOOR_WRITE_REQUEST: Function = Function {
+    name: FLOOR,
+    label: "floor-write",
+    env: &[("FLOOR_CALL", "update")],
+    ..FLOOR_REQUEST
+};
+
 struct Settings {
     root: PathBuf,
     /// The host's release binaries.
@@ -142,11 +155,13 @@ impl Settings {
                 function,
             })
             .collect();
-        bootstraps.push(Bootstrap {
-            label: FLOOR.to_string(),
-            path: target.join("release/coldstart-floor"),
-            function: &FLOOR_REQUEST,
-        });
+        for floor in [&FLOOR_REQUEST, &FLOOR_WRITE_REQUEST] {
+            bootstraps.push(Bootstrap {
+                label: floor.label.to_string(),
+                path: target.join("release/coldstart-floor"),
+                function: floor,
+            });
+        }
         for extra in std::env::var("COLDSTART_EXTRA")
             .unwrap_or_default()
             .split(',')
@@ -155,14 +170,18 @@ impl Settings {
                 continue;
             };
             let name = label.split('@').next().unwrap_or(label);
-            let function = FUNCTIONS.iter().find(|f| f.name == name).ok_or_else(|| {
-                format!("COLDSTART_EXTRA: {label} names no function (pets@before=path)")
+            let function = FUNCTIONS.iter().find(|f| f.label == name).ok_or_else(|| {
+                format!("COLDSTART_EXTRA: {label} names no function's row (pets@before=path)")
             })?;
             bootstraps.push(Bootstrap {
                 label: label.to_string(),
                 path: path.into(),
                 function,
             });
+        }
+        if let Ok(only) = std::env::var("COLDSTART_ONLY") {
+            let only: Vec<&str> = only.split(',').map(str::trim).collect();
+            bootstraps.retain(|b| only.contains(&b.label.as_str()));
         }
         let memory_mb = std::env::var("COLDSTART_MEMORY")
             .unwrap_or_else(|_| "128,256,512,1024".into())
@@ -172,7 +191,7 @@ impl Settings {
         Ok(Settings {
             release: target.join("release"),
             out: target.join("bench"),
-            spawns: env_or("COLDSTART_SPAWNS", 16),
+            spawns: env_or("COLDSTART_SPAWNS", 32),
             warm: env_or("COLDSTART_WARM", 10),
             period_us: env_or("COLDSTART_CFS_PERIOD_US", 20_000),
             memory_mb,
@@ -312,7 +331,7 @@ async fn at_memory(
         .collect();
     let mut measured: Vec<Vec<Spawn>> = present.iter().map(|_| Vec::new()).collect();
     for round in 0..settings.spawns {
-        let source_ip = SOURCES[round % SOURCES.len()];
+        let source_ip = source_of(round);
         for (bootstrap, spawns) in present.iter().zip(&mut measured) {
             match spawn_one(context, (bootstrap, source_ip), memory_mb, &hooks).await {
                 Ok(spawn) => spawns.push(spawn),
