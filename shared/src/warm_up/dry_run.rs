@@ -19,7 +19,6 @@ use aws_smithy_runtime_api::client::http::{
     HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpConnector,
 };
 use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
-use aws_smithy_runtime_api::http::StatusCode;
 use aws_smithy_types::body::SdkBody;
 use std::future::Future;
 
@@ -69,28 +68,27 @@ impl HttpConnector for Connector {
         }
         let operation = request.headers().get("x-amz-target").unwrap_or_default();
         let (status, body) = answer(operation.rsplit('.').next().unwrap_or_default());
-        // 200 and 400 are status codes.
-        let status = StatusCode::try_from(status).unwrap_or_else(|_| unreachable!());
-        HttpConnectorFuture::ready(Ok(HttpResponse::new(status, SdkBody::from(body))))
+        HttpConnectorFuture::ready(Ok(HttpResponse::new(status.into(), SdkBody::from(body))))
     }
 }
 
 /// The status and body of `operation`'s dry answer (DynamoDB's JSON
 /// protocol; other services' calls, which the warm-up does not make, get an
 /// empty object).
-fn answer(operation: &str) -> (u16, &'static str) {
+fn answer(operation: &str) -> (http::StatusCode, &'static str) {
+    use http::StatusCode as S;
     match operation {
-        "Query" | "Scan" => (200, r#"{"Count":0,"Items":[],"ScannedCount":0}"#),
-        "BatchGetItem" => (200, r#"{"Responses":{},"UnprocessedKeys":{}}"#),
+        "Query" | "Scan" => (S::OK, r#"{"Count":0,"Items":[],"ScannedCount":0}"#),
+        "BatchGetItem" => (S::OK, r#"{"Responses":{},"UnprocessedKeys":{}}"#),
         "PutItem" | "UpdateItem" | "DeleteItem" => (
-            400,
+            S::BAD_REQUEST,
             r#"{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException","message":"dry run: nothing is written"}"#,
         ),
         "TransactWriteItems" => (
-            400,
+            S::BAD_REQUEST,
             r#"{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","message":"dry run: nothing is written"}"#,
         ),
-        _ => (200, "{}"),
+        _ => (S::OK, "{}"),
     }
 }
 
