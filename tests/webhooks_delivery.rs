@@ -8,11 +8,13 @@
 //! The retry schedule is shortened as `WEBHOOK_RETRY_SCHEDULE` would be
 //! (`RetrySchedule::parse`, the code that reads the variable).
 
+mod authorization;
 mod delay;
 mod flows;
 mod queue;
 mod receivers;
 mod ssrf;
+mod stranding;
 
 use crate::helpers::TestApp;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -21,6 +23,7 @@ use petstore::webhooks::address::{
 };
 use petstore::webhooks::attempt::Attempter;
 use petstore::webhooks::deliver::{local, Deliverer};
+use petstore::webhooks::receiving::KeyStates;
 use petstore::webhooks::schedule::RetrySchedule;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -54,7 +57,21 @@ pub fn deliverer_with(app: &TestApp, attempter: Attempter) -> Arc<Deliverer> {
         app.app.config.table_name.clone(),
         attempter,
         quick_schedule(),
+        key_states(app, Duration::ZERO),
     )
+}
+
+/// The keys' states on `app`'s tables, each trusted for `ttl` (zero: read
+/// at every decision, so a test sees a change at once).
+pub fn key_states(app: &TestApp, ttl: Duration) -> Arc<KeyStates> {
+    let config = &app.app.config;
+    Arc::new(KeyStates::new(
+        app.app.db.client().clone(),
+        &config.table_name,
+        &config.rate_limit_table_name,
+        config.data_layout,
+        ttl,
+    ))
 }
 
 /// An endpoint, stored as the webhooks API stores one after `check_url`.
