@@ -9,6 +9,7 @@
 //! (`RetrySchedule::parse`, the code that reads the variable).
 
 mod authorization;
+mod cost;
 mod delay;
 mod flows;
 mod queue;
@@ -243,6 +244,15 @@ pub fn stock_event(event_id: &str) -> Value {
         "StockChanged",
         json!({"petId": 1, "quantity": 2, "previousQuantity": 3, "eventId": event_id,
                "occurredAt": "2026-11-26T20:00:00.000Z", "sequence": "1"}),
+    )
+}
+
+/// An order's placing, owned by key `owner`.
+pub fn order_event(event_id: &str, owner: u64) -> Value {
+    bus_event(
+        "OrderPlaced",
+        json!({"order": {"id": 7, "petId": 1, "quantity": 1, "complete": false, "ownerId": owner},
+               "eventId": event_id, "occurredAt": "2026-11-26T20:00:00.000Z", "sequence": "1"}),
     )
 }
 

@@ -120,14 +120,6 @@ impl Owned {
     }
 }
 
-fn order_event(event_id: &str, owner: u64) -> Value {
-    bus_event(
-        "OrderPlaced",
-        json!({"order": {"id": 7, "petId": 1, "quantity": 1, "complete": false, "ownerId": owner},
-               "eventId": event_id, "occurredAt": "2026-11-26T20:00:00.000Z", "sequence": "1"}),
-    )
-}
-
 #[tokio::test]
 async fn a_revoked_key_s_endpoint_receives_nothing_more_and_is_shown_so() {
     let staff = TestApp::spawn().await;

@@ -137,10 +137,15 @@ pub struct KeyStates {
     limits_table: String,
     ttl: Duration,
     known: Mutex<HashMap<u64, (Instant, Option<KeyState>)>>,
-    /// The keys of the endpoints registered by staff (GSI2 `WEBHOOKSTAFF`),
-    /// held as long as a key's state: the fan-out reads that one partition
-    /// once per time-to-live, not once per event.
-    staff_endpoints: Mutex<Option<(Instant, Vec<Item>)>>,
+    /// The endpoints of each list the fan-out reads (the staff-registered
+    /// ones, GSI2 `WEBHOOKSTAFF`, and each order owner's), held as long as
+    /// a key's state: the subscriptions' view. The fan-out reads a list once
+    /// per time-to-live, not once per event (the staff list is one
+    /// partition every event would read), and an event nobody takes costs
+    /// no read while its lists are held; every attempt reads its endpoint
+    /// afresh, so a change an attempt must obey (disabled, a new URL or
+    /// secret) is obeyed at once.
+    lists: Mutex<HashMap<String, (Instant, Vec<Item>)>>,
 }
 
 impl KeyStates {
@@ -159,7 +164,7 @@ impl KeyStates {
             limits_table: limits_table.to_string(),
             ttl,
             known: Mutex::new(HashMap::new()),
-            staff_endpoints: Mutex::new(None),
+            lists: Mutex::new(HashMap::new()),
         }
     }
 
@@ -200,22 +205,22 @@ impl KeyStates {
         Ok(decide(enabled, state.as_ref(), now))
     }
 
-    /// The staff endpoints' keys, if read within the time-to-live.
-    pub fn held_staff_endpoints(&self) -> Option<Vec<Item>> {
-        let held = self
-            .staff_endpoints
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let (at, keys) = held.as_ref()?;
-        (at.elapsed() < self.ttl).then(|| keys.clone())
+    /// The endpoint items of list `partition`, if read within the time-to-live.
+    pub fn held_list(&self, partition: &str) -> Option<Vec<Item>> {
+        let lists = self.lists.lock().unwrap_or_else(|e| e.into_inner());
+        let (at, items) = lists.get(partition)?;
+        (at.elapsed() < self.ttl).then(|| items.clone())
     }
 
-    pub fn hold_staff_endpoints(&self, keys: Vec<Item>) {
-        let mut held = self
-            .staff_endpoints
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        *held = Some((Instant::now(), keys));
+    pub fn hold_list(&self, partition: &str, items: Vec<Item>) {
+        if self.ttl.is_zero() {
+            return;
+        }
+        let mut lists = self.lists.lock().unwrap_or_else(|e| e.into_inner());
+        if lists.len() >= REMEMBERED_KEYS {
+            lists.clear();
+        }
+        lists.insert(partition.to_string(), (Instant::now(), items));
     }
 
     fn remembered(&self, owner: u64) -> Option<Option<KeyState>> {

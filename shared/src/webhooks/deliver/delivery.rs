@@ -60,8 +60,13 @@ impl Deliverer {
             Ok(endpoint) => endpoint,
             Err(held) => return self.not_attempted(&delivery, held, message.manual).await,
         };
-        let Some(lease) = slots::take(client, table, endpoint.id, now).await? else {
-            return Ok(Disposition::Later(slot_wait(receives)));
+        let lease = match endpoint.failing_since {
+            // A healthy endpoint's attempts end quickly: no slot to take.
+            None => None,
+            Some(_) => match slots::take(client, table, endpoint.id, now).await? {
+                Some(lease) => Some(lease),
+                None => return Ok(Disposition::Later(slot_wait(receives))),
+            },
         };
         let secrets = items::signing_secrets(client, table, &endpoint, now).await?;
         let request = AttemptRequest {
@@ -77,8 +82,10 @@ impl Deliverer {
         let recorded = self
             .record(&delivery, &endpoint, &attempt, message.manual)
             .await;
-        if let Err(error) = slots::release(client, table, lease).await {
-            tracing::warn!(%error, webhook_id = endpoint.id, "webhook slot left to its lease");
+        if let Some(lease) = lease {
+            if let Err(error) = slots::release(client, table, lease).await {
+                tracing::warn!(%error, webhook_id = endpoint.id, "webhook slot left to its lease");
+            }
         }
         recorded
     }

@@ -2,14 +2,15 @@
 //! decided by its key's current state and role
 //! ([`crate::webhooks::receiving`]).
 //!
-//! The candidates are the order's owner's endpoints (an `order.*` event:
-//! one small query of the owner's own list) and the endpoints registered by
-//! staff (GSI2 `WEBHOOKSTAFF`), whose list's keys a process holds for the
-//! key cache's time-to-live rather than reading that one partition for
-//! every event; the candidates' items are then read by key, consistently,
-//! so what an endpoint takes (enabled, subscribed) is never stale. Whether
-//! an endpoint registered by staff still receives as staff is its key's
-//! role now: one whose key became a customer's takes only its own orders'.
+//! The candidates are the endpoints registered by staff (GSI2
+//! `WEBHOOKSTAFF`) and, for an `order.*` event, the order's owner's (GSI4,
+//! one small query of the owner's own list), their items read by key. A
+//! process holds each list it read, items included, for the key cache's
+//! time-to-live ([`KeyStates::held_list`]): the staff list is not read for
+//! every event, and an event nobody takes costs no read while its lists are
+//! held. Whether an endpoint registered by staff still receives as staff is
+//! its key's role now: one whose key became a customer's takes only its
+//! own orders'.
 
 use super::{owner_list, Endpoint, STAFF};
 use crate::db::{from_item, Db, DbError, Item, Layout};
@@ -44,14 +45,22 @@ async fn all_keys(db: &Db, list: &KeyList) -> Result<Vec<Item>, DbError> {
     }
 }
 
-/// The staff list's keys, as held for the key cache's time-to-live.
-async fn staff_keys(db: &Db, keys: &KeyStates) -> Result<Vec<Item>, DbError> {
-    if let Some(held) = keys.held_staff_endpoints() {
+/// The endpoint items of one list, as held for the key cache's
+/// time-to-live, else read (the keys from the index, the items by key).
+async fn endpoints_of(db: &Db, keys: &KeyStates, list: KeyList) -> Result<Vec<Item>, DbError> {
+    if let Some(held) = keys.held_list(&list.partition) {
         return Ok(held);
     }
-    let found = all_keys(db, &KeyList::new("GSI2", STAFF.to_string())).await?;
-    keys.hold_staff_endpoints(found.clone());
-    Ok(found)
+    let found = all_keys(db, &list).await?;
+    let items = match found.is_empty() {
+        true => Vec::new(),
+        false => {
+            db.batch_get_consistent("webhook subscribers", found, None)
+                .await?
+        }
+    };
+    keys.hold_list(&list.partition, items.clone());
+    Ok(items)
 }
 
 /// Every endpoint that takes an event of `event_type` now: enabled, its key
@@ -64,23 +73,19 @@ pub async fn subscribers(
     order_owner: Option<u64>,
 ) -> Result<Vec<Endpoint>, DbError> {
     let db = Db::new(client.clone(), table).with_layout(served_layout());
-    let mut candidates = staff_keys(&db, keys).await?;
+    let staff = KeyList::new("GSI2", STAFF.to_string());
+    let mut items = endpoints_of(&db, keys, staff).await?;
     if let Some(owner) = order_owner
         .and_then(Id::new)
         .filter(|_| event_type.is_order())
     {
-        for key in all_keys(&db, &KeyList::new("GSI4", owner_list(owner))).await? {
-            if !candidates.contains(&key) {
-                candidates.push(key);
+        let owners = KeyList::new("GSI4", owner_list(owner));
+        for item in endpoints_of(&db, keys, owners).await? {
+            if !items.iter().any(|held| held.get("PK") == item.get("PK")) {
+                items.push(item);
             }
         }
     }
-    if candidates.is_empty() {
-        return Ok(Vec::new());
-    }
-    let items = db
-        .batch_get_consistent("webhook subscribers", candidates, None)
-        .await?;
     let now = chrono::Utc::now();
     let mut found = Vec::new();
     for item in items {
