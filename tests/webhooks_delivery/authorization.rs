@@ -252,3 +252,40 @@ async fn a_staff_key_made_a_customer_s_endpoint_takes_only_its_own_orders_from_t
     assert!(owned.receiver.so_far().is_empty());
     assert_eq!(owned.shown(&staff).await, (json!(true), Value::Null));
 }
+
+#[tokio::test]
+async fn a_deleted_key_s_endpoint_receives_nothing_more_and_is_shown_so() {
+    let staff = TestApp::spawn().await;
+    let mut owned = owned(&staff, Role::Staff, "0,0,0").await;
+    owned.fan_out(stock_event("evt-kept")).await;
+    assert_eq!(owned.deliver("evt-kept").await, Disposition::Done);
+    owned.receiver.next().await;
+    owned.fan_out(stock_event("evt-pending")).await;
+
+    let hash = ApiKeyHash::of(&owned.key);
+    staff
+        .app
+        .db
+        .client()
+        .delete_item()
+        .table_name(&staff.app.config.table_name)
+        .key("PK", AttributeValue::S(format!("APIKEY#{}", hash.as_str())))
+        .key("SK", AttributeValue::S("APIKEY".into()))
+        .send()
+        .await
+        .expect("the key's item is deleted");
+
+    assert_eq!(owned.deliver("evt-pending").await, Disposition::Done);
+    let pending = owned.delivery(&staff, "evt-pending").await.expect("kept");
+    assert_eq!(
+        (&pending["state"], &pending["attemptCount"]),
+        (&json!("failed"), &json!(0))
+    );
+    owned.fan_out(stock_event("evt-after")).await;
+    assert_eq!(owned.delivery(&staff, "evt-after").await, None);
+    assert!(owned.receiver.so_far().is_empty());
+    assert_eq!(
+        owned.shown(&staff).await,
+        (json!(false), json!("key_deleted"))
+    );
+}
