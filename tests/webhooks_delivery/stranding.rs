@@ -182,13 +182,32 @@ async fn a_retry_after_longer_than_the_queue_keeps_messages_counts_as_24_hours()
     }
 }
 
-/// Fails every `DeleteItem` (a slot's release) before it is sent.
+/// Fails the next so many calls of one operation before they are sent
+/// (DynamoDB unreachable for them), as the SDK reports a dispatch failure.
 #[derive(Debug)]
-struct DeletesFail;
+struct FailsCalls {
+    /// `DeleteItem`, `UpdateItem`, ...
+    operation: &'static str,
+    left: std::sync::atomic::AtomicU32,
+}
 
-impl Intercept for DeletesFail {
+impl FailsCalls {
+    fn client(
+        local: &aws_sdk_dynamodb::Client,
+        operation: &'static str,
+        times: u32,
+    ) -> aws_sdk_dynamodb::Client {
+        let left = std::sync::atomic::AtomicU32::new(times);
+        let failing = FailsCalls { operation, left };
+        aws_sdk_dynamodb::Client::from_conf(
+            local.config().to_builder().interceptor(failing).build(),
+        )
+    }
+}
+
+impl Intercept for FailsCalls {
     fn name(&self) -> &'static str {
-        "DeletesFail"
+        "FailsCalls"
     }
 
     fn read_before_transmit(
@@ -197,12 +216,20 @@ impl Intercept for DeletesFail {
         _: &RuntimeComponents,
         _: &mut ConfigBag,
     ) -> Result<(), BoxError> {
+        use std::sync::atomic::Ordering;
         let target = context.request().headers().get("x-amz-target");
-        match target {
-            Some(target) if target.ends_with(".DeleteItem") => {
-                Err("DynamoDB unreachable for DeleteItem".into())
-            }
-            _ => Ok(()),
+        let suffix = format!(".{}", self.operation);
+        let matching = target.is_some_and(|target| target.ends_with(&suffix));
+        let fails = matching
+            && self
+                .left
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
+                    left.checked_sub(1)
+                })
+                .is_ok();
+        match fails {
+            true => Err(format!("DynamoDB unreachable for {}", self.operation).into()),
+            false => Ok(()),
         }
     }
 }
@@ -211,8 +238,8 @@ impl Intercept for DeletesFail {
 async fn a_slot_that_cannot_be_given_back_leaves_the_attempt_recorded() {
     let app = TestApp::spawn().await;
     let local = petstore::local_client(&app.endpoint).await;
-    let failing = local.config().to_builder().interceptor(DeletesFail).build();
-    let (deliverer, _) = held_deliverer(&app, aws_sdk_dynamodb::Client::from_conf(failing));
+    let failing = FailsCalls::client(&local, "DeleteItem", u32::MAX);
+    let (deliverer, _) = held_deliverer(&app, failing);
     let answers = vec![Answer::Status(500), Answer::Status(200)];
     let (mut receiver, id) = fanned_out(&app, &deliverer, answers, "evt-slot").await;
 
@@ -228,4 +255,26 @@ async fn a_slot_that_cannot_be_given_back_leaves_the_attempt_recorded() {
         "{delivery}"
     );
     assert_eq!(receiver.so_far().len(), 2, "each attempt sent is recorded");
+}
+
+#[tokio::test]
+async fn an_attempt_whose_record_fails_twice_is_recorded_once_and_not_sent_again() {
+    let app = TestApp::spawn().await;
+    let local = petstore::local_client(&app.endpoint).await;
+    let (deliverer, _) = held_deliverer(&app, FailsCalls::client(&local, "UpdateItem", 2));
+    let (mut receiver, id) =
+        fanned_out(&app, &deliverer, vec![Answer::Status(200)], "evt-record").await;
+
+    let handled = deliverer
+        .deliver(&message(id, "evt-record", false), 1)
+        .await;
+
+    assert_eq!(handled.expect("handled"), Disposition::Done);
+    let delivery = stored(&app, id, "evt-record").await;
+    assert_eq!(
+        (&delivery["state"], &delivery["attemptCount"]),
+        (&json!("delivered"), &json!(1)),
+        "{delivery}"
+    );
+    assert_eq!(receiver.so_far().len(), 1, "sent once, recorded once");
 }

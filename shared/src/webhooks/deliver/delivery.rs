@@ -29,7 +29,10 @@ pub const GONE_REASON: &str = "the endpoint answered 410 Gone";
 pub const FAILING_REASON: &str = "every attempt failed for 3 days";
 /// How many times an attempt is written down against other writes to its
 /// delivery before the message is handed back (then tried again whole).
-const RECORD_TRIES: usize = 5;
+const RECORD_TRIES: u32 = 5;
+/// The first wait before writing an attempt down again after an error
+/// (doubling): a throttled or unreachable table, for a few seconds at most.
+const RECORD_BACKOFF: Duration = Duration::from_millis(100);
 
 impl Deliverer {
     /// Handles one message of the deliveries queue, handed over for the
@@ -173,24 +176,36 @@ impl Deliverer {
             .await?;
         let stored = record::stored(attempt, manual);
         let mut seen = delivery.clone();
-        for _ in 0..RECORD_TRIES {
+        for tried in 1..=RECORD_TRIES {
             let moves_schedule = !manual
                 && seen.state == DeliveryState::Pending
                 && seen.schedule_step == delivery.schedule_step;
             let next = self.next_state(&seen, attempt, moves_schedule);
-            if record::record_attempt(client, table, &seen, stored.clone(), &next).await? {
-                super::observe::attempt_made(&seen, attempt, &next, manual);
-                return Ok(match next.next_attempt_at {
-                    Some(at) if moves_schedule && next.state == DeliveryState::Pending => {
-                        Disposition::Later(until(Utc::now(), at))
-                    }
-                    _ => Disposition::Done,
-                });
+            match record::record_attempt(client, table, &seen, stored.clone(), &next).await {
+                Ok(true) => {
+                    super::observe::attempt_made(&seen, attempt, &next, manual);
+                    return Ok(match next.next_attempt_at {
+                        Some(at) if moves_schedule && next.state == DeliveryState::Pending => {
+                            Disposition::Later(until(Utc::now(), at))
+                        }
+                        _ => Disposition::Done,
+                    });
+                }
+                Ok(false) => {} // another write came first: read it
+                Err(error) if tried < RECORD_TRIES => {
+                    tracing::warn!(%error, webhook_id = seen.webhook_id, "webhook attempt not yet recorded");
+                    tokio::time::sleep(RECORD_BACKOFF * (1 << tried)).await;
+                }
+                Err(error) => return Err(error),
             }
             let fresh = items::delivery(client, table, seen.webhook_id, &seen.event_id).await?;
             let Some(fresh) = fresh else {
                 return Ok(Disposition::Done); // expired meanwhile
             };
+            if fresh.attempts.contains(&stored) {
+                // A write whose answer was lost was made after all.
+                return Ok(carried(&fresh, manual));
+            }
             seen = fresh;
         }
         Err(DeliverError::Db(format!(
@@ -282,6 +297,16 @@ impl Deliverer {
             record::disable(client, table, endpoint.id, FAILING_REASON).await?;
         }
         Ok(())
+    }
+}
+
+/// What becomes of a message whose attempt `delivery` already shows: a
+/// scheduled one goes on carrying the schedule while the delivery is
+/// pending (at worst a second message carries it: at least once).
+fn carried(delivery: &Delivery, manual: bool) -> Disposition {
+    match (manual, delivery.state, delivery.next_attempt_at) {
+        (false, DeliveryState::Pending, Some(at)) => Disposition::Later(until(Utc::now(), at)),
+        _ => Disposition::Done,
     }
 }
 
