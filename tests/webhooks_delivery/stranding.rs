@@ -278,3 +278,12 @@ async fn an_attempt_whose_record_fails_twice_is_recorded_once_and_not_sent_again
     );
     assert_eq!(receiver.so_far().len(), 1, "sent once, recorded once");
 }
+
+#[test]
+fn the_deliveries_queue_keeps_messages_as_long_as_the_schedule_is_checked_against() {
+    let template = crate::deploy::read_yaml("template.yaml");
+    let queue = &template["Resources"]["WebhookDeliveriesQueue"]["Properties"];
+    let retention = queue["MessageRetentionPeriod"].as_i64();
+    let checked = petstore::webhooks::schedule::QUEUE_RETENTION.num_seconds();
+    assert_eq!(retention, Some(checked), "{queue:?}");
+}
