@@ -8,11 +8,14 @@
 //! The retry schedule is shortened as `WEBHOOK_RETRY_SCHEDULE` would be
 //! (`RetrySchedule::parse`, the code that reads the variable).
 
+mod authorization;
+mod cost;
 mod delay;
 mod flows;
 mod queue;
 mod receivers;
 mod ssrf;
+mod stranding;
 
 use crate::helpers::TestApp;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -21,6 +24,7 @@ use petstore::webhooks::address::{
 };
 use petstore::webhooks::attempt::Attempter;
 use petstore::webhooks::deliver::{local, Deliverer};
+use petstore::webhooks::receiving::KeyStates;
 use petstore::webhooks::schedule::RetrySchedule;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -54,7 +58,21 @@ pub fn deliverer_with(app: &TestApp, attempter: Attempter) -> Arc<Deliverer> {
         app.app.config.table_name.clone(),
         attempter,
         quick_schedule(),
+        key_states(app, Duration::ZERO),
     )
+}
+
+/// The keys' states on `app`'s tables, each trusted for `ttl` (zero: read
+/// at every decision, so a test sees a change at once).
+pub fn key_states(app: &TestApp, ttl: Duration) -> Arc<KeyStates> {
+    let config = &app.app.config;
+    Arc::new(KeyStates::new(
+        app.app.db.client().clone(),
+        &config.table_name,
+        &config.rate_limit_table_name,
+        config.data_layout,
+        ttl,
+    ))
 }
 
 /// An endpoint, stored as the webhooks API stores one after `check_url`.
@@ -226,6 +244,15 @@ pub fn stock_event(event_id: &str) -> Value {
         "StockChanged",
         json!({"petId": 1, "quantity": 2, "previousQuantity": 3, "eventId": event_id,
                "occurredAt": "2026-11-26T20:00:00.000Z", "sequence": "1"}),
+    )
+}
+
+/// An order's placing, owned by key `owner`.
+pub fn order_event(event_id: &str, owner: u64) -> Value {
+    bus_event(
+        "OrderPlaced",
+        json!({"order": {"id": 7, "petId": 1, "quantity": 1, "complete": false, "ownerId": owner},
+               "eventId": event_id, "occurredAt": "2026-11-26T20:00:00.000Z", "sequence": "1"}),
     )
 }
 

@@ -172,7 +172,7 @@ fn lines(file: &Path) -> Vec<String> {
 }
 
 /// Waits until the file has stopped growing past `before` lines (the local
-/// reader polls every 250 ms; the contract gives it 2 s); its line count.
+/// reader polls every 100 ms; the contract gives it 2 s); its line count.
 async fn settle(file: &Path, before: usize) -> usize {
     let started = Instant::now();
     let (mut seen, mut since) = (before, Instant::now());

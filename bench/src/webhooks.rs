@@ -283,7 +283,7 @@ impl Step {
     }
 
     /// Whether every event read so far has been fanned out, and no more
-    /// came for a while (the stream is read every 250 ms), within the timeout.
+    /// came for a while (the stream is read every 100 ms), within the timeout.
     async fn settled(&self) -> bool {
         let deadline = Instant::now() + TIMEOUT;
         let (mut seen, mut since) = (count_lines(&self.events), Instant::now());

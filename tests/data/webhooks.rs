@@ -13,6 +13,7 @@ use petstore::webhooks::address::UrlPolicy;
 use petstore::webhooks::attempt::Attempter;
 use petstore::webhooks::deliver::{slots, Deliverer};
 use petstore::webhooks::queue::DeliveryMessage;
+use petstore::webhooks::receiving::KeyStates;
 use petstore::webhooks::schedule::RetrySchedule;
 use serde_json::json;
 use std::net::{IpAddr, Ipv4Addr};
@@ -92,6 +93,7 @@ async fn attempt_refused(app: &TestApp, webhook_id: u64, event_id: &str) {
             .expect("TLS settings"),
         schedule: RetrySchedule::parse("0,0,0").expect("a schedule"),
         queue: app.hooks.queue.clone(),
+        keys: std::sync::Arc::new(KeyStates::of(app.app.db.client().clone(), &app.app.config)),
     };
     let message = DeliveryMessage {
         webhook_id,
@@ -322,6 +324,30 @@ async fn a_slot_or_an_owner_count_in_an_index() {
         .reported_after_setting(
             (&customer, "WEBHOOKS", "GSI4PK", Some(s(customer.clone()))),
             ("unlisted-kinds", &customer),
+        )
+        .await;
+}
+
+#[tokio::test]
+async fn a_pending_delivery_no_message_carries_any_more() {
+    let hooks = Webhooks::new().await;
+    let (id, attempted) = (hooks.staff_endpoint, delivery(&hooks.attempted));
+    let at = |minutes: i64| {
+        let at = Utc::now() - chrono::Duration::minutes(minutes);
+        Some(s(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)))
+    };
+    // Late within the bound: slot waits and hand-backs make it so.
+    hooks
+        .store
+        .set(&endpoint(id), &attempted, "nextAttemptAt", at(50))
+        .await;
+    let report = check(&hooks.store.app).await;
+    assert!(report.sound(), "{:#?}", report.findings);
+    hooks
+        .store
+        .reported_after_setting(
+            (&endpoint(id), &attempted, "nextAttemptAt", at(61)),
+            ("webhook-delivery-not-overdue", &endpoint(id)),
         )
         .await;
 }

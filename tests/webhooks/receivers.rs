@@ -1,20 +1,46 @@
-//! Who receives an event (`endpoints::subscribers`, `endpoints::deliverable`,
-//! what the fan-out and each attempt ask): the order's owner's own endpoints
-//! for `order.*`, every staff endpoint as subscribed; never a disabled one,
-//! nor one whose key is revoked.
+//! Who receives an event (`endpoints::subscribers`, what the fan-out asks,
+//! and `receiving::KeyStates::decide`, what each attempt asks): the order's
+//! owner's own endpoints for `order.*`, every staff endpoint as subscribed;
+//! never a disabled one, nor one whose key is revoked.
 
 use super::{register, set_attributes, RECEIVER};
 use crate::helpers::TestApp;
 use aws_sdk_dynamodb::types::AttributeValue;
-use petstore::webhooks::endpoints::{deliverable, subscribers};
+use petstore::webhooks::endpoints::subscribers;
+use petstore::webhooks::receiving::{KeyStates, NotReceiving};
+use petstore::webhooks::types::EventType;
 use serde_json::json;
+
+/// The keys' states, read at every decision (a time-to-live of zero).
+fn key_states(app: &TestApp) -> KeyStates {
+    let config = &app.app.config;
+    KeyStates::new(
+        app.app.db.client().clone(),
+        &config.table_name,
+        &config.rate_limit_table_name,
+        config.data_layout,
+        std::time::Duration::ZERO,
+    )
+}
 
 async fn receiving(app: &TestApp, event_type: &str, owner: Option<u64>) -> Vec<u64> {
     let (client, table) = (app.app.db.client(), &app.app.config.table_name);
-    let found = subscribers(client, table, event_type, owner)
+    let Some(event_type) = EventType::parse(event_type) else {
+        return Vec::new();
+    };
+    let found = subscribers(client, table, &key_states(app), event_type, owner)
         .await
         .expect("subscribers reads DynamoDB Local");
     found.iter().map(|endpoint| endpoint.id.get()).collect()
+}
+
+/// What an attempt of an endpoint of `owner` (enabled) is decided by.
+async fn decided(app: &TestApp, owner: u64) -> Result<petstore::records::Role, NotReceiving> {
+    let now = chrono::Utc::now();
+    key_states(app)
+        .decide(true, owner, now)
+        .await
+        .expect("reads DynamoDB Local")
 }
 
 fn id_of(record: &serde_json::Value) -> u64 {
@@ -53,9 +79,7 @@ async fn each_event_goes_to_its_order_owner_and_to_staff_as_subscribed() {
         Vec::<u64>::new()
     );
 
-    let (client, table) = (staff.app.db.client(), &staff.app.config.table_name);
-    let found = deliverable(client, table, alice_all).await.expect("reads");
-    assert_eq!(found.map(|e| e.id.get()), Some(alice_all));
+    assert!(decided(&staff, alice.key_id).await.is_ok());
     set_attributes(
         &staff,
         format!("WEBHOOK#{alice_all}"),
@@ -63,10 +87,6 @@ async fn each_event_goes_to_its_order_owner_and_to_staff_as_subscribed() {
         &[("enabled", AttributeValue::Bool(false))],
     )
     .await;
-    assert!(deliverable(client, table, alice_all)
-        .await
-        .expect("reads")
-        .is_none());
     assert_eq!(
         receiving(&staff, "order.placed", Some(alice.key_id)).await,
         vec![every]
@@ -80,10 +100,10 @@ async fn each_event_goes_to_its_order_owner_and_to_staff_as_subscribed() {
         .revoke(bob_key)
         .await
         .expect("revoked");
-    assert!(deliverable(client, table, bob_completed)
-        .await
-        .expect("reads")
-        .is_none());
+    assert_eq!(
+        decided(&staff, bob.key_id).await,
+        Err(NotReceiving::KeyRevoked)
+    );
     assert_eq!(
         receiving(&staff, "order.completed", Some(bob.key_id)).await,
         vec![every]

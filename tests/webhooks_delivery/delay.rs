@@ -10,8 +10,9 @@ use petstore_local::webhooks::WebhookTee;
 use std::collections::HashMap;
 use std::time::Instant;
 
-/// Orders placed one after another; `WEBHOOK_DELAY_ORDERS` overrides.
-const ORDERS: usize = 1000;
+/// Orders placed one after another (issue 47: 100, p99 at most 1 s);
+/// `WEBHOOK_DELAY_ORDERS` overrides.
+const ORDERS: usize = 100;
 
 #[tokio::test]
 #[ignore = "a measurement: cargo test --test api webhooks_delivery::delay -- --ignored --nocapture"]
@@ -38,9 +39,19 @@ async fn an_order_s_webhook_arrives_within_seconds_p50_p99() {
     let resolver = system_resolver();
     register(&staff, &endpoint, &LOCAL, resolver.as_ref()).await;
     let events_file = std::env::temp_dir().join(format!("events-{}.jsonl", rand::random::<u64>()));
+    // As `make run` delivers: key states and subscription lists held for
+    // the key cache's 30 seconds.
+    let attempter = Attempter::new(LOCAL, resolver).expect("TLS settings");
+    let deliverer = local::start_with(
+        staff.app.db.client().clone(),
+        staff.app.config.table_name.clone(),
+        attempter,
+        quick_schedule(),
+        key_states(&staff, Duration::from_secs(30)),
+    );
     let tee = WebhookTee::new(
         FilePublisher::new(&events_file, "us-east-1"),
-        deliverer(&staff, LOCAL, resolver),
+        deliverer,
         "us-east-1",
     );
     tokio::spawn(reader(&staff, &staff.endpoint).follow(tee));
@@ -70,7 +81,7 @@ async fn an_order_s_webhook_arrives_within_seconds_p50_p99() {
     );
     let _ = std::fs::remove_file(events_file);
     assert!(
-        p99 < Duration::from_secs(2),
-        "p99 {p99:?}: section 8's 2 s for the event, then one attempt"
+        p99 <= Duration::from_secs(1),
+        "p99 {p99:?}: issue 47's 1 s from the order's answer to its attempt"
     );
 }

@@ -169,7 +169,7 @@ async fn an_endpoint_has_a_bounded_number_of_attempts_in_flight() {
 
 /// A deliveries queue that keeps what it is sent, handling nothing.
 #[derive(Default)]
-struct Kept(std::sync::Mutex<Vec<DeliveryMessage>>);
+pub struct Kept(pub std::sync::Mutex<Vec<DeliveryMessage>>);
 
 impl DeliveryQueue for Kept {
     fn send(&self, messages: Vec<DeliveryMessage>) -> BoxFuture<'_, Result<(), QueueError>> {
@@ -205,6 +205,7 @@ async fn an_event_fanned_out_twice_makes_one_delivery_and_resends_only_an_unatte
         attempter: Attempter::new(UrlPolicy::default(), resolver).expect("TLS"),
         schedule: quick_schedule(),
         queue: kept.clone(),
+        keys: key_states(&app, Duration::ZERO),
     };
     let event = stock_event("evt-twice");
     deliverer.fan_out(&event).await.expect("fanned out");
@@ -228,9 +229,10 @@ async fn an_event_fanned_out_twice_makes_one_delivery_and_resends_only_an_unatte
         *kept.0.lock().expect("kept"),
         [message.clone(), message.clone()]
     );
-    // Once attempted, its message surely went out: a third run sends nothing.
+    // Once its schedule moved, its message surely went out: a third run
+    // sends nothing.
     let one = [(":one", AttributeValue::N("1".into()))];
-    set_delivery(&app, id, "evt-twice", "SET attemptCount = :one", &one).await;
+    set_delivery(&app, id, "evt-twice", "SET scheduleStep = :one", &one).await;
     deliverer
         .fan_out(&event)
         .await

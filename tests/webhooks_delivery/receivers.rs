@@ -31,6 +31,8 @@ pub enum Answer {
     Hang,
     /// `307` to this location.
     RedirectTo(String),
+    /// This status with this `Retry-After`.
+    AskingToWait(u16, String),
 }
 
 struct Script {
@@ -116,6 +118,10 @@ async fn receive(State(script): State<Arc<Script>>, headers: HeaderMap, body: By
         Answer::Hang => std::future::pending().await,
         Answer::RedirectTo(location) => {
             (StatusCode::TEMPORARY_REDIRECT, [("location", location)]).into_response()
+        }
+        Answer::AskingToWait(code, retry_after) => {
+            let status = StatusCode::from_u16(code).expect("a status");
+            (status, [("retry-after", retry_after)]).into_response()
         }
     }
 }

@@ -98,8 +98,10 @@ async fn ping(
     accepted(&app, id, &event_id).await
 }
 
-/// One more attempt now, whatever the delivery's state (a `failed` one is
-/// `pending` again until it is made).
+/// One more attempt now, whatever the delivery's state. The state changes
+/// only when it succeeds: a `failed` delivery whose retry fails stays
+/// `failed`, and a `pending` one keeps its schedule (and the message that
+/// carries it), so no delivery is left `pending` with nothing to come.
 async fn retry(
     State(app): State<App>,
     caller: Caller,
@@ -115,7 +117,6 @@ async fn retry(
     {
         return Err(ApiError::not_found("delivery", &event_id));
     }
-    deliveries::reopen(client, table, id.get(), &event_id, Utc::now()).await?;
     enqueue(&webhooks, id, &event_id, true).await?;
     accepted(&app, id, &event_id).await
 }

@@ -19,6 +19,7 @@ use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link, JsonBody, QueryParams};
 use petstore::http::respond::{created, json, list_page, no_content};
 use petstore::records::{Caller, Id, Role};
+use petstore::webhooks::receiving;
 use petstore::webhooks::records::{NewWebhookEndpoint, WebhookEndpoint, WebhookEndpointPatch};
 use petstore::webhooks::sign::new_secret;
 use petstore::App;
@@ -62,7 +63,8 @@ async fn list_webhooks(
     };
     let page = query.page_request("webhooks")?;
     let found = app.db.list_webhooks(owner, page.limit, page.after).await?;
-    let records: Vec<WebhookEndpoint> = found.items.iter().map(|e| e.record(None)).collect();
+    let mut records: Vec<WebhookEndpoint> = found.items.iter().map(|e| e.record(None)).collect();
+    receiving::show(&key_states(&app), &mut records).await?;
     let filters: Vec<(&str, String)> = owner_filter
         .map(|owner| vec![("ownerId", owner.to_string())])
         .unwrap_or_default();
@@ -79,7 +81,14 @@ async fn get_webhook(
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "webhookId")?;
     let endpoint = app.db.visible_webhook(id, &caller).await?;
-    Ok(json(StatusCode::OK, &endpoint.record(None)))
+    let mut record = [endpoint.record(None)];
+    receiving::show(&key_states(&app), &mut record).await?;
+    Ok(json(StatusCode::OK, &record[0]))
+}
+
+/// The endpoints' keys' states, read afresh for this request.
+fn key_states(app: &App) -> receiving::KeyStates {
+    receiving::KeyStates::of(app.db.client().clone(), &app.config)
 }
 
 async fn update_webhook(

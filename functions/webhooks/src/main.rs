@@ -33,7 +33,7 @@ async fn main() -> Result<(), lambda_http::Error> {
     // Without `WEBHOOK_QUEUE_URL` (only `make run-lambda`: the template
     // always sets it) the binary serves the HTTP API alone, and a ping or
     // retry is held in process; delivery is `make run`'s local runner's.
-    let queue_side = match QueueSide::from_env(&aws, app.db.client().clone(), app.db.table()) {
+    let queue_side = match QueueSide::from_env(&aws, app.db.client().clone(), &app.config) {
         Ok(side) => Some(Arc::new(side)),
         Err(SetupError::NoQueueUrl) => None,
         Err(other) => return Err(other.into()),

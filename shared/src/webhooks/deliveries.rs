@@ -17,7 +17,6 @@ use super::types::EventType;
 use crate::db::{classify, from_item, n, new_id, s, Db, DbError, Item, Page};
 use crate::records::Id;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Duration, Utc};
@@ -56,10 +55,11 @@ pub struct NewDelivery<'a> {
 pub enum Created {
     /// Created now.
     New,
-    /// Made by an earlier run and never attempted: that run may have stopped
-    /// before its message went out, so send it again.
+    /// Made by an earlier run and still at the schedule's start: that run
+    /// may have stopped before its message went out, so send it again (an
+    /// attempt by hand does not count: it carries no schedule).
     Unattempted,
-    /// Made before and already attempted: its message went out.
+    /// Made before, its schedule under way: its message went out.
     Existing,
 }
 
@@ -109,8 +109,11 @@ pub async fn create(
                     PutItemError::ConditionalCheckFailedException(failed) => failed.item.clone(),
                     _ => None,
                 };
-                let attempted = old.and_then(|old| old.get("attemptCount").cloned()) != Some(n(0));
-                Ok(if attempted {
+                let started = old.is_none_or(|old| {
+                    old.get("scheduleStep") != Some(&n(0))
+                        || old.get("state") != Some(&s("pending"))
+                });
+                Ok(if started {
                     Created::Existing
                 } else {
                     Created::Unattempted
@@ -164,41 +167,4 @@ pub async fn list_page(
         items: by_key.into_iter().map(|(_, delivery)| delivery).collect(),
         next_after: page.next_after,
     })
-}
-
-/// Makes a `failed` delivery `pending` again, due now, for one more attempt
-/// by hand; a pending or delivered one is left as it is (the attempt by
-/// hand is made whatever the state).
-pub async fn reopen(
-    client: &Client,
-    table: &str,
-    webhook_id: u64,
-    event_id: &str,
-    now: DateTime<Utc>,
-) -> Result<(), DbError> {
-    let update = client
-        .update_item()
-        .table_name(table)
-        .set_key(Some(key(webhook_id, event_id)))
-        .update_expression("SET #state = :pending, nextAttemptAt = :now, expiresAt = :expires")
-        .condition_expression("#state = :failed")
-        .expression_attribute_names("#state", "state")
-        .expression_attribute_values(":pending", s("pending"))
-        .expression_attribute_values(":failed", s("failed"))
-        .expression_attribute_values(":now", s(time(now)))
-        .expression_attribute_values(":expires", n(expires_at(now)))
-        .send()
-        .await;
-    match update {
-        Ok(_) => Ok(()),
-        Err(aws_sdk_dynamodb::error::SdkError::ServiceError(service))
-            if matches!(
-                service.err(),
-                UpdateItemError::ConditionalCheckFailedException(_)
-            ) =>
-        {
-            Ok(())
-        }
-        Err(other) => Err(classify(table, other)),
-    }
 }

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 pub use changes::{rotated, EndpointCheck, SECRET_OVERLAP_HOURS};
-pub use receivers::{deliverable, subscribers};
+pub use receivers::subscribers;
 
 pub(crate) const SK: &str = "ENDPOINT";
 /// GSI1's list of every endpoint.
@@ -136,6 +136,8 @@ impl Endpoint {
             failing_since,
             created_at,
             secret,
+            receiving: None,
+            not_receiving_reason: None,
         }
     }
 

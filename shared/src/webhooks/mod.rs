@@ -17,6 +17,7 @@ pub mod deliveries;
 pub mod endpoints;
 pub(crate) mod list;
 pub mod queue;
+pub mod receiving;
 pub mod records;
 pub mod schedule;
 pub mod sign;

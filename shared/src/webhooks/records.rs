@@ -38,6 +38,12 @@ pub struct WebhookEndpoint {
     /// Since when every attempt has failed (absent when the last succeeded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failing_since: Option<String>,
+    /// Whether it receives events now (`GET` answers; `receiving::show`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiving: Option<bool>,
+    /// Why not, when it does not (`key_revoked`, `key_banned`, `disabled`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_receiving_reason: Option<String>,
     pub created_at: String,
     /// The newest secret: only in the answers of `POST /webhooks` and
     /// `POST /webhooks/{webhookId}/secret`.

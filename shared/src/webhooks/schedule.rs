@@ -22,6 +22,21 @@ pub const RECORD_LIFETIME: Duration = Duration::days(30);
 /// Each wait is multiplied by a factor drawn uniformly from this range, so
 /// that the deliveries of one burst do not come back all at once.
 pub const JITTER: std::ops::RangeInclusive<f64> = 0.9..=1.1;
+/// The longest wait a `Retry-After` can ask for (section 9, 1.2.0: a longer
+/// one counts as this), and the longest wait a schedule may hold.
+pub const LONGEST_WAIT: Duration = Duration::hours(24);
+/// How late a pending delivery's next attempt may come after its
+/// `nextAttemptAt`: a message that finds its endpoint's slots taken waits
+/// at most a minute at a time, one whose handling failed comes back after
+/// the queue's visibility timeout (6 minutes), a long wait is held in hops
+/// of 12 hours less a minute. Later than this, nothing is carrying it
+/// (`petstore-admin data check` reports it).
+pub const OVERDUE_AFTER: Duration = Duration::hours(1);
+/// How long the deliveries queue keeps a message (the template's
+/// `MessageRetentionPeriod`): one message carries a delivery through its
+/// whole schedule, so the schedule, every wait stretched to its longest,
+/// must end a day before it (a day's margin for slot waits and hand-backs).
+pub const QUEUE_RETENTION: Duration = Duration::days(14);
 
 /// The waits between attempts: attempt `n` failed, the next comes after
 /// `waits[n - 1]`; after the last wait's attempt, the delivery has failed.
@@ -31,7 +46,7 @@ pub struct RetrySchedule {
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{SCHEDULE_VARIABLE} must be whole seconds, comma-separated (e.g. `{DEFAULT_SCHEDULE}`), at most 30 days each; {problem}")]
+#[error("{SCHEDULE_VARIABLE} must be whole seconds, comma-separated (e.g. `{DEFAULT_SCHEDULE}`), at most 24 hours each and 13 days in all; {problem}")]
 pub struct ScheduleError {
     problem: String,
 }
@@ -63,13 +78,38 @@ impl RetrySchedule {
                         refuse(format!("`{}` is not a number of seconds", part.trim()))
                     })?;
                     let wait = Duration::seconds(i64::from(seconds));
-                    if wait > RECORD_LIFETIME {
-                        return Err(refuse(format!("{seconds} is longer than 30 days")));
+                    if wait > LONGEST_WAIT {
+                        return Err(refuse(format!("{seconds} is longer than 24 hours")));
                     }
                     Ok(wait)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-        Ok(RetrySchedule { waits })
+        let schedule = RetrySchedule { waits };
+        if schedule.longest() > QUEUE_RETENTION - Duration::days(1) {
+            return Err(refuse(
+                "with every wait at its longest it outlives the queue's messages".into(),
+            ));
+        }
+        Ok(schedule)
+    }
+
+    /// How long after its creation a delivery's last scheduled attempt comes
+    /// at the latest, without `Retry-After`s: every wait jittered up.
+    pub fn span(&self) -> Duration {
+        let total: i64 = self.waits.iter().map(Duration::num_milliseconds).sum();
+        Duration::milliseconds((total as f64 * JITTER.end()).ceil() as i64)
+    }
+
+    /// The whole schedule with every wait at its longest: jittered up, or
+    /// stretched by a `Retry-After` to [`LONGEST_WAIT`].
+    pub fn longest(&self) -> Duration {
+        let stretched = self.waits.iter().map(|wait| {
+            let jittered = Duration::milliseconds(
+                (wait.num_milliseconds() as f64 * JITTER.end()).ceil() as i64,
+            );
+            jittered.max(LONGEST_WAIT)
+        });
+        stretched.fold(Duration::zero(), |total, wait| total + wait)
     }
 
     /// Attempts in all: the first and one after each wait.
@@ -79,7 +119,8 @@ impl RetrySchedule {
 
     /// When to try again after attempt number `attempts_made` failed at
     /// `now`: its wait times `jitter` (a factor from [`JITTER`]), and never
-    /// sooner than a `Retry-After` asked (nor later than the record lasts).
+    /// sooner than a `Retry-After` asked, up to [`LONGEST_WAIT`] (so the
+    /// message that carries the delivery outlives its schedule).
     /// `None`: that was the last attempt.
     pub fn next_attempt(
         &self,
@@ -93,7 +134,7 @@ impl RetrySchedule {
         let jittered =
             wait.num_milliseconds() as f64 * jitter.clamp(*JITTER.start(), *JITTER.end());
         let scheduled = now + Duration::milliseconds(jittered.round() as i64);
-        let asked = retry_after.map(|asked| asked.not_before(now).min(now + RECORD_LIFETIME));
+        let asked = retry_after.map(|asked| asked.not_before(now).min(now + LONGEST_WAIT));
         Some(asked.map_or(scheduled, |asked| asked.max(scheduled)))
     }
 }

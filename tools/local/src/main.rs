@@ -98,7 +98,7 @@ async fn serve(endpoint: &str) -> Result<(), BoxError> {
     let app = setup(endpoint).await?;
     let deliverer = petstore::webhooks::deliver::local::start(
         app.db.client().clone(),
-        app.config.table_name.clone(),
+        &app.config,
         std::sync::Arc::new(petstore::webhooks::address::SystemResolver),
     )?;
     let events_file = follow_events(endpoint, &app.config.table_name, deliverer.clone());

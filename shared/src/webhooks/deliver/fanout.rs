@@ -68,8 +68,14 @@ impl Deliverer {
         })?;
         let order_owner = detail["order"]["ownerId"].as_u64();
         let body = payload(event_type, detail)?;
-        let endpoints =
-            items::subscribers(&self.client, &self.table, event_type, order_owner).await?;
+        let endpoints = items::subscribers(
+            &self.client,
+            &self.table,
+            &self.keys,
+            event_type,
+            order_owner,
+        )
+        .await?;
         let now = Utc::now();
         let mut messages = Vec::new();
         for endpoint in &endpoints {

@@ -1,16 +1,16 @@
 //! The endpoint and delivery items as delivery reads and writes them.
 //!
-//! Who receives an event, whether an endpoint may be called, and the
-//! delivery's creation are the stored items' own modules'
-//! (`endpoints::deliverable`, `endpoints::subscribers`, `deliveries::create`):
+//! Who receives an event and the delivery's creation are the stored items'
+//! own modules' (`endpoints::subscribers`, `deliveries::create`):
 //! the functions here call them and read their items in the form delivery
 //! works with ([`Endpoint`], [`Delivery`]), their errors as delivery's.
 //! Recording attempts and the endpoint's failure state is this module's:
 //! conditional `UpdateItem`s on the item's key.
 
 use super::DeliverError;
+use crate::webhooks::receiving::KeyStates;
 use crate::webhooks::types::EventType;
-use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
@@ -57,7 +57,6 @@ pub fn time(at: DateTime<Utc>) -> String {
 pub struct Endpoint {
     pub id: u64,
     pub owner_id: u64,
-    pub owner_role: String,
     pub url: String,
     #[serde(default)]
     pub events: Vec<String>,
@@ -84,19 +83,6 @@ impl Endpoint {
             .filter(|s| s.retires_at.is_none_or(|at| at > now));
         active.map(|s| s.secret.clone()).collect()
     }
-
-    /// Whether this endpoint receives an event of `event_type` (section 9,
-    /// "Who"): its owner's orders' events, and staff every type; each as
-    /// `events` subscribes (empty: every type it may receive).
-    pub fn receives(&self, event_type: EventType, order_owner: Option<u64>) -> bool {
-        let allowed = match self.owner_role.as_str() {
-            "staff" => true,
-            _ => event_type.is_order() && order_owner == Some(self.owner_id),
-        };
-        let subscribed =
-            self.events.is_empty() || self.events.iter().any(|e| e == event_type.as_str());
-        allowed && subscribed
-    }
 }
 
 /// A delivery item, as delivery reads it.
@@ -105,6 +91,9 @@ impl Endpoint {
 pub struct Delivery {
     pub webhook_id: u64,
     pub event_id: String,
+    /// Section 9's type (`order.placed`, `webhook.ping`, ...).
+    #[serde(rename = "type")]
+    pub event_type: String,
     pub body: String,
     pub state: DeliveryState,
     #[serde(default)]
@@ -116,6 +105,18 @@ pub struct Delivery {
     #[serde(default)]
     pub schedule_step: u32,
     pub next_attempt_at: Option<DateTime<Utc>>,
+    pub created_at: Option<DateTime<Utc>>,
+}
+
+impl Delivery {
+    /// Its event's type, and for an order's event the order's owner: what
+    /// decides whether an endpoint still takes it.
+    pub fn event(&self) -> (Option<EventType>, Option<u64>) {
+        let owner = serde_json::from_str::<serde_json::Value>(&self.body)
+            .ok()
+            .and_then(|payload| payload["data"]["order"]["ownerId"].as_u64());
+        (EventType::parse(&self.event_type), owner)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -170,29 +171,16 @@ fn as_read(endpoint: crate::webhooks::endpoints::Endpoint) -> Result<Endpoint, D
     serde_dynamo::from_item(item).map_err(|e| DeliverError::Item(e.to_string()))
 }
 
-/// The endpoint when it exists, is enabled and its owner's key is not
-/// revoked (`endpoints::deliverable`).
-pub async fn deliverable(
-    client: &Client,
-    table: &str,
-    webhook_id: u64,
-) -> Result<Option<Endpoint>, DeliverError> {
-    crate::webhooks::endpoints::deliverable(client, table, webhook_id)
-        .await
-        .map_err(stored_error)?
-        .map(as_read)
-        .transpose()
-}
-
-/// Every deliverable endpoint that receives this event
-/// (`endpoints::subscribers`, on the lists' indexes).
+/// Every endpoint that takes this event now (`endpoints::subscribers`,
+/// its owner's key's state decided by `keys`).
 pub async fn subscribers(
     client: &Client,
     table: &str,
+    keys: &KeyStates,
     event_type: EventType,
     order_owner: Option<u64>,
 ) -> Result<Vec<Endpoint>, DeliverError> {
-    crate::webhooks::endpoints::subscribers(client, table, event_type.as_str(), order_owner)
+    crate::webhooks::endpoints::subscribers(client, table, keys, event_type, order_owner)
         .await
         .map_err(stored_error)?
         .into_iter()
@@ -210,6 +198,61 @@ pub async fn create(
     crate::webhooks::deliveries::create(client, table, new, now)
         .await
         .map_err(stored_error)
+}
+
+/// The delivery item and its endpoint's, read consistently in one call.
+pub async fn delivery_and_endpoint(
+    client: &Client,
+    table: &str,
+    webhook_id: u64,
+    event_id: &str,
+) -> Result<(Option<Delivery>, Option<Endpoint>), DeliverError> {
+    let keys = KeysAndAttributes::builder()
+        .keys(delivery_key(webhook_id, event_id))
+        .keys(endpoint_key(webhook_id))
+        .consistent_read(true)
+        .build()
+        .map_err(|e| DeliverError::Db(e.to_string()))?;
+    let mut pending = Some(keys);
+    let (mut delivery, mut endpoint) = (None, None);
+    // Unprocessed keys (throttling) are asked again, as the SDK does not.
+    for _ in 0..5 {
+        let Some(keys) = pending.take() else { break };
+        let out = client
+            .batch_get_item()
+            .request_items(table, keys)
+            .send()
+            .await
+            .map_err(|e| db_error("BatchGetItem delivery")(e.into()))?;
+        let found = out.responses.and_then(|mut r| r.remove(table));
+        for item in found.unwrap_or_default() {
+            let read = |e: serde_dynamo::Error| DeliverError::Item(e.to_string());
+            match item.get("SK") {
+                Some(AttributeValue::S(sk)) if sk == "ENDPOINT" => {
+                    endpoint = Some(serde_dynamo::from_item(item).map_err(read)?)
+                }
+                _ => delivery = Some(serde_dynamo::from_item(item).map_err(read)?),
+            }
+        }
+        pending = out.unprocessed_keys.and_then(|mut r| r.remove(table));
+    }
+    match pending {
+        None => Ok((delivery, endpoint)),
+        Some(_) => Err(DeliverError::Db(
+            "BatchGetItem delivery: keys left unprocessed".into(),
+        )),
+    }
+}
+
+/// The secrets that sign an attempt of `endpoint` at `now`, newest first:
+/// the one place an attempt reads them.
+pub async fn signing_secrets(
+    _client: &Client,
+    _table: &str,
+    endpoint: &Endpoint,
+    now: DateTime<Utc>,
+) -> Result<Vec<String>, DeliverError> {
+    Ok(endpoint.active_secrets(now))
 }
 
 /// The delivery item, read consistently.

@@ -6,6 +6,7 @@ use super::sqs::{handle_batch, SqsQueue};
 use super::Deliverer;
 use crate::webhooks::address::{SystemResolver, UrlPolicy};
 use crate::webhooks::attempt::Attempter;
+use crate::webhooks::receiving::KeyStates;
 use crate::webhooks::schedule::RetrySchedule;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use serde_json::Value;
@@ -35,18 +36,20 @@ pub enum SetupError {
 
 impl QueueSide {
     /// From the environment: `WEBHOOK_QUEUE_URL`, `WEBHOOK_RETRY_SCHEDULE`,
-    /// `WEBHOOKS_ALLOW_LOOPBACK`; the table is the data table.
+    /// `WEBHOOKS_ALLOW_LOOPBACK`; the tables and the key cache's
+    /// time-to-live as `config` says.
     pub fn from_env(
         aws: &aws_config::SdkConfig,
         client: aws_sdk_dynamodb::Client,
-        table: impl Into<String>,
+        config: &crate::config::Config,
     ) -> Result<QueueSide, SetupError> {
         let url = std::env::var("WEBHOOK_QUEUE_URL").map_err(|_| SetupError::NoQueueUrl)?;
         let deliveries = SqsQueue::from_config(aws, url);
         let attempter = Attempter::new(UrlPolicy::from_env(), Arc::new(SystemResolver))?;
         let deliverer = Deliverer {
+            keys: Arc::new(KeyStates::of(client.clone(), config)),
             client,
-            table: table.into(),
+            table: config.table_name.clone(),
             attempter,
             schedule: RetrySchedule::from_env()?,
             queue: Arc::new(deliveries.clone()),

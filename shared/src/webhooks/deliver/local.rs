@@ -5,6 +5,7 @@
 
 use super::{Deliverer, Disposition};
 use crate::webhooks::queue::{DeliveryMessage, DeliveryQueue, QueueError};
+use crate::webhooks::receiving::KeyStates;
 use futures::future::BoxFuture;
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,19 +52,26 @@ impl DeliveryQueue for LocalQueue {
     }
 }
 
-/// A deliverer on `client`'s `table` whose queue is a new local one, its
+/// A deliverer on `config`'s tables whose queue is a new local one, its
 /// messages handled in the background from now on; settings from the
 /// environment as in Lambda (`WEBHOOK_RETRY_SCHEDULE`,
 /// `WEBHOOKS_ALLOW_LOOPBACK`), the address checks on `resolver`.
 pub fn start(
     client: aws_sdk_dynamodb::Client,
-    table: impl Into<String>,
+    config: &crate::config::Config,
     resolver: Arc<dyn crate::webhooks::address::Resolve>,
 ) -> Result<Arc<Deliverer>, super::lambda::SetupError> {
     let policy = crate::webhooks::address::UrlPolicy::from_env();
     let attempter = crate::webhooks::attempt::Attempter::new(policy, resolver)?;
     let schedule = crate::webhooks::schedule::RetrySchedule::from_env()?;
-    Ok(start_with(client, table, attempter, schedule))
+    let keys = Arc::new(KeyStates::of(client.clone(), config));
+    Ok(start_with(
+        client,
+        &config.table_name,
+        attempter,
+        schedule,
+        keys,
+    ))
 }
 
 /// The same with the attempter and schedule given (the tests').
@@ -72,6 +80,7 @@ pub fn start_with(
     table: impl Into<String>,
     attempter: crate::webhooks::attempt::Attempter,
     schedule: crate::webhooks::schedule::RetrySchedule,
+    keys: Arc<KeyStates>,
 ) -> Arc<Deliverer> {
     let (queue, receiver) = LocalQueue::new();
     let deliverer = Arc::new(Deliverer {
@@ -80,6 +89,7 @@ pub fn start_with(
         attempter,
         schedule,
         queue: Arc::new(queue.clone()),
+        keys,
     });
     tokio::spawn(run(deliverer.clone(), queue, receiver));
     deliverer

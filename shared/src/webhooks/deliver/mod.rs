@@ -23,6 +23,7 @@ pub mod sqs;
 
 use crate::webhooks::attempt::Attempter;
 use crate::webhooks::queue::{DeliveryQueue, QueueError};
+use crate::webhooks::receiving::KeyStates;
 use crate::webhooks::schedule::RetrySchedule;
 use aws_sdk_dynamodb::Client;
 use std::sync::Arc;
@@ -45,6 +46,9 @@ pub struct Deliverer {
     pub schedule: RetrySchedule,
     /// Where the fan-out sends delivery messages.
     pub queue: Arc<dyn DeliveryQueue>,
+    /// The endpoints' keys' states, as the fan-out and each attempt decide
+    /// by them.
+    pub keys: Arc<KeyStates>,
 }
 
 /// What the queue does with a delivery message once handled.

@@ -82,20 +82,45 @@ pub async fn give_up(
     table: &str,
     delivery: &Delivery,
 ) -> Result<bool, DeliverError> {
-    let update = client
+    let expires = n(expires_at(Utc::now()));
+    let set = "SET #state = :failed, expiresAt = :expires REMOVE nextAttemptAt";
+    let values = [(":failed", s("failed")), (":expires", expires)];
+    unattempted(client, table, delivery, set, values).await
+}
+
+/// A pending delivery whose next attempt waits until `at` (its key's ban
+/// ends then): `false` when it changed since it was read.
+pub async fn hold(
+    client: &Client,
+    table: &str,
+    delivery: &Delivery,
+    at: DateTime<Utc>,
+) -> Result<bool, DeliverError> {
+    let values = [(":at", s(time(at)))];
+    unattempted(client, table, delivery, "SET nextAttemptAt = :at", values).await
+}
+
+/// `expression` on a pending delivery as read, without an attempt.
+async fn unattempted<const N: usize>(
+    client: &Client,
+    table: &str,
+    delivery: &Delivery,
+    expression: &str,
+    values: [(&str, AttributeValue); N],
+) -> Result<bool, DeliverError> {
+    let mut update = client
         .update_item()
         .table_name(table)
         .set_key(Some(delivery_key(delivery.webhook_id, &delivery.event_id)))
         .condition_expression("attemptCount = :seen AND #state = :pending")
-        .update_expression("SET #state = :failed, expiresAt = :expires REMOVE nextAttemptAt")
+        .update_expression(expression)
         .expression_attribute_names("#state", "state")
         .expression_attribute_values(":seen", n(delivery.attempt_count))
-        .expression_attribute_values(":pending", s("pending"))
-        .expression_attribute_values(":failed", s("failed"))
-        .expression_attribute_values(":expires", n(expires_at(Utc::now())))
-        .send()
-        .await;
-    conditional(update.map(|_| ()), "UpdateItem delivery")
+        .expression_attribute_values(":pending", s("pending"));
+    for (name, value) in values {
+        update = update.expression_attribute_values(name, value);
+    }
+    conditional(update.send().await.map(|_| ()), "UpdateItem delivery")
 }
 
 /// A success: the endpoint is no longer failing.

@@ -1,8 +1,14 @@
 //! A bounded number of attempts in flight per endpoint (section 9,
-//! "Isolation"): one caller's slow endpoints cannot take all the delivery
-//! capacity, because an attempt first leases one of its endpoint's
-//! [`SLOTS_PER_ENDPOINT`] slot items, and a message that finds none free is
-//! deferred without an attempt.
+//! "Isolation"): one caller's slow or failing endpoints cannot take all the
+//! delivery capacity, because an attempt to an endpoint that is failing
+//! (`failingSince` set: its last attempt did not succeed, a timeout
+//! included) first leases one of its [`SLOTS_PER_ENDPOINT`] slot items, and
+//! a message that finds none free is deferred without an attempt. An
+//! endpoint whose last attempt succeeded is called without a slot (its
+//! attempts end quickly; two writes saved on every healthy delivery): the
+//! first attempt that times out marks it failing, so at most the attempts
+//! already under way when it turned slow go unbounded, each for at most its
+//! 15 seconds.
 //!
 //! A slot is an item (`PK = WEBHOOK#<id>`, `SK = SLOT#<n>`) with a lease
 //! time: taken by a conditional put (free, or its lease run out), released

@@ -1,14 +1,24 @@
-//! Who receives an event: the endpoints the fan-out delivers to, and
-//! whether one endpoint may still be delivered to.
+//! Who receives an event: the endpoints the fan-out delivers to, each
+//! decided by its key's current state and role
+//! ([`crate::webhooks::receiving`]).
+//!
+//! The candidates are the endpoints registered by staff (GSI2
+//! `WEBHOOKSTAFF`) and, for an `order.*` event, the order's owner's (GSI4,
+//! one small query of the owner's own list), their items read by key. A
+//! process holds each list it read, items included, for the key cache's
+//! time-to-live ([`KeyStates::held_list`]): the staff list is not read for
+//! every event, and an event nobody takes costs no read while its lists are
+//! held. Whether an endpoint registered by staff still receives as staff is
+//! its key's role now: one whose key became a customer's takes only its
+//! own orders'.
 
-use super::{owner_list, Endpoint, SK, STAFF};
+use super::{owner_list, Endpoint, STAFF};
 use crate::db::{from_item, Db, DbError, Item, Layout};
-use crate::ratelimit::keys::KeyStore;
 use crate::records::Id;
 use crate::webhooks::list::{keys_page, KeyList};
+use crate::webhooks::receiving::{takes, KeyStates};
 use crate::webhooks::types::EventType;
 use aws_sdk_dynamodb::Client;
-use std::collections::HashMap;
 
 /// The stored layout this process serves (`DATA_LAYOUT`, as the functions'
 /// configuration reads it): the queue side has no `Config` of its own, and
@@ -21,85 +31,70 @@ fn served_layout() -> Layout {
         .unwrap_or_default()
 }
 
-/// The endpoint when it exists, is enabled and its owner's key is not
-/// revoked; `None` otherwise.
-pub async fn deliverable(
-    client: &Client,
-    table: &str,
-    webhook_id: u64,
-) -> Result<Option<Endpoint>, DbError> {
-    let db = Db::new(client.clone(), table).with_layout(served_layout());
-    let Some(endpoint) = db.get_item(format!("WEBHOOK#{webhook_id}"), SK).await? else {
-        return Ok(None);
+/// Every key of one list, newest first.
+async fn all_keys(db: &Db, list: &KeyList) -> Result<Vec<Item>, DbError> {
+    let mut keys = Vec::new();
+    let mut after = None;
+    loop {
+        let page = keys_page(db, list, 100, after).await?;
+        keys.extend(page.items);
+        match page.next_after {
+            Some(next) => after = Some(next),
+            None => return Ok(keys),
+        }
+    }
+}
+
+/// The endpoint items of one list, as held for the key cache's
+/// time-to-live, else read (the keys from the index, the items by key).
+async fn endpoints_of(db: &Db, keys: &KeyStates, list: KeyList) -> Result<Vec<Item>, DbError> {
+    if let Some(held) = keys.held_list(&list.partition) {
+        return Ok(held);
+    }
+    let found = all_keys(db, &list).await?;
+    let items = match found.is_empty() {
+        true => Vec::new(),
+        false => {
+            db.batch_get_consistent("webhook subscribers", found, None)
+                .await?
+        }
     };
-    let endpoint: Endpoint = from_item(endpoint)?;
-    let live = endpoint.enabled && owner_live(client, table, endpoint.owner_id).await?;
-    Ok(live.then_some(endpoint))
+    keys.hold_list(&list.partition, items.clone());
+    Ok(items)
 }
 
-async fn owner_live(client: &Client, table: &str, owner: Id) -> Result<bool, DbError> {
-    let keys = KeyStore::new(client.clone(), table).with_layout(served_layout());
-    Ok(keys
-        .find_by_id(owner)
-        .await?
-        .is_some_and(|key| !key.revoked))
-}
-
-/// Every deliverable endpoint that receives an event of `event_type`: the
-/// order owner's own (an `order.*` type), and every staff endpoint.
-/// Customers never receive non-order types or others' orders.
+/// Every endpoint that takes an event of `event_type` now: enabled, its key
+/// live, and as its key's current role and its `events` allow.
 pub async fn subscribers(
     client: &Client,
     table: &str,
-    event_type: &str,
+    keys: &KeyStates,
+    event_type: EventType,
     order_owner: Option<u64>,
 ) -> Result<Vec<Endpoint>, DbError> {
-    let Some(event_type) = EventType::parse(event_type) else {
-        return Ok(Vec::new());
-    };
     let db = Db::new(client.clone(), table).with_layout(served_layout());
-    let mut lists = vec![KeyList::new("GSI2", STAFF.to_string())];
+    let staff = KeyList::new("GSI2", STAFF.to_string());
+    let mut items = endpoints_of(&db, keys, staff).await?;
     if let Some(owner) = order_owner
         .and_then(Id::new)
         .filter(|_| event_type.is_order())
     {
-        lists.push(KeyList::new("GSI4", owner_list(owner)));
-    }
-    let mut keys: Vec<Item> = Vec::new();
-    for list in &lists {
-        let mut after = None;
-        loop {
-            let page = keys_page(&db, list, 100, after).await?;
-            for key in page.items {
-                if !keys.contains(&key) {
-                    keys.push(key);
-                }
-            }
-            match page.next_after {
-                Some(next) => after = Some(next),
-                None => break,
+        let owners = KeyList::new("GSI4", owner_list(owner));
+        for item in endpoints_of(&db, keys, owners).await? {
+            if !items.iter().any(|held| held.get("PK") == item.get("PK")) {
+                items.push(item);
             }
         }
     }
-    let items = db
-        .batch_get_consistent("webhook subscribers", keys, None)
-        .await?;
+    let now = chrono::Utc::now();
     let mut found = Vec::new();
-    let mut owners: HashMap<Id, bool> = HashMap::new();
     for item in items {
         let endpoint: Endpoint = from_item(item)?;
-        if !endpoint.enabled || !endpoint.receives(event_type, order_owner) {
+        let owner = endpoint.owner_id.get();
+        let Ok(role) = keys.decide(endpoint.enabled, owner, now).await? else {
             continue;
-        }
-        let live = match owners.get(&endpoint.owner_id) {
-            Some(live) => *live,
-            None => {
-                let live = owner_live(client, table, endpoint.owner_id).await?;
-                owners.insert(endpoint.owner_id, live);
-                live
-            }
         };
-        if live {
+        if takes(role, owner, &endpoint.events, event_type, order_owner) {
             found.push(endpoint);
         }
     }

@@ -28,7 +28,9 @@ fn garbage_is_refused_naming_the_variable_and_the_part() {
             "{message}"
         );
     }
-    assert!(RetrySchedule::parse("2592001").is_err());
+    assert!(RetrySchedule::parse("86401").is_err());
+    let two_weeks = vec!["86400"; 13].join(",");
+    assert!(RetrySchedule::parse(&two_weeks).is_err());
     assert_eq!(RetrySchedule::parse(" 1, 2 ").unwrap().max_attempts(), 3);
 }
 
@@ -86,8 +88,21 @@ fn retry_after_is_never_anticipated_nor_shortens_the_schedule() {
     let absurd = RetryAfter::Delay(std::time::Duration::from_secs(u64::MAX));
     assert_eq!(
         schedule.next_attempt(1, now, Some(absurd), 1.0),
-        Some(now + RECORD_LIFETIME)
+        Some(now + LONGEST_WAIT)
     );
+    let next_month = RetryAfter::At(at("2026-12-26T20:00:00Z"));
+    assert_eq!(
+        schedule.next_attempt(1, now, Some(next_month), 1.0),
+        Some(now + LONGEST_WAIT),
+        "a Retry-After past the queue's retention counts as 24 hours"
+    );
+}
+
+#[test]
+fn the_default_schedule_at_its_longest_ends_within_the_queue_s_retention() {
+    let longest = RetrySchedule::default().longest();
+    assert!(longest < QUEUE_RETENTION - Duration::days(1), "{longest}");
+    assert!(longest >= Duration::days(9), "{longest}");
 }
 
 #[test]

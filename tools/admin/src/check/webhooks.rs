@@ -12,9 +12,11 @@
 
 use super::gathered::Gathered;
 use super::item::{problems, Finding, Kind, Scanned, Whole};
+use chrono::{DateTime, Utc};
 use petstore::webhooks::deliver::items as delivered;
 use petstore::webhooks::endpoints::Endpoint;
 use petstore::webhooks::records::WebhookDelivery;
+use petstore::webhooks::schedule::OVERDUE_AFTER;
 use std::collections::BTreeSet;
 
 /// Why an endpoint or a delivery does not read as the service reads it, if
@@ -94,6 +96,28 @@ pub fn items_expire(s: &Scanned) -> Option<String> {
         Kind::WebhookDelivery | Kind::DeliverySlot => s.expiry_problem(),
         _ => None,
     }
+}
+
+/// A pending delivery has an attempt to come: its `nextAttemptAt` is not
+/// more than [`OVERDUE_AFTER`] past (as of the check). Later, no message is
+/// carrying it: the queue lost it, or it went to the dead-letter queue.
+pub fn delivery_not_overdue(s: &Scanned) -> Option<String> {
+    if s.kind != Kind::WebhookDelivery || s.text("state") != Some("pending") {
+        return None;
+    }
+    let Some(next) = s.text("nextAttemptAt") else {
+        return Some("pending, with no nextAttemptAt: no attempt to come".into());
+    };
+    let Ok(next) = next.parse::<DateTime<Utc>>() else {
+        return Some(format!("nextAttemptAt {next} is not a time"));
+    };
+    let late = Utc::now() - next;
+    (late > OVERDUE_AFTER).then(|| {
+        format!(
+            "pending, its next attempt due at {next} ({} minutes ago): no message is carrying it",
+            late.num_minutes()
+        )
+    })
 }
 
 /// Each key identity's endpoint count equals the endpoints it owns; one

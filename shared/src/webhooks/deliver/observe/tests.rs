@@ -6,12 +6,14 @@ fn delivery() -> Delivery {
     Delivery {
         webhook_id: 1,
         event_id: "e".into(),
+        event_type: "stock.changed".into(),
         body: r#"{"type":"stock.changed","timestamp":"2026-11-26T20:00:00.000Z","data":{}}"#.into(),
         state: DeliveryState::Pending,
         attempts: vec![],
         attempt_count: 0,
         schedule_step: 0,
         next_attempt_at: None,
+        created_at: None,
     }
 }
 

@@ -1,0 +1,267 @@
+//! May this endpoint receive now, and if not, why (contract section 9,
+//! "Authorization follows the key, now"): the one decision the fan-out, every
+//! attempt and `GET /webhooks` take, from the endpoint as stored and its
+//! key's current state, never from what the key was at registration.
+//!
+//! The key's state is its item (revoked, expired, gone, its role) and its
+//! ban (the counter table's `bannedUntil`), each read at most once per
+//! [`KeyStates`]' time-to-live (`KEY_CACHE_SECONDS`, at most 30 seconds, as
+//! the API's key cache): a change reaches the fan-out and the attempts
+//! within that bound.
+
+use crate::config::Config;
+use crate::db::{classify, DbError, Item, Layout};
+use crate::ratelimit::keys::KeyStore;
+use crate::records::{Id, Role};
+use crate::webhooks::records::WebhookEndpoint;
+use crate::webhooks::types::EventType;
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::Client;
+use chrono::{DateTime, Utc};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Why an endpoint receives nothing now (`notReceivingReason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotReceiving {
+    /// Disabled: by its owner, on 410, or after 3 days of failures.
+    Disabled,
+    KeyRevoked,
+    /// The key's item is gone (deleted, or expired and removed by TTL).
+    KeyDeleted,
+    /// A short-lived key past its end.
+    KeyExpired,
+    /// Banned until then: its pending deliveries wait for the ban's end.
+    KeyBanned {
+        until: DateTime<Utc>,
+    },
+}
+
+impl NotReceiving {
+    pub fn reason(self) -> &'static str {
+        match self {
+            NotReceiving::Disabled => "disabled",
+            NotReceiving::KeyRevoked => "key_revoked",
+            NotReceiving::KeyDeleted => "key_deleted",
+            NotReceiving::KeyExpired => "key_expired",
+            NotReceiving::KeyBanned { .. } => "key_banned",
+        }
+    }
+
+    /// Every reason, as `notReceivingReason` spells them.
+    pub const REASONS: [&'static str; 5] = [
+        "disabled",
+        "key_revoked",
+        "key_deleted",
+        "key_expired",
+        "key_banned",
+    ];
+}
+
+/// A key's state as far as its endpoints are concerned; `None` where a
+/// key is looked up and has no item.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyState {
+    pub role: Role,
+    pub revoked: bool,
+    /// A short-lived key's end (Unix seconds).
+    pub expires_at: Option<i64>,
+    pub banned_until: Option<DateTime<Utc>>,
+}
+
+/// The decision: the role the endpoint receives as now, or why it receives
+/// nothing.
+pub fn decide(
+    enabled: bool,
+    key: Option<&KeyState>,
+    now: DateTime<Utc>,
+) -> Result<Role, NotReceiving> {
+    let Some(key) = key else {
+        return Err(NotReceiving::KeyDeleted);
+    };
+    if key.revoked {
+        return Err(NotReceiving::KeyRevoked);
+    }
+    if key.expires_at.is_some_and(|end| end <= now.timestamp()) {
+        return Err(NotReceiving::KeyExpired);
+    }
+    if let Some(until) = key.banned_until.filter(|until| *until > now) {
+        return Err(NotReceiving::KeyBanned { until });
+    }
+    if !enabled {
+        return Err(NotReceiving::Disabled);
+    }
+    Ok(key.role)
+}
+
+/// Whether an endpoint of `owner` receiving as `role` takes an event of
+/// `event_type` (section 9, "Who"): a customer its own orders' `order.*`
+/// only, staff every type; each as `events` subscribes (empty: every type
+/// it may receive).
+pub fn takes(
+    role: Role,
+    owner: u64,
+    events: &[String],
+    event_type: EventType,
+    order_owner: Option<u64>,
+) -> bool {
+    let allowed = match role {
+        Role::Staff => true,
+        Role::Customer => event_type.is_order() && order_owner == Some(owner),
+    };
+    allowed && (events.is_empty() || events.iter().any(|e| e == event_type.as_str()))
+}
+
+/// Sets `receiving` and `notReceivingReason` on endpoints as shown to a
+/// caller, each as decided now.
+pub async fn show(keys: &KeyStates, records: &mut [WebhookEndpoint]) -> Result<(), DbError> {
+    let now = Utc::now();
+    for record in records {
+        let decided = keys
+            .decide(record.enabled, record.owner_id.get(), now)
+            .await?;
+        record.receiving = Some(decided.is_ok());
+        record.not_receiving_reason = decided.err().map(|why| why.reason().to_string());
+    }
+    Ok(())
+}
+
+/// The most keys a process remembers; past it, it starts afresh.
+const REMEMBERED_KEYS: usize = 10_000;
+
+/// Key states, each read at most once per time-to-live.
+pub struct KeyStates {
+    keys: KeyStore,
+    client: Client,
+    limits_table: String,
+    ttl: Duration,
+    known: Mutex<HashMap<u64, (Instant, Option<KeyState>)>>,
+    /// The endpoints of each list the fan-out reads (the staff-registered
+    /// ones, GSI2 `WEBHOOKSTAFF`, and each order owner's), held as long as
+    /// a key's state: the subscriptions' view. The fan-out reads a list once
+    /// per time-to-live, not once per event (the staff list is one
+    /// partition every event would read), and an event nobody takes costs
+    /// no read while its lists are held; every attempt reads its endpoint
+    /// afresh, so a change an attempt must obey (disabled, a new URL or
+    /// secret) is obeyed at once.
+    lists: Mutex<HashMap<String, (Instant, Vec<Item>)>>,
+}
+
+impl KeyStates {
+    /// Keys in `table` (read in `layout`), bans in `limits_table`, each
+    /// trusted for `ttl`.
+    pub fn new(
+        client: Client,
+        table: &str,
+        limits_table: &str,
+        layout: Layout,
+        ttl: Duration,
+    ) -> KeyStates {
+        KeyStates {
+            keys: KeyStore::new(client.clone(), table).with_layout(layout),
+            client,
+            limits_table: limits_table.to_string(),
+            ttl,
+            known: Mutex::new(HashMap::new()),
+            lists: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// As the functions are configured (`TABLE_NAME`, `RATE_LIMIT_TABLE_NAME`,
+    /// `DATA_LAYOUT`, `KEY_CACHE_SECONDS`).
+    pub fn of(client: Client, config: &Config) -> KeyStates {
+        KeyStates::new(
+            client,
+            &config.table_name,
+            &config.rate_limit_table_name,
+            config.data_layout,
+            config.limits.key_cache_ttl,
+        )
+    }
+
+    /// Key `owner`'s state, as read within the time-to-live.
+    pub async fn state(&self, owner: u64) -> Result<Option<KeyState>, DbError> {
+        if let Some(known) = self.remembered(owner) {
+            return Ok(known);
+        }
+        let state = self.read(owner).await?;
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        if known.len() >= REMEMBERED_KEYS {
+            known.clear();
+        }
+        known.insert(owner, (Instant::now(), state.clone()));
+        Ok(state)
+    }
+
+    /// [`decide`] for an endpoint of `owner`.
+    pub async fn decide(
+        &self,
+        enabled: bool,
+        owner: u64,
+        now: DateTime<Utc>,
+    ) -> Result<Result<Role, NotReceiving>, DbError> {
+        let state = self.state(owner).await?;
+        Ok(decide(enabled, state.as_ref(), now))
+    }
+
+    /// The endpoint items of list `partition`, if read within the time-to-live.
+    pub fn held_list(&self, partition: &str) -> Option<Vec<Item>> {
+        let lists = self.lists.lock().unwrap_or_else(|e| e.into_inner());
+        let (at, items) = lists.get(partition)?;
+        (at.elapsed() < self.ttl).then(|| items.clone())
+    }
+
+    pub fn hold_list(&self, partition: &str, items: Vec<Item>) {
+        if self.ttl.is_zero() {
+            return;
+        }
+        let mut lists = self.lists.lock().unwrap_or_else(|e| e.into_inner());
+        if lists.len() >= REMEMBERED_KEYS {
+            lists.clear();
+        }
+        lists.insert(partition.to_string(), (Instant::now(), items));
+    }
+
+    fn remembered(&self, owner: u64) -> Option<Option<KeyState>> {
+        let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        let (at, state) = known.get(&owner)?;
+        (at.elapsed() < self.ttl).then(|| state.clone())
+    }
+
+    async fn read(&self, owner: u64) -> Result<Option<KeyState>, DbError> {
+        let Some(id) = Id::new(owner) else {
+            return Ok(None);
+        };
+        let Some(record) = self.keys.find_by_id(id).await? else {
+            return Ok(None);
+        };
+        Ok(Some(KeyState {
+            role: record.role,
+            revoked: record.revoked,
+            expires_at: record.expires_at,
+            banned_until: self.banned_until(id).await?,
+        }))
+    }
+
+    /// The key's ban, if one is recorded (it may be over).
+    async fn banned_until(&self, id: Id) -> Result<Option<DateTime<Utc>>, DbError> {
+        let got = self
+            .client
+            .get_item()
+            .table_name(&self.limits_table)
+            .key("PK", AttributeValue::S(format!("LIMIT#key:{id}")))
+            .projection_expression("bannedUntil")
+            .send()
+            .await
+            .map_err(|e| classify(&self.limits_table, e))?;
+        let until = match got.item.as_ref().and_then(|item| item.get("bannedUntil")) {
+            Some(AttributeValue::N(raw)) => raw.parse::<i64>().ok(),
+            _ => None,
+        };
+        Ok(until.and_then(|at| DateTime::from_timestamp(at, 0)))
+    }
+}
+
+#[cfg(test)]
+mod tests;

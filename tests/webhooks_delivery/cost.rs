@@ -1,0 +1,96 @@
+//! What a delivery costs in DynamoDB calls (issue 47): counted by the
+//! proxy between the handlers and DynamoDB Local, call by call, with the
+//! key cache's time-to-live as deployed (30 seconds) and a process that has
+//! delivered before (its key states and subscription lists held).
+
+use super::queue::Kept;
+use super::receivers::{rust_receiver, Answer};
+use super::*;
+use crate::idempotency::proxy::{FaultMix, FaultProxy};
+use petstore::ratelimit::Plan;
+use petstore::records::Role;
+use petstore::webhooks::deliver::Disposition;
+use petstore::webhooks::queue::DeliveryMessage;
+use std::collections::BTreeMap;
+
+const WRITES: [&str; 4] = ["PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"];
+
+/// The calls `proxy` received since `from`, by operation.
+fn by_call(proxy: &FaultProxy, from: usize) -> BTreeMap<String, usize> {
+    let mut calls = BTreeMap::new();
+    for call in &proxy.calls()[from..] {
+        *calls.entry(call.operation.clone()).or_default() += 1;
+    }
+    calls
+}
+
+#[tokio::test]
+async fn a_delivery_at_its_first_attempt_is_three_calls_and_two_writes() {
+    let app = TestApp::spawn().await;
+    let customer = app.create_key_as(Plan::Pro, None, Role::Customer).await;
+    let owner = customer.record.id.get();
+    let secret = petstore::webhooks::sign::new_secret();
+    let mut receiver = rust_receiver(&[&secret], vec![Answer::Status(200)]).await;
+    let mut endpoint = NewEndpoint::new(owner, "customer", &receiver.url, &secret);
+    endpoint.events = &["order.placed"];
+    let id = register(&app, &endpoint, &LOCAL, system_resolver().as_ref()).await;
+    let proxy = FaultProxy::start(&app.endpoint, FaultMix::NONE, 0).await;
+    let client = petstore::local_client(&proxy.endpoint).await;
+    let deliverer = Deliverer {
+        client,
+        table: app.app.config.table_name.clone(),
+        attempter: Attempter::new(LOCAL, system_resolver()).expect("TLS"),
+        schedule: quick_schedule(),
+        queue: Arc::new(Kept::default()),
+        keys: key_states(&app, Duration::from_secs(30)),
+    };
+    let deliver = |event_id: &str| {
+        let message = DeliveryMessage {
+            webhook_id: id,
+            event_id: event_id.to_string(),
+            manual: false,
+        };
+        let deliverer = &deliverer;
+        async move { deliverer.deliver(&message, 1).await.expect("handled") }
+    };
+    // A process that has delivered before.
+    deliverer
+        .fan_out(&order_event("evt-warm", owner))
+        .await
+        .expect("fanned out");
+    assert_eq!(deliver("evt-warm").await, Disposition::Done);
+    receiver.next().await;
+
+    let before = proxy.calls().len();
+    deliverer
+        .fan_out(&order_event("evt-counted", owner))
+        .await
+        .expect("fanned out");
+    assert_eq!(deliver("evt-counted").await, Disposition::Done);
+    receiver.next().await;
+    let calls = by_call(&proxy, before);
+    let total: usize = calls.values().sum();
+    let writes: usize = WRITES.iter().filter_map(|w| calls.get(*w)).sum();
+    eprintln!("a delivery at its first attempt: {total} calls, {writes} writes: {calls:?}");
+    assert!(total <= 4 && writes <= 2, "{calls:?}");
+
+    // An event nobody takes (no staff endpoint; the owner's list held): no call.
+    let before = proxy.calls().len();
+    deliverer
+        .fan_out(&stock_event("evt-untaken"))
+        .await
+        .expect("fanned out");
+    let other = app.as_customer().await.key_id;
+    deliverer
+        .fan_out(&order_event("evt-other", other))
+        .await
+        .expect("fanned out");
+    let calls = by_call(&proxy, before);
+    eprintln!("an untaken stock event, then an untaken order of an unseen owner: {calls:?}");
+    assert_eq!(
+        calls.get("Query"),
+        Some(&1),
+        "the unseen owner's list: {calls:?}"
+    );
+    assert_eq!(calls.values().sum::<usize>(), 1, "{calls:?}");
+}
