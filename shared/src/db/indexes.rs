@@ -35,7 +35,8 @@ pub type Index = (&'static str, Projects);
 /// writes: an index copy is rewritten whenever its item changes, so an
 /// order's change to its pet's `stock` and `openOrders` also rewrites the
 /// pet's copies in `GSI1v2`..`GSI3v2` (one write unit each for an item
-/// under 1 KB; the figures are in docs/performance.md). The inventory index
+/// under 1 KB, on the pet lists' shards and its category's partition; the
+/// figures are in docs/data.md). The inventory index
 /// (`GSI5`) stays narrow: every pet is in it, on a partition of its own,
 /// and it is scanned whole, so a wide entry would only cost reads.
 ///
