@@ -137,6 +137,7 @@ upgrade-rehearsal: venv ## Rehearse upgrading the last release's stack and data 
 	cargo build --bin petstore-admin --bin petstore-local
 	$(VENV)/bin/python scripts/upgrade-rehearsal.py
 	$(VENV)/bin/python scripts/upgrade-rehearsal.py --skip-backfills --expect-failure
+	$(VENV)/bin/python scripts/rebuild-rehearsal.py
 
 front-rehearsal: venv ## Create the stack with the optional CloudFront+WAF front in moto (us-east-1, another region, a domain) and check the front; about a minute
 	$(VENV)/bin/python scripts/front-rehearsal.py

@@ -15,6 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import layout_check  # noqa: E402
+import layout_dev  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RELEASED = (ROOT / "contract" / "released" / "template.yaml").read_text()
@@ -33,13 +34,13 @@ Parameters:
 """
 
 
-def index(name: str, key: str, condition: str | None = None) -> str:
+def index(name: str, key: str, condition: str | None = None, projection: str = "KEYS_ONLY") -> str:
     body = (f"IndexName: {name}\n"
             f"          KeySchema:\n"
             f"            - {{ AttributeName: {key}, KeyType: HASH }}\n"
             f"            - {{ AttributeName: id, KeyType: RANGE }}\n"
             f"          Projection:\n"
-            f"            ProjectionType: KEYS_ONLY\n")
+            f"            ProjectionType: {projection}\n")
     if condition is None:
         return "        - " + body
     body = body.replace("\n          ", "\n            ")
@@ -112,6 +113,29 @@ CASES = [
      None, False, ["no migration in migrations/ takes layout 1 to layout 2"]),
 ]
 
+# The dev stage ahead of the release (scripts/layout_dev.py): (name, the
+# last main's template, this one, passes, words the report must hold).
+WITH_GSI6 = replaced(RELEASED, GSI5, index("GSI6", "GSI5PK") + GSI5)
+DEV_CASES = [
+    ("dev at this template", WITH_GSI6, WITH_GSI6, True, ["the deploy: one update"]),
+    ("dev ahead: an index the release never had changed projection: rebuilt, one update each",
+     WITH_GSI6, replaced(RELEASED, GSI5, index("GSI6", "GSI5PK", projection="ALL") + GSI5), True,
+     ["['GSI6']", "delete GSI6: one update", "create GSI6 as template.yaml defines it: one update",
+      "the deploy: one update"]),
+    ("dev ahead: a released index changed projection",
+     RELEASED, replaced(RELEASED, GSI1_PROJECTION, GSI1_PROJECTION.replace("complete, ", "complete, lapsesAt, ")),
+     False, ["FAILED: the last release has GSI1"]),
+    ("dev ahead: two of its indexes dropped in one deploy",
+     replaced(RELEASED, GSI5, index("GSI6", "GSI5PK") + index("GSI7", "GSI4PK") + GSI5), RELEASED, False,
+     ["the deploy: FAILED", "deleted ['GSI6', 'GSI7']"]),
+]
+
+
+def run_dev(dev: str, template: str) -> tuple[bool, str]:
+    decoded = [layout_dev.decode_text(text) for text in (dev, template, RELEASED)]
+    passes, lines = layout_dev.dev_check(*decoded, "fixture")
+    return passes, "\n".join(lines)
+
 
 def run(template: str, migration: dict | None) -> tuple[bool, str]:
     with tempfile.TemporaryDirectory() as scratch:
@@ -128,8 +152,12 @@ def run(template: str, migration: dict | None) -> tuple[bool, str]:
 
 def main() -> int:
     failures = 0
-    for name, template, migration, expected, words in CASES:
-        passes, report = run(template, migration)
+    cases = [(name, lambda t=template, m=migration: run(t, m), expected, words)
+             for name, template, migration, expected, words in CASES]
+    cases += [(name, lambda d=dev, t=template: run_dev(d, t), expected, words)
+              for name, dev, template, expected, words in DEV_CASES]
+    for name, runs, expected, words in cases:
+        passes, report = runs()
         missing = [w for w in words if w not in report]
         ok = passes == expected and not missing
         failures += not ok
@@ -138,7 +166,7 @@ def main() -> int:
               + (f"; the report lacks {missing}" if missing else ""))
         if not ok:
             print("\n".join(f"    {line}" for line in report.splitlines()))
-    print(f"layout-check fixtures: {len(CASES) - failures} passed, {failures} failed")
+    print(f"layout-check fixtures: {len(cases) - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 

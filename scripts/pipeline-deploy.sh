@@ -54,6 +54,8 @@ fi
 # docs/upgrade.md); deploying the release over it would fail in CloudFormation
 # or leave the functions reading indexes the stack does not have.
 python3 "$ROOT/scripts/upgrade.py" "$stage" --pending
+# dev only: indexes of an unreleased migration that main changed since dev made them, rebuilt (docs/upgrade.md).
+if [[ "$stage" == dev ]]; then "$ROOT/.venv/bin/python" "$ROOT/scripts/rebuild-indexes.py" dev --template-file "$template"; fi
 
 # The same build every stage gets; only samconfig.toml's settings for the
 # stage differ (its parameters: Stage, the release strategy, alarm actions).

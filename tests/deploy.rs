@@ -141,8 +141,8 @@ pub fn fill_params(path: &str, value: &str) -> String {
 
 /// The data table's GSIs in `template.yaml`, in any of its states (an
 /// index kept to some `DataLayoutStep`s is an `!If [Condition, index,
-/// !Ref AWS::NoValue]`): name → projected non-key attributes.
-pub fn template_data_table_indexes() -> BTreeMap<String, BTreeSet<String>> {
+/// !Ref AWS::NoValue]`): name → projected non-key attributes (`None`: ALL).
+pub fn template_data_table_indexes() -> BTreeMap<String, Option<BTreeSet<String>>> {
     let template = read_yaml("template.yaml");
     let indexes = &template["Resources"]["DataTable"]["Properties"]["GlobalSecondaryIndexes"];
     indexes
@@ -155,17 +155,21 @@ pub fn template_data_table_indexes() -> BTreeMap<String, BTreeSet<String>> {
         })
         .map(|index| {
             let name = index["IndexName"].as_str().unwrap_or_default().to_string();
-            assert_eq!(
-                index["Projection"]["ProjectionType"].as_str(),
-                Some("INCLUDE"),
-                "template.yaml: {name} must project INCLUDE, as shared/src/db/tables.rs does"
-            );
-            let attributes = index["Projection"]["NonKeyAttributes"]
-                .as_sequence()
-                .into_iter()
-                .flatten()
-                .filter_map(|a| a.as_str().map(str::to_string))
-                .collect();
+            let attributes = match index["Projection"]["ProjectionType"].as_str() {
+                Some("ALL") => None,
+                Some("INCLUDE") => Some(
+                    index["Projection"]["NonKeyAttributes"]
+                        .as_sequence()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|a| a.as_str().map(str::to_string))
+                        .collect(),
+                ),
+                other => panic!(
+                    "template.yaml: {name} projects {other:?}: ALL or INCLUDE, as \
+                     shared/src/db/indexes.rs can say"
+                ),
+            };
             (name, attributes)
         })
         .collect()

@@ -11,6 +11,7 @@ mod helpers;
 
 // The areas.
 mod abuse;
+mod bodies;
 mod caching;
 mod cors;
 mod data;

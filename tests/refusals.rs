@@ -1,8 +1,9 @@
 //! Every refusal rule of every field of every request body, table-driven
 //! from `openapi.yaml`: for each operation's JSON body and each property,
-//! one value breaking each rule the property's schema states (its type,
-//! bounds, enum, format, lengths, pattern, `x-refused-beyond-bmp`), sent in
-//! an otherwise valid body through the real router. Each must be 400
+//! one value breaking each rule the property's schema states (its type, a
+//! fraction where it is an integer, bounds, enum, format, lengths, pattern,
+//! `x-refused-beyond-bmp`), sent in an otherwise valid body through the real
+//! router. Each must be 400
 //! `VALIDATION_FAILED` naming the property, so a field whose validation is
 //! removed (or never written) fails here by name, without a test of its own.
 
@@ -23,13 +24,13 @@ struct Refusal {
     value: Value,
 }
 
-fn document() -> Value {
+pub(crate) fn document() -> Value {
     let yaml = crate::deploy::read_yaml("openapi.yaml");
     serde_json::to_value(yaml).expect("openapi.yaml is JSON-compatible")
 }
 
 /// Every operation's JSON body schema, by name.
-fn bodies(document: &Value) -> Vec<(Method, String, String)> {
+pub(crate) fn bodies(document: &Value) -> Vec<(Method, String, String)> {
     let mut bodies = Vec::new();
     for (template, item) in document["paths"].as_object().into_iter().flatten() {
         for (method, operation) in item.as_object().into_iter().flatten() {
@@ -57,6 +58,13 @@ fn broken(document: &Value, property: &Value) -> Vec<(String, Value)> {
     };
     if !wrong_type.is_null() {
         broken.push((format!("type {}", schema["type"]), wrong_type));
+    }
+    if schema["type"] == "integer" {
+        let within = schema["minimum"].as_i64().unwrap_or(0);
+        broken.push((
+            "type integer: a fraction".into(),
+            json!(within as f64 + 0.5),
+        ));
     }
     if let Some(min) = schema["minimum"].as_i64() {
         broken.push((format!("minimum {min}"), json!(min - 1)));

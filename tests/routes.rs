@@ -10,6 +10,7 @@ use crate::deploy::{self, fill_params, openapi_operations, template_routes, Temp
 use crate::helpers::{TestApp, API_KEY_HEADER};
 use axum::body::Body;
 use http::{HeaderValue, Method, Request};
+use petstore::db::tables::Projects;
 use petstore::http::service;
 use std::collections::{BTreeMap, BTreeSet};
 use tower::ServiceExt;
@@ -324,14 +325,18 @@ fn docs_assets_are_the_docs_function_s_only_routes() {
 fn the_template_projects_the_indexes_as_the_code_creates_them() {
     // Every index of every layout the template's states hold (layout 1's
     // GSI1-GSI4 until they are deleted, layout 2's GSI1v2-GSI4v2, GSI5).
-    let in_code: BTreeMap<String, BTreeSet<String>> = petstore::db::Layout::ALL
+    // `None` is ALL: the whole item.
+    let in_code: BTreeMap<String, Option<BTreeSet<String>>> = petstore::db::Layout::ALL
         .iter()
         .flat_map(|layout| layout.indexes().iter())
-        .map(|(name, attributes)| {
-            (
-                name.to_string(),
-                attributes.iter().map(|a| a.to_string()).collect(),
-            )
+        .map(|(name, projects)| {
+            let attributes = match projects {
+                Projects::All => None,
+                Projects::Only(attributes) => {
+                    Some(attributes.iter().map(|a| a.to_string()).collect())
+                }
+            };
+            (name.to_string(), attributes)
         })
         .collect();
     assert_eq!(deploy::template_data_table_indexes(), in_code);

@@ -90,7 +90,8 @@ pub async fn old_table_with_new_indexes() -> (TestApp, Keys) {
         .indexes()
         .iter()
         .filter(|(index, _)| index.ends_with("v2"));
-    let indexes: Vec<(&str, &[&str])> = Layout::V1.indexes().iter().chain(new).copied().collect();
+    let indexes: Vec<petstore::db::tables::Index> =
+        Layout::V1.indexes().iter().chain(new).copied().collect();
     petstore::db::tables::create_data_table_with(first.app.db.client(), &table, &indexes)
         .await
         .expect("the table of template step 4 is created");
@@ -151,12 +152,12 @@ pub async fn on_layout(app: &TestApp, layout: Layout) -> TestApp {
 /// until `ACTIVE` (`throughput` times them).
 pub async fn create_new_indexes(app: &TestApp) {
     let (client, table) = (app.app.db.client(), app.app.db.table());
-    for (index, attributes) in Layout::V2.indexes() {
+    for (index, projects) in Layout::V2.indexes() {
         if Layout::list_of(index) == *index {
             continue;
         }
         let definition =
-            petstore::db::tables::index_definition(index, attributes).expect("an index");
+            petstore::db::tables::index_definition(index, *projects).expect("an index");
         let create = CreateGlobalSecondaryIndexAction::builder()
             .index_name(definition.index_name())
             .set_key_schema(Some(definition.key_schema().to_vec()))

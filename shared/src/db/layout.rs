@@ -10,9 +10,10 @@
 //!
 //! The code names each list's index by its list, `GSI1`..`GSI5` (the key
 //! attributes `GSI1PK`.. every layout keeps); a layout maps that name to the
-//! index it is stored in, and a list reads only what that index projects.
+//! index it is stored in, and a list reads only what that index projects
+//! (layout 2's list indexes project everything; layout 1's did not).
 
-use super::indexes::{INDEXES, RELEASED_INDEXES};
+use super::indexes::{Index, Projects, INDEXES, RELEASED_INDEXES};
 use super::query::Projection;
 use super::shape;
 use std::borrow::Cow;
@@ -50,7 +51,7 @@ impl Layout {
     }
 
     /// Every index of this layout, with what it projects beyond the keys.
-    pub fn indexes(self) -> &'static [(&'static str, &'static [&'static str]); 5] {
+    pub fn indexes(self) -> &'static [Index; 5] {
         match self {
             Layout::V1 => &RELEASED_INDEXES,
             Layout::V2 => &INDEXES,
@@ -66,12 +67,12 @@ impl Layout {
     /// The index `list` (`GSI1`..`GSI5`) is stored in under this layout, and
     /// what it projects (`list` itself and nothing when no index serves it:
     /// a programming error DynamoDB then names).
-    fn entry(self, list: &'static str) -> (&'static str, &'static [&'static str]) {
+    fn entry(self, list: &'static str) -> Index {
         self.indexes()
             .iter()
             .find(|(index, _)| Layout::list_of(index) == list)
             .copied()
-            .unwrap_or((list, &[]))
+            .unwrap_or((list, Projects::Only(&[])))
     }
 
     /// The index `list` is stored in under this layout.
@@ -88,7 +89,7 @@ impl Layout {
         wanted: &'static Projection,
     ) -> Cow<'static, Projection> {
         let projected = self.entry(list).1;
-        let held = |name: &str| name == shape::ID || projected.contains(&name);
+        let held = |name: &str| name == shape::ID || projected.holds(name);
         if wanted.names.iter().all(|(_, name)| held(name)) {
             return Cow::Borrowed(wanted);
         }

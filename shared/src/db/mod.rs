@@ -22,12 +22,11 @@
 //! (GSI5), a status being a filter there ([`inventory`]).
 //!
 //! Why the layout is this way:
-//! - `stock` and `openOrders` live on the pet item ([`tables::INDEXES`]):
-//!   every stock rule is a condition on one item. `openOrders` is in no
-//!   index; `stock` only in the inventory index, whose partition key is each
-//!   pet's own, so an order writes no index partition shared with other
-//!   pets' orders. A category keeps `petCount`, so "in use" is a condition,
-//!   not a query.
+//! - `stock` and `openOrders` live on the pet item: every stock rule is a
+//!   condition on one item. The list indexes carry whole items
+//!   ([`tables::INDEXES`]), so an order also rewrites its pet's list entries,
+//!   each on a sharded or per-category partition. A category keeps
+//!   `petCount`, so "in use" is a condition, not a query.
 //! - DynamoDB gives a partition key at most 1,000 write units a second, so no
 //!   key takes a growing share of the writes: the all-orders lists are
 //!   sharded, a customer's orders are its own partition, and one pet selling
