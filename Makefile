@@ -184,7 +184,7 @@ release-check: venv node_modules/.package-lock.json ## What a version tag's run 
 deploy-role-check: venv node_modules/.package-lock.json ## Prove the pipeline's deploy roles with the IAM simulator: main and v tags admitted, pull requests, forks, other repositories denied; each role confined to its stage; a loosened role fails it
 	$(VENV)/bin/python scripts/deploy-role-check.py
 
-lint-workflows: venv ## Lint .github/workflows offline (check-jsonschema against GitHub's schema, zizmor), and show a broken workflow fails it
+lint-workflows: venv ## Lint .github/workflows offline (check-jsonschema, zizmor, nothing built where an OIDC token may be asked for, prod only in its environment from main), show a broken workflow fails it; test the build artifacts (written once, digests checked)
 	scripts/lint-workflows.sh
 
 venv: $(VENV_STAMP) ## Install the pinned Python tools into .venv (requirements-dev.txt)
