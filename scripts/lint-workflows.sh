@@ -58,3 +58,5 @@ echo "lint-workflows: each of ${#mutations[@]} broken workflows fails it"
 # What the workflow's steps run: the build packaged to the same bytes,
 # published once, fetched only as recorded at build time (moto's S3).
 "$VENV/bin/python" scripts/test-pipeline-artifacts.py
+# The operator's upgrade (scripts/upgrade.py) asks before a prod change set unless --yes.
+python3 scripts/test-upgrade-confirm.py
