@@ -121,8 +121,11 @@ lint-template: venv ## Lint template.yaml offline (cfn-lint, sam validate --lint
 # reservations, no domain) and a prod stage with the shield's suggested
 # reservations and a custom domain, so both branches of their conditions are
 # created; then checked to share nothing (scripts/deploy-rehearsal.py, STAGES).
-deploy-rehearsal: venv ## Create template.yaml's dev and prod stacks side by side offline in moto's CloudFormation and check them (outputs, tables, functions, aliases and releases, stream, routes, domain; nothing shared); what moto cannot create is named
+# moto checks no permission: scripts/deploy-permissions-rehearsal.py evaluates
+# with the IAM simulator what creating each stage needs of its roles.
+deploy-rehearsal: venv node_modules/.package-lock.json ## Create template.yaml's dev and prod stacks side by side offline in moto's CloudFormation and check them (outputs, tables, functions, aliases and releases, stream, routes, domain; nothing shared); what moto cannot create is named; then every resource operation of each stage (samconfig.toml's stack and parameters, prod with the front too) simulated against its execution and deploy roles
 	$(VENV)/bin/python scripts/deploy-rehearsal.py
+	$(VENV)/bin/python scripts/deploy-permissions-rehearsal.py
 
 # The restore runbook's steps on the deploy rehearsal's stack, with the
 # operator's own commands (docs/restore.md, "The rehearsal").
@@ -185,7 +188,7 @@ release-check: venv node_modules/.package-lock.json ## What a version tag's run 
 deploy-role-check: venv node_modules/.package-lock.json ## Prove the pipeline's deploy roles with the IAM simulator: main and v tags admitted, pull requests, forks, other repositories denied; each role confined to its stage; a loosened role fails it
 	$(VENV)/bin/python scripts/deploy-role-check.py
 
-lint-workflows: venv ## Lint .github/workflows offline (check-jsonschema against GitHub's schema, zizmor), and show a broken workflow fails it
+lint-workflows: venv ## Lint .github/workflows offline (check-jsonschema, zizmor, nothing built where an OIDC token may be asked for, prod only in its environment from main), show a broken workflow fails it; test the build artifacts (written once, digests checked)
 	scripts/lint-workflows.sh
 
 venv: $(VENV_STAMP) ## Install the pinned Python tools into .venv (requirements-dev.txt)

@@ -1,11 +1,12 @@
 // Evaluates requests against the pipeline's deploy roles, for
 // scripts/deploy-role-check.py: reads {account, checks: [{principal, action,
 // resource, context, identityPolicies: [document], resourcePolicy: document |
-// null}]} on stdin and writes, for each check in order, {decision: Allowed |
+// null, boundary: document | absent}]} on stdin and writes, for each check in order, {decision: Allowed |
 // ExplicitlyDenied | ImplicitlyDenied | Error, error}. A trust policy is the
 // role's resource policy (the caller is GitHub's OIDC provider, with no
 // identity policies of its own); a deploy role's own permissions are identity
-// policies. The simulator is @cloud-copilot/iam-simulate, as for make iam-check.
+// policies; a role the execution role creates is judged with its stage's
+// permissions boundary. The simulator is @cloud-copilot/iam-simulate, as for make iam-check.
 
 import { runSimulation } from '@cloud-copilot/iam-simulate'
 
@@ -22,6 +23,7 @@ for (const check of input.checks) {
     serviceControlPolicies: [],
     resourceControlPolicies: [],
     resourcePolicy: check.resourcePolicy ?? undefined,
+    permissionBoundaryPolicies: check.boundary ? [{ name: 'boundary', policy: check.boundary }] : undefined,
     request: {
       action: check.action,
       principal: check.principal,

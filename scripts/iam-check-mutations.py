@@ -6,7 +6,9 @@ A check that passed these would not stand between a policy edit and 500s in
 production.
 
 Each mutation removes or changes one line of one function's policy, as an
-edit would: an action, an index, the API-key denial's condition pattern, the
+edit would: an action, an index, the API-key denial's condition pattern,
+pets' and the store's writes widened beyond their partitions, the key
+list's denial, the
 events function's stream (widened to every stream, or SAM's role back), the
 pre-traffic check's key put (gone, widened to a delete, to a role, to any
 item, to returning the old item), the webhooks function's deferral, its
@@ -77,11 +79,24 @@ MUTATIONS = [
     ),
     (
         "PetsFunction",
-        "                - dynamodb:PutItem\n                - dynamodb:UpdateItem\n                - dynamodb:DeleteItem\n                - dynamodb:BatchWriteItem\n              Resource: "
-        + ADOPTABLE.format(arn='"', own="!GetAtt DataTable.Arn")
-        + "\n              Condition:",
+        '                  dynamodb:LeadingKeys: ["PET#*", "CATEGORY#*", "CATEGORYNAME#*", "IDEMPOTENCY#*"]\n',
         "PetsFunction: dynamodb:PutItem on DataTable (",
-        "the API-key denial loses its write actions: the shield's promise breaks",
+        "pets' writes widened to every partition (a webhook endpoint, an owner's count)",
+        '                  dynamodb:LeadingKeys: ["*"]\n',
+    ),
+    (
+        "StoreFunction",
+        '                  dynamodb:LeadingKeys: ["ORDER#*", "PET#*", "HOLDS#*", "IDEMPOTENCY#*"]\n',
+        "StoreFunction: dynamodb:PutItem on DataTable (",
+        "the store's writes widened to every partition (a webhook endpoint, a category)",
+        '                  dynamodb:LeadingKeys: ["*"]\n',
+    ),
+    (
+        "PetsFunction",
+        "            - Sid: NoKeyIndex\n              Effect: Deny\n",
+        "PetsFunction: dynamodb:Query on DataTable/index/GSI1",
+        "the key list's denial gone: pets may list every key's index entry",
+        "            - Sid: NoKeyIndex\n              Effect: Allow\n",
     ),
     (
         "EventsRole",

@@ -113,6 +113,23 @@ EXPECTED_DENIALS = [
     ("WebhooksFunction", "dynamodb:Query", "DataTable/index/GSI1v2", ["PET#0"]),
     ("WebhooksFunction", "dynamodb:PutItem", "DataTable", ["HOLDS#1"]),
     ("WebhooksFunction", "dynamodb:Scan", "DataTable", []),
+    # Pets and store write only their own partitions: not the webhooks
+    # function's endpoints, owners' counts or deliveries, not each other's;
+    # and neither reads the key list (GSI1's partition APIKEY).
+    *(
+        (function, action, "DataTable", [leading])
+        for function in ("PetsFunction", "StoreFunction")
+        for action in ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
+        for leading in ("WEBHOOK#1", "WEBHOOKOWNER#1", "WEBHOOKDELIVERY#1")
+    ),
+    ("PetsFunction", "dynamodb:PutItem", "DataTable", ["ORDER#1"]),
+    ("PetsFunction", "dynamodb:UpdateItem", "DataTable", ["HOLDS#1"]),
+    ("StoreFunction", "dynamodb:PutItem", "DataTable", ["CATEGORY#1"]),
+    *(
+        (function, "dynamodb:Query", f"DataTable/index/{index}", ["APIKEY"])
+        for function in ("PetsFunction", "StoreFunction")
+        for index in ("GSI1", "GSI1v2")
+    ),
 ]
 
 # The pre-traffic check's role (functions/pretraffic; its calls go to Lambda,

@@ -4,8 +4,11 @@
 # check-jsonschema against GitHub's workflow schema (a misspelt key, a wrong
 # type), zizmor for what would let a pull request or a fork reach a release
 # (persisted credentials, release caches, unpinned actions, injected
-# expressions, broad permissions). Then the check's own test: a workflow with
-# one such mistake must fail it.
+# expressions, broad permissions); then the release's own rules
+# (scripts/lint_workflow_jobs.py: nothing built or installed in a job that
+# holds id-token: write; the prod role only in the environment prod, from
+# main). Then the check's own test: a workflow with one such mistake must
+# fail it.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${VENV:-$ROOT/.venv}"
@@ -14,9 +17,7 @@ cd "$ROOT"
 lint() {
   "$VENV/bin/check-jsonschema" --builtin-schema vendor.github-workflows "$@" &&
     "$VENV/bin/zizmor" --offline --no-progress --quiet "$@" &&
-    # The deploy roles trust the ref in the token's subject; a job with an
-    # environment gets repo:OWNER/NAME:environment:NAME instead (docs/releases.md).
-    ! grep -Hn '^\s*environment:' "$@"
+    "$VENV/bin/python" scripts/lint_workflow_jobs.py "$@"
 }
 
 lint .github/workflows/*.yml
@@ -30,7 +31,11 @@ mutations=(
   "a misspelt key|    runs-on: ubuntu-latest|    run-on: ubuntu-latest"
   "credentials left in the checkout|        with:\n          persist-credentials: false\n|"
   "a tag's name run as shell code|        run: make release-check TAG=\"\$GITHUB_REF_NAME\"|        run: make release-check TAG=\${{ github.ref_name }}"
-  "a deploy job with an environment|    needs: gate|    needs: gate\n    environment: prod"
+  "cargo run in a job holding id-token|          .local/build/petstore-smoke --url \"\$(scripts/pipeline-deploy.sh url dev)\"|          cargo run -p petstore-pretraffic --bin petstore-smoke -- --url \"\$(scripts/pipeline-deploy.sh url dev)\""
+  "sam build in a job holding id-token|        run: scripts/pipeline-deploy.sh prod .local/build|        run: sam build && scripts/pipeline-deploy.sh prod .local/build"
+  "the build job given id-token|    timeout-minutes: 60\n    permissions:\n      contents: read\n    steps:|    timeout-minutes: 60\n    permissions:\n      contents: read\n      id-token: write\n    steps:"
+  "the prod job without its environment|    environment: prod\n|"
+  "the prod job on a tag push|    if: github.event_name == 'workflow_dispatch' && github.ref == 'refs/heads/main'|    if: startsWith(github.ref, 'refs/tags/v')"
 )
 for mutation in "${mutations[@]}"; do
   IFS='|' read -r why from to <<<"$mutation"
@@ -49,3 +54,9 @@ PY
   fi
 done
 echo "lint-workflows: each of ${#mutations[@]} broken workflows fails it"
+
+# What the workflow's steps run: the build packaged to the same bytes,
+# published once, fetched only as recorded at build time (moto's S3).
+"$VENV/bin/python" scripts/test-pipeline-artifacts.py
+# The operator's upgrade (scripts/upgrade.py) asks before a prod change set unless --yes.
+python3 scripts/test-upgrade-confirm.py

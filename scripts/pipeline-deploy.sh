@@ -1,53 +1,53 @@
 #!/usr/bin/env bash
 # The release workflow's deploy steps (.github/workflows/release.yml; docs/releases.md):
 #
-#   pipeline-deploy.sh STAGE s3://BUCKET/builds/COMMIT/packaged.yaml
-#       deploy that packaged build (sam package's template, its code already in
-#       the bucket) to STAGE with samconfig.toml's `--config-env STAGE`, through
-#       the CloudFormation execution role ($CFN_EXECUTION_ROLE_ARN)
+#   pipeline-deploy.sh STAGE DIR
+#       deploy the build in DIR (fetched and checked against the digests
+#       recorded at build time by scripts/pipeline-artifacts.py fetch: its
+#       packaged.json, the code already in the bucket) to STAGE's stack, with
+#       samconfig.toml's parameters for STAGE, through the stage's
+#       CloudFormation execution role ($CFN_EXECUTION_ROLE_ARN), every role of
+#       the stack inside the stage's permissions boundary
 #   pipeline-deploy.sh url STAGE
 #       the stage stack's API URL (its ApiUrl output), for the smoke run
 #
-# Runs with the stage's deploy role's credentials; $ARTIFACT_BUCKET names the
-# bucket `sam deploy` uploads the template to (under deploys/STAGE/).
+# Runs with the stage's deploy role's credentials and the AWS CLI alone
+# (nothing installed, nothing built here); $ARTIFACT_BUCKET names the bucket
+# CloudFormation reads the template from (under deploys/STAGE/).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-SAM="${SAM:-$ROOT/.venv/bin/sam}"
 
-# The stack a config environment deploys: samconfig.toml's stack_name for it.
-stack_name() {
-  python3 - "$1" "$ROOT/samconfig.toml" <<'PY'
-import sys, tomllib
-stage, path = sys.argv[1], sys.argv[2]
+# A config environment's setting from samconfig.toml: stack_name, or the
+# deploy parameter_overrides one per line (as `aws cloudformation deploy` takes them).
+samconfig() {
+  python3 - "$1" "$2" "$ROOT/samconfig.toml" <<'PY'
+import shlex, sys, tomllib
+stage, what, path = sys.argv[1], sys.argv[2], sys.argv[3]
 config = tomllib.load(open(path, "rb")).get(stage, {})
-for command in ("global", "deploy"):
-    name = config.get(command, {}).get("parameters", {}).get("stack_name")
-    if name:
-        print(name)
-        sys.exit(0)
-sys.exit(f"samconfig.toml has no stack_name for the config environment {stage!r}")
+deploy = config.get("deploy", {}).get("parameters", {})
+if what == "stack_name":
+    name = deploy.get("stack_name") or config.get("global", {}).get("parameters", {}).get("stack_name")
+    if not name:
+        sys.exit(f"samconfig.toml has no stack_name for the config environment {stage!r}")
+    print(name)
+else:
+    print("\n".join(shlex.split(deploy.get("parameter_overrides", ""))))
 PY
 }
 
 if [[ "${1:-}" == url ]]; then
-  stack="$(stack_name "${2:?usage: pipeline-deploy.sh url STAGE}")"
+  stack="$(samconfig "${2:?usage: pipeline-deploy.sh url STAGE}" stack_name)"
   aws cloudformation describe-stacks --stack-name "$stack" \
     --query "Stacks[0].Outputs[?OutputKey=='ApiUrl'].OutputValue" --output text
   exit 0
 fi
 
-stage="${1:?usage: pipeline-deploy.sh STAGE s3://BUCKET/builds/COMMIT/packaged.yaml}"
-artifact="${2:?usage: pipeline-deploy.sh STAGE s3://BUCKET/builds/COMMIT/packaged.yaml}"
+stage="${1:?usage: pipeline-deploy.sh STAGE DIR}"
+build="${2:?usage: pipeline-deploy.sh STAGE DIR}"
 : "${ARTIFACT_BUCKET:?set ARTIFACT_BUCKET (the repository variable AWS_ARTIFACT_BUCKET)}"
-: "${CFN_EXECUTION_ROLE_ARN:?set CFN_EXECUTION_ROLE_ARN (the repository variable AWS_CFN_EXECUTION_ROLE_ARN)}"
-stack="$(stack_name "$stage")"
-
-mkdir -p "$ROOT/.local"
-template="$ROOT/.local/packaged-$stage.yaml"
-if ! aws s3 cp --only-show-errors "$artifact" "$template"; then
-  echo "::error::no build at $artifact: a version tag must name a commit that main built and deployed to dev"
-  exit 1
-fi
+: "${CFN_EXECUTION_ROLE_ARN:?set CFN_EXECUTION_ROLE_ARN (the stage's execution role, a repository variable)}"
+: "${AWS_REGION:?set AWS_REGION}"
+stack="$(samconfig "$stage" stack_name)"
 
 # A stack still on an older stored layout is upgraded first, by the operator
 # (scripts/upgrade.py STAGE: the migration's template states and backfills,
@@ -57,10 +57,17 @@ python3 "$ROOT/scripts/upgrade.py" "$stage" --pending
 # dev only: indexes of an unreleased migration that main changed since dev made them, rebuilt (docs/upgrade.md).
 if [[ "$stage" == dev ]]; then "$ROOT/.venv/bin/python" "$ROOT/scripts/rebuild-indexes.py" dev --template-file "$template"; fi
 
-# The same build every stage gets; only samconfig.toml's settings for the
-# stage differ (its parameters: Stage, the release strategy, alarm actions).
-"$SAM" deploy --config-env "$stage" --stack-name "$stack" \
-  --template-file "$template" \
+# The stage's boundary, as deploy/github-deploy-role.yaml names it.
+caller="$(aws sts get-caller-identity --query Arn --output text)"
+partition="$(cut -d: -f2 <<<"$caller")"
+account="$(cut -d: -f5 <<<"$caller")"
+boundary="arn:$partition:iam::$account:policy/$stack-$AWS_REGION-boundary"
+
+mapfile -t parameters < <(samconfig "$stage" parameter_overrides)
+aws cloudformation deploy --stack-name "$stack" \
+  --template-file "$build/packaged.json" \
   --s3-bucket "$ARTIFACT_BUCKET" --s3-prefix "deploys/$stage" \
   --role-arn "$CFN_EXECUTION_ROLE_ARN" \
-  --no-resolve-s3 --no-confirm-changeset --no-fail-on-empty-changeset --no-progressbar
+  --capabilities CAPABILITY_IAM CAPABILITY_AUTO_EXPAND \
+  --parameter-overrides "${parameters[@]}" "PermissionsBoundaryArn=$boundary" \
+  --no-fail-on-empty-changeset

@@ -6,13 +6,15 @@ the migration in migrations/ says (docs/upgrade.md): each template state a
 `petstore-admin data migrate status --require-done` passes. Safe to run
 again after an interruption: it starts from the state the stack is in.
 
-    scripts/upgrade.py STAGE --template-file .aws-sam/build/template.yaml [--dry-run]
+    scripts/upgrade.py STAGE --template-file .aws-sam/build/template.yaml [--dry-run] [--yes]
     scripts/upgrade.py STAGE --pending      exit 1 when the stack still has states to walk
                                             (the release pipeline's check before its deploy)
 
 The last state, the template at its defaults, is the release's own deploy
 (the pipeline's, or `sam deploy --config-env STAGE`). Runs with the
-operator's credentials: `sam deploy` and the data table's items.
+operator's credentials: `sam deploy` and the data table's items. A stage
+whose samconfig.toml asks to confirm each change set (prod) is asked for
+each state's, as `sam deploy --config-env STAGE` would, unless --yes.
 """
 
 from __future__ import annotations
@@ -35,6 +37,22 @@ def stack_name(stage: str) -> str:
         if name:
             return name
     raise SystemExit(f"upgrade: samconfig.toml has no stack_name for the config environment {stage!r}")
+
+
+def confirms_changesets(stage: str) -> bool:
+    """Whether samconfig.toml has `sam deploy --config-env STAGE` ask before each change set."""
+    config = tomllib.loads((ROOT / "samconfig.toml").read_text()).get(stage, {})
+    return bool(config.get("deploy", {}).get("parameters", {}).get("confirm_changeset", False))
+
+
+def deploy_command(stage: str, template_file: str, step: str, yes: bool) -> list[str]:
+    """The `sam deploy` of one template state; it asks before its change set
+    where samconfig.toml asks, unless the operator said --yes."""
+    command = ["sam", "deploy", "--config-env", stage, "--template-file", template_file,
+               "--parameter-overrides", f"DataLayoutStep={step}", "--no-fail-on-empty-changeset"]
+    if yes or not confirms_changesets(stage):
+        command.append("--no-confirm-changeset")
+    return command
 
 
 def aws(*args: str) -> dict:
@@ -83,6 +101,8 @@ def main() -> int:
     parser.add_argument("--template-file", default=".aws-sam/build/template.yaml")
     parser.add_argument("--dry-run", action="store_true")
     parser.add_argument("--pending", action="store_true")
+    parser.add_argument("--yes", action="store_true",
+                        help="deploy each state without asking, even where samconfig.toml asks (prod)")
     args = parser.parse_args()
     stack = stack_name(args.stage)
     try:
@@ -107,9 +127,7 @@ def main() -> int:
             continue
         if entry.get("switch"):  # the functions read the new layout: only once every backfill is done
             run([*ADMIN, "data", "migrate", "status", "--table", table, "--require-done"], args.dry_run)
-        run(["sam", "deploy", "--config-env", args.stage, "--template-file", args.template_file,
-             "--parameter-overrides", f"DataLayoutStep={entry['step']}", "--no-confirm-changeset",
-             "--no-fail-on-empty-changeset"], args.dry_run)
+        run(deploy_command(args.stage, args.template_file, entry["step"], args.yes), args.dry_run)
     print(f"upgrade: {stack} is ready for the release's own deploy (DataLayoutStep=done)")
     return 0
 

@@ -28,13 +28,20 @@ use petstore_pretraffic::{apigw, key};
 use std::collections::BTreeSet;
 
 /// What the store function serving `app` answers to `check`, sent as the
-/// hook sends it (with `key` when the check is keyed).
-async fn answer(app: &TestApp, check: &Check, key: &str) -> Answer {
+/// hook sends it (with `key` when the check is keyed, and the front's
+/// `origin` secret when given).
+async fn answer(app: &TestApp, check: &Check, key: &str, origin: Option<&str>) -> Answer {
     let Probe::Http { method, path, .. } = check.probe else {
         panic!("{} is not an HTTP check", check.name);
     };
     let key = check.keyed().then_some(key);
-    let event = apigw::http_event(method, &checks::resolved(path), "pretraffic-test", key);
+    let event = apigw::http_event(
+        method,
+        &checks::resolved(path),
+        "pretraffic-test",
+        key,
+        origin,
+    );
     let request = lambda_http::request::from_str(&event.to_string())
         .expect("the check's event is an API Gateway event");
     let service = petstore::http::service(store::routes(), app.app.clone());
@@ -54,7 +61,8 @@ async fn answer(app: &TestApp, check: &Check, key: &str) -> Answer {
 async fn verdicts(app: &TestApp, key: &str) -> Vec<(bool, Answer, Result<(), String>)> {
     let mut verdicts = Vec::new();
     for check in checks::of(Function::Store) {
-        let answer = answer(app, check, key).await;
+        let origin = app.app.config.origin_secret.as_deref();
+        let answer = answer(app, check, key, origin).await;
         let verdict = checks::judge_http(&check.probe, &answer);
         verdicts.push((check.keyed(), answer, verdict));
     }
@@ -149,4 +157,28 @@ async fn the_hooks_key_item_has_exactly_the_attributes_its_role_may_put() {
     assert!(expires_at > now && expires_at <= now + key::LIFETIME.num_seconds());
     let listed = app.app.limiter.keys().list().await.expect("the key list");
     assert!(listed.iter().all(|listed| listed.id != record.id));
+}
+
+#[tokio::test]
+async fn behind_the_front_the_checks_send_its_secret_and_pass() {
+    // Front=on: every function refuses a request without the front's secret
+    // (403), the hook's included unless it sends what CloudFront sends.
+    const SECRET: &str = "front-secret-for-the-pretraffic-check-0123";
+    let app = TestApp::spawn().await;
+    let behind = app
+        .another_instance_with(|config| config.origin_secret = Some(SECRET.to_string()))
+        .await;
+    let db = &behind.app.db;
+    let key = key::mint(db.client().clone(), db.table())
+        .await
+        .expect("the check's key is made in DynamoDB Local");
+    for (_, answer, verdict) in verdicts(&behind, &key).await {
+        assert_eq!(verdict, Ok(()), "{answer:?}");
+    }
+    // The event the hook sent before: no secret, every check refused.
+    for check in checks::of(Function::Store) {
+        let refused = answer(&behind, check, &key, None).await;
+        assert_eq!(refused.status, 403, "{}: {refused:?}", check.name);
+        assert!(checks::judge_http(&check.probe, &refused).is_err());
+    }
 }

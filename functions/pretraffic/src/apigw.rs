@@ -8,9 +8,26 @@ use serde_json::{json, Value};
 /// a customer's, so its keyless counter in the rate-limit table is its own.
 pub const SOURCE_IP: &str = "192.0.2.10";
 
+/// The secret the optional front adds to every request it forwards
+/// (template.yaml's `ORIGIN_SECRET`, given to the hook as to the functions it
+/// checks): with the front on, a request without it is refused 403 before any
+/// other work, so the checks send it, as CloudFront does.
+pub fn origin_secret_from_env() -> Option<String> {
+    std::env::var("ORIGIN_SECRET")
+        .ok()
+        .filter(|secret| !secret.is_empty())
+}
+
 /// The event API Gateway sends for `method path` (`path` may carry a query
-/// string), with `key` in `x-api-key` when given.
-pub fn http_event(method: &str, path: &str, request_id: &str, key: Option<&str>) -> Value {
+/// string), with `key` in `x-api-key` and the front's `origin` secret in its
+/// header when given.
+pub fn http_event(
+    method: &str,
+    path: &str,
+    request_id: &str,
+    key: Option<&str>,
+    origin: Option<&str>,
+) -> Value {
     let host = "pretraffic.invalid";
     let (path, query) = path.split_once('?').unwrap_or((path, ""));
     let mut headers = json!({
@@ -23,6 +40,9 @@ pub fn http_event(method: &str, path: &str, request_id: &str, key: Option<&str>)
     });
     if let Some(key) = key {
         headers["x-api-key"] = json!(key);
+    }
+    if let Some(origin) = origin {
+        headers[petstore::http::front::ORIGIN_HEADER] = json!(origin);
     }
     json!({
         "version": "2.0",
@@ -117,7 +137,7 @@ mod tests {
 
     #[test]
     fn the_event_is_keyless_and_from_the_check_address() {
-        let event = http_event("GET", "/pets", "r-1", None);
+        let event = http_event("GET", "/pets", "r-1", None, None);
         assert_eq!(event["requestContext"]["http"]["sourceIp"], SOURCE_IP);
         assert!(event["headers"].get("x-api-key").is_none());
         assert_eq!(event["routeKey"], "GET /pets");
@@ -125,7 +145,7 @@ mod tests {
 
     #[test]
     fn a_keyed_event_carries_the_key_and_its_query_apart() {
-        let event = http_event("GET", "/store/orders?limit=1", "r-2", Some("psk_k"));
+        let event = http_event("GET", "/store/orders?limit=1", "r-2", Some("psk_k"), None);
         assert_eq!(event["headers"]["x-api-key"], "psk_k");
         assert_eq!(event["rawPath"], "/store/orders");
         assert_eq!(event["rawQueryString"], "limit=1");

@@ -10,11 +10,16 @@ use serde_json::{json, Value};
 /// Sends checks to functions through one Lambda client.
 pub struct Invoker {
     client: aws_sdk_lambda::Client,
+    /// The front's secret, sent as the front sends it ([`apigw::origin_secret_from_env`]).
+    origin: Option<String>,
 }
 
 impl Invoker {
     pub fn new(client: aws_sdk_lambda::Client) -> Invoker {
-        Invoker { client }
+        Invoker {
+            client,
+            origin: apigw::origin_secret_from_env(),
+        }
     }
 
     /// A client for Lambda's Invoke API at `endpoint` (cargo lambda watch),
@@ -68,6 +73,7 @@ impl Invoker {
                 &checks::resolved(path),
                 &format!("pretraffic-{}-{n}", std::process::id()),
                 key,
+                self.origin.as_deref(),
             ),
             Probe::EmptyStreamBatch => json!({ "Records": [] }),
         };

@@ -1,5 +1,6 @@
 //! A key's item in the data table, as `serde_dynamo` writes and reads it.
 
+use super::short_lived;
 use super::{ApiKeyHash, ApiKeyRecord};
 use crate::db::{from_item, s, to_item, DbError, Item};
 use crate::ratelimit::plan::Plan;
@@ -68,13 +69,18 @@ struct KeyItem {
 pub(super) fn item_of(hash: &ApiKeyHash, record: &ApiKeyRecord) -> Result<Item, DbError> {
     let own_limits = record.plan == Plan::Enterprise;
     // A short-lived key is a customer's in no list: its item carries only
-    // what the pre-traffic hook's IAM allows (template.yaml).
+    // what the pre-traffic hook's IAM allows (template.yaml), and the
+    // identity every such key acts as (short_lived.rs).
     let listed = record.expires_at.is_none();
     to_item(&KeyItem {
         pk: pk_of(hash),
         sk: SK.to_string(),
         gsi1pk: listed.then(|| PARTITION.to_string()),
-        id: record.id,
+        id: if listed {
+            record.id
+        } else {
+            Id::clamped(short_lived::IDENTITY)
+        },
         plan: record.plan,
         role: listed.then_some(record.role),
         per_minute: own_limits.then_some(record.per_minute),
@@ -89,9 +95,11 @@ pub(super) fn item_of(hash: &ApiKeyHash, record: &ApiKeyRecord) -> Result<Item, 
     })
 }
 
-/// The key an item stores, and the hash it is stored under.
+/// The key an item stores, and the hash it is stored under; a short-lived
+/// key as harmless as short_lived.rs makes it, whatever the item says.
 pub(super) fn record_of(item: Item) -> Result<(ApiKeyHash, ApiKeyRecord), DbError> {
     let item: KeyItem = from_item(item)?;
+    let short = short_lived::is_short_lived(item.gsi1pk.is_some(), item.expires_at);
     let broken = |what: &str| DbError::internal(format!("stored API key has no valid {what}"));
     let hash = item
         .pk
@@ -99,6 +107,7 @@ pub(super) fn record_of(item: Item) -> Result<(ApiKeyHash, ApiKeyRecord), DbErro
         .map(|h| ApiKeyHash(h.to_string()))
         .ok_or_else(|| broken("PK"))?;
     let limits = match (item.plan.limits(), item.per_minute, item.per_day) {
+        _ if short => Limits::FREE,
         (Some(limits), _, _) => limits,
         (None, Some(minute), Some(day)) => {
             Limits::enterprise(minute, day).ok_or_else(|| broken("limits"))?
@@ -119,7 +128,14 @@ pub(super) fn record_of(item: Item) -> Result<(ApiKeyHash, ApiKeyRecord), DbErro
         expires_at: item.expires_at,
         max_webhooks: item.max_webhooks,
     };
-    Ok((hash, record))
+    Ok((
+        hash,
+        if short {
+            short_lived::harmless(record)
+        } else {
+            record
+        },
+    ))
 }
 
 #[cfg(test)]
@@ -167,6 +183,7 @@ mod tests {
         let mut short = record(Plan::Free, Limits::new(60, 1_000), Role::Customer);
         (short.max_open_orders, short.rotated_at) = (None, None);
         short.expires_at = Some(1_900_000_000);
+        short.id = Id::clamped(short_lived::IDENTITY);
         let item = item_of(&hash, &short)?;
         let mut names: Vec<&str> = item.keys().map(String::as_str).collect();
         names.sort_unstable();

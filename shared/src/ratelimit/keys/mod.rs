@@ -29,6 +29,7 @@
 //! the store is in `store`.
 
 mod item;
+mod short_lived;
 mod store;
 
 use super::plan::Plan;
@@ -106,7 +107,7 @@ impl ApiKeyRecord {
     /// Whether the key has expired at `now` (Unix seconds): then it is
     /// unknown, whether or not TTL has deleted its item yet.
     pub fn expired(&self, now: i64) -> bool {
-        self.expires_at.is_some_and(|at| at <= now)
+        short_lived::expired(self.expires_at, now)
     }
 
     pub fn limits(&self) -> Limits {

@@ -14,15 +14,23 @@ pub enum KeysCommand {
     Create(CreateArgs),
     /// Every key's record.
     List,
-    /// A new secret for the same key identity; prints it.
+    /// A new secret for the same key identity; prints it. Without --yes,
+    /// shows the key's record and changes nothing.
     Rotate {
         #[arg(value_parser = key_id)]
         id: Id,
+        /// Do it: the key's old secret stops working at once.
+        #[arg(long)]
+        yes: bool,
     },
-    /// Revoke a key for good.
+    /// Revoke a key for good. Without --yes, shows the key's record and
+    /// changes nothing.
     Revoke {
         #[arg(value_parser = key_id)]
         id: Id,
+        /// Do it: the key stops working at once, for good.
+        #[arg(long)]
+        yes: bool,
     },
     /// Lift a key's ban.
     Unban {
@@ -63,9 +71,27 @@ pub struct CreateArgs {
 pub enum Keys {
     Create(NewApiKey),
     List,
-    Rotate(Id),
-    Revoke(Id),
+    Rotate(Id, Confirmed),
+    Revoke(Id, Confirmed),
     Unban(Id),
+}
+
+/// Whether a command that cannot be undone was confirmed (`--yes`): if not,
+/// it shows the key it would change, so a mistyped id harms nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confirmed {
+    Yes,
+    No,
+}
+
+impl From<bool> for Confirmed {
+    fn from(yes: bool) -> Confirmed {
+        if yes {
+            Confirmed::Yes
+        } else {
+            Confirmed::No
+        }
+    }
 }
 
 /// `command` as run. A key request that cannot be made (limits on a plan
@@ -88,8 +114,8 @@ pub fn parsed(command: KeysCommand) -> Result<Keys, clap::Error> {
             Keys::Create(new.with_role(create.role))
         }
         KeysCommand::List => Keys::List,
-        KeysCommand::Rotate { id } => Keys::Rotate(id),
-        KeysCommand::Revoke { id } => Keys::Revoke(id),
+        KeysCommand::Rotate { id, yes } => Keys::Rotate(id, yes.into()),
+        KeysCommand::Revoke { id, yes } => Keys::Revoke(id, yes.into()),
         KeysCommand::Unban { id } => Keys::Unban(id),
     })
 }

@@ -47,6 +47,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, clap::E
 
 #[cfg(test)]
 mod tests {
+    use super::keys::Confirmed;
     use super::*;
     use petstore::ratelimit::keys::NewApiKey;
     use petstore::ratelimit::Plan;
@@ -114,11 +115,19 @@ mod tests {
         assert_eq!(parse_line("keys list"), Ok(Command::Keys(Keys::List)));
         assert_eq!(
             parse_line("keys rotate 42"),
-            Ok(Command::Keys(Keys::Rotate(id(42))))
+            Ok(Command::Keys(Keys::Rotate(id(42), Confirmed::No)))
+        );
+        assert_eq!(
+            parse_line("keys rotate 42 --yes"),
+            Ok(Command::Keys(Keys::Rotate(id(42), Confirmed::Yes)))
         );
         assert_eq!(
             parse_line("keys revoke 42"),
-            Ok(Command::Keys(Keys::Revoke(id(42))))
+            Ok(Command::Keys(Keys::Revoke(id(42), Confirmed::No)))
+        );
+        assert_eq!(
+            parse_line("keys revoke --yes 42"),
+            Ok(Command::Keys(Keys::Revoke(id(42), Confirmed::Yes)))
         );
         assert_eq!(
             parse_line("keys unban 42"),

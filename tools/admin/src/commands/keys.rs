@@ -1,6 +1,6 @@
 //! `petstore-admin keys ...`: API keys, through the rate limiter's key store.
 
-use crate::cli::keys::Keys;
+use crate::cli::keys::{Confirmed, Keys};
 use crate::BoxError;
 use petstore::App;
 use serde_json::json;
@@ -14,7 +14,10 @@ pub async fn run(app: &App, command: Keys) -> Result<ExitCode, BoxError> {
             let issued = keys.create(new, chrono::Utc::now()).await?;
             println!("{}", serde_json::to_string(&issued)?);
         }
-        Keys::Rotate(id) => {
+        Keys::Rotate(id, confirmed) => {
+            if shown_unconfirmed(app, id, confirmed, "rotate").await? {
+                return Ok(ExitCode::FAILURE);
+            }
             let issued = keys.rotate(id, chrono::Utc::now()).await?;
             println!("{}", serde_json::to_string(&issued)?);
         }
@@ -23,10 +26,15 @@ pub async fn run(app: &App, command: Keys) -> Result<ExitCode, BoxError> {
                 println!("{}", serde_json::to_string(&record)?);
             }
         }
-        Keys::Revoke(id) => match keys.revoke(id).await? {
-            Some(record) => println!("{}", serde_json::to_string(&record)?),
-            None => return Err(format!("no key has id {id}").into()),
-        },
+        Keys::Revoke(id, confirmed) => {
+            if shown_unconfirmed(app, id, confirmed, "revoke").await? {
+                return Ok(ExitCode::FAILURE);
+            }
+            match keys.revoke(id).await? {
+                Some(record) => println!("{}", serde_json::to_string(&record)?),
+                None => return Err(format!("no key has id {id}").into()),
+            }
+        }
         Keys::Unban(id) => {
             if !keys.exists(id).await? {
                 return Err(format!("no key has id {id}").into());
@@ -36,4 +44,23 @@ pub async fn run(app: &App, command: Keys) -> Result<ExitCode, BoxError> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Shows the record of key `id` (an error if there is none) before `verb`
+/// acts on it; true when the command was not confirmed, and so stops here.
+async fn shown_unconfirmed(
+    app: &App,
+    id: petstore::records::Id,
+    confirmed: Confirmed,
+    verb: &str,
+) -> Result<bool, BoxError> {
+    let Some(record) = app.limiter.keys().find_by_id(id).await? else {
+        return Err(format!("no key has id {id}").into());
+    };
+    if confirmed == Confirmed::Yes {
+        return Ok(false);
+    }
+    println!("{}", serde_json::to_string(&record)?);
+    eprintln!("petstore-admin: nothing changed; `keys {verb} {id} --yes` does it to this key");
+    Ok(true)
 }
