@@ -116,6 +116,7 @@ impl Attempter {
         let checked = match check_url(request.url, &self.policy, self.resolver.as_ref()).await {
             Ok(checked) => checked,
             Err(UrlRefusal::Unresolvable) => return Outcome::failed(FailureKind::Dns),
+            Err(UrlRefusal::LookupTimedOut) => return Outcome::failed(FailureKind::DnsTimeout),
             Err(_) => return Outcome::failed(FailureKind::BlockedAddress),
         };
         let signed = match signed_request(&checked, request, at.timestamp()) {

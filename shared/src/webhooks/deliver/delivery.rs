@@ -8,6 +8,7 @@ use super::{slots, DeliverError, Deliverer, Disposition};
 use crate::webhooks::attempt::{Attempt, AttemptRequest, FailureKind, Outcome};
 use crate::webhooks::queue::DeliveryMessage;
 use crate::webhooks::schedule;
+use crate::webhooks::secrets::signing_secrets;
 use chrono::{DateTime, Utc};
 use std::time::Duration;
 
@@ -56,10 +57,12 @@ impl Deliverer {
             }
             return Ok(Disposition::Done);
         };
+        let secrets = signing_secrets(endpoint.id, &endpoint.active_secrets(now))
+            .await
+            .map_err(|e| DeliverError::Item(e.to_string()))?;
         let Some(lease) = slots::take(client, table, endpoint.id, now).await? else {
             return Ok(Disposition::Later(slot_wait(receives)));
         };
-        let secrets = endpoint.active_secrets(now);
         let request = AttemptRequest {
             url: &endpoint.url,
             webhook_id: &delivery.event_id,
