@@ -58,6 +58,8 @@ impl TestHooks {
     /// What the webhook routes are given: this queue and resolver, and the
     /// deployed URL policy (no loopback).
     pub fn webhooks(&self) -> webhooks::Webhooks {
+        // Secrets sealed with a key made in memory, one per test process.
+        petstore::webhooks::secrets::install(petstore::webhooks::secrets::Keyring::ephemeral());
         webhooks::Webhooks {
             queue: self.queue.clone(),
             policy: petstore::webhooks::address::UrlPolicy::default(),

@@ -6,6 +6,7 @@
 mod bans;
 mod one_write;
 mod short_lived;
+mod update;
 
 use crate::helpers::{TestApp, TestResponse};
 use aws_sdk_dynamodb::types::AttributeValue;

@@ -6,6 +6,7 @@
 mod deliveries;
 mod endpoints;
 mod receivers;
+mod staff;
 
 use crate::helpers::TestApp;
 use aws_sdk_dynamodb::types::AttributeValue;

@@ -14,6 +14,7 @@ mod delay;
 mod flows;
 mod queue;
 mod receivers;
+mod secrets_kept;
 mod ssrf;
 mod stranding;
 
@@ -113,17 +114,16 @@ pub async fn register(
         .expect("the URL is accepted at registration");
     let id = rand::random::<u64>() >> 12;
     let s = |v: &str| AttributeValue::S(v.to_string());
-    let secrets = endpoint
-        .secrets
-        .iter()
-        .map(|(secret, retires)| {
-            let mut m = std::collections::HashMap::from([("secret".to_string(), s(secret))]);
-            if let Some(at) = retires {
-                m.insert("retiresAt".to_string(), s(at));
-            }
-            AttributeValue::M(m)
-        })
-        .collect();
+    let mut secrets = Vec::new();
+    for (secret, retires) in &endpoint.secrets {
+        let sealed = petstore::webhooks::secrets::seal(id, secret).await;
+        let sealed = sealed.expect("the tests' key seals");
+        let mut m = std::collections::HashMap::from([("secret".to_string(), s(&sealed))]);
+        if let Some(at) = retires {
+            m.insert("retiresAt".to_string(), s(at));
+        }
+        secrets.push(AttributeValue::M(m));
+    }
     let failing_since = endpoint.failing_since.as_deref().map(s);
     let owner_id = live_owner(app, endpoint).await;
     let mut lists = vec![

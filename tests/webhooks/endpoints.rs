@@ -8,6 +8,7 @@ use chrono::{Duration, Utc};
 use http::Method;
 use petstore::ratelimit::Plan;
 use petstore::records::Id;
+use petstore::webhooks::secrets::{signing_secrets, SEALED_PREFIX};
 use serde_json::json;
 
 #[tokio::test]
@@ -60,11 +61,21 @@ async fn each_bad_field_is_refused_with_400_naming_it() {
             "fragment",
         ),
         (&staff, json!({"url": long}), "2048"),
-        (&staff, json!({"url": "https://10.0.0.7/hooks"}), "10.0.0.7"),
+        (&staff, json!({"url": "https://10.0.0.7/hooks"}), "private"),
         (
             &staff,
             json!({"url": "https://169.254.169.254/"}),
-            "169.254.169.254",
+            "link-local",
+        ),
+        (
+            &staff,
+            json!({"url": "https://receiver.example:22/"}),
+            "port",
+        ),
+        (
+            &staff,
+            json!({"url": "https://receiver.example:1023/"}),
+            "port",
         ),
         (
             &staff,
@@ -283,86 +294,71 @@ async fn patch_changes_the_fields_sent_and_resuming_clears_the_failure() {
     assert!(cleared.json().get("description").is_none());
 }
 
+/// `id`'s secrets that sign at `at`, opened as an attempt opens them.
+async fn signing(app: &TestApp, id: u64, at: chrono::DateTime<Utc>) -> Vec<String> {
+    let webhook_id = Id::new(id).expect("a valid id");
+    let stored = app.app.db.get_webhook(webhook_id).await.ok().flatten();
+    let stored = stored.expect("stored");
+    for secret in &stored.secrets {
+        assert!(secret.secret.starts_with(SEALED_PREFIX), "stored sealed");
+    }
+    signing_secrets(id, &stored.active_secrets(at))
+        .await
+        .expect("the secrets open")
+}
+
+/// Rotates `id`'s secret with `body`; answers the new one.
+async fn rotate(app: &TestApp, id: u64, body: serde_json::Value) -> String {
+    let rotated = app.post(&format!("/webhooks/{id}/secret"), body).await;
+    rotated.assert_status(200);
+    let secret = rotated.json()["secret"].as_str().map(str::to_string);
+    secret.expect("a new secret")
+}
+
 #[tokio::test]
-async fn a_new_secret_signs_beside_the_old_for_a_day_then_alone() {
+async fn a_new_secret_signs_beside_the_old_for_a_day_or_alone_at_once() {
     let staff = TestApp::spawn().await;
     let created = register(&staff, json!({"url": RECEIVER})).await;
     let id = created["id"].as_u64().expect("an id");
     let first = created["secret"].as_str().expect("a secret").to_string();
-    let rotated = staff
-        .post(&format!("/webhooks/{id}/secret"), json!({}))
-        .await;
-    rotated.assert_status(200);
-    let second = rotated.json()["secret"]
-        .as_str()
-        .expect("a new secret")
-        .to_string();
+    let second = rotate(&staff, id, json!({})).await;
     assert_ne!(first, second);
-    let webhook_id = Id::new(id).expect("a valid id");
-    let stored = staff
-        .app
-        .db
-        .get_webhook(webhook_id)
-        .await
-        .ok()
-        .flatten()
-        .expect("stored");
     let now = Utc::now();
     assert_eq!(
-        stored.active_secrets(now),
-        vec![second.clone(), first.clone()]
+        signing(&staff, id, now).await,
+        [second.as_str(), first.as_str()]
     );
     let later = now + Duration::hours(24) + Duration::minutes(1);
-    assert_eq!(stored.active_secrets(later), vec![second.clone()]);
-    // The day passes: the old secret's retiresAt is behind us.
-    let mut secrets = stored.secrets.clone();
-    secrets[1].retires_at = Some("2026-01-01T00:00:00.000Z".into());
-    let values = secrets
-        .iter()
-        .map(|s| {
-            let mut m = std::collections::HashMap::from([(
-                "secret".to_string(),
-                AttributeValue::S(s.secret.clone()),
-            )]);
-            if let Some(at) = &s.retires_at {
-                m.insert("retiresAt".into(), AttributeValue::S(at.clone()));
-            }
-            AttributeValue::M(m)
-        })
-        .collect();
-    set_attributes(
-        &staff,
-        format!("WEBHOOK#{id}"),
-        "ENDPOINT".into(),
-        &[("secrets", AttributeValue::L(values))],
-    )
-    .await;
-    let stored = staff
-        .app
-        .db
-        .get_webhook(webhook_id)
-        .await
-        .ok()
-        .flatten()
-        .expect("stored");
-    assert_eq!(stored.active_secrets(Utc::now()), vec![second.clone()]);
-    let third = staff
-        .post(&format!("/webhooks/{id}/secret"), json!({}))
-        .await
-        .json()["secret"]
-        .as_str()
-        .expect("a third secret")
-        .to_string();
-    let stored = staff
-        .app
-        .db
-        .get_webhook(webhook_id)
-        .await
-        .ok()
-        .flatten()
-        .expect("stored");
-    let kept: Vec<_> = stored.secrets.iter().map(|s| s.secret.clone()).collect();
-    assert_eq!(kept, vec![third, second], "the retired secret is dropped");
+    assert_eq!(signing(&staff, id, later).await, [second.as_str()]);
+
+    // A leaked secret is retired at once.
+    let third = rotate(&staff, id, json!({"expireOldAfterSeconds": 0})).await;
+    assert_eq!(signing(&staff, id, Utc::now()).await, [third.as_str()]);
+    let fourth = rotate(&staff, id, json!({"expireOldAfterSeconds": 60})).await;
+    let now = Utc::now();
+    assert_eq!(
+        signing(&staff, id, now).await,
+        [fourth.as_str(), third.as_str()]
+    );
+    let later = now + Duration::seconds(61);
+    assert_eq!(signing(&staff, id, later).await, [fourth.as_str()]);
+    // At most two sign at any time: the one still retiring goes.
+    let fifth = rotate(&staff, id, json!({})).await;
+    assert_eq!(
+        signing(&staff, id, Utc::now()).await,
+        [fifth.as_str(), fourth.as_str()]
+    );
+
+    for bad in [json!(-1), json!(86_401), json!("0"), json!(1.5)] {
+        let body = json!({"expireOldAfterSeconds": bad});
+        let refused = staff.post(&format!("/webhooks/{id}/secret"), body).await;
+        refused.assert_error(400, "VALIDATION_FAILED");
+        assert!(refused.text().contains("expireOldAfterSeconds"));
+    }
+    assert_eq!(
+        signing(&staff, id, Utc::now()).await,
+        [fifth.as_str(), fourth.as_str()]
+    );
 }
 
 #[tokio::test]

@@ -4,25 +4,31 @@
 //! An endpoint is the key identity's that registered it: another's answers
 //! 404, exactly as a missing one; staff see and change every endpoint.
 //! `POST /webhooks`, `PATCH` and `DELETE` take their [`Changes`] from the
-//! request, so an `Idempotency-Key` replays them (contract 4b); a new
-//! secret is made anew on every call (a replay would hand out an old one).
+//! request, so an `Idempotency-Key` replays them (contract 4b). A secret is
+//! in the answer that made it and nowhere else: the answer the write
+//! records leaves it out and the handler adds it, so the replay of a
+//! registration answers the endpoint without one (its owner rotates to get
+//! one), and a new secret is made anew on every rotation.
 
 use crate::Webhooks;
+use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Extension, Router};
-use chrono::Utc;
-use http::StatusCode;
+use chrono::{DateTime, Duration, Utc};
+use http::{HeaderMap, StatusCode};
 use petstore::db::Changes;
 use petstore::http::error::ApiError;
-use petstore::http::extract::{next_link, JsonBody, QueryParams};
+use petstore::http::extract::{next_link, parse_json_body, JsonBody, QueryParams};
 use petstore::http::respond::{created, json, list_page, no_content};
-use petstore::records::{Caller, Id, Role};
+use petstore::records::{Caller, Id, JsonObject, Role, ValidationError};
+use petstore::webhooks::endpoints::{Rotation, SECRET_OVERLAP_HOURS};
 use petstore::webhooks::receiving;
 use petstore::webhooks::records::{NewWebhookEndpoint, WebhookEndpoint, WebhookEndpointPatch};
 use petstore::webhooks::sign::new_secret;
 use petstore::App;
+use serde_json::Value;
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -44,9 +50,9 @@ async fn create_webhook(
 ) -> Result<Response, ApiError> {
     let new = NewWebhookEndpoint::parse(&body, caller.role)?;
     webhooks.check(&new.url).await?;
-    let endpoint = db
-        .create_webhook(new, &caller, new_secret(), Utc::now())
-        .await?;
+    let secret = new_secret();
+    let mut endpoint = db.create_webhook(new, &caller, &secret, Utc::now()).await?;
+    endpoint.secret = Some(secret);
     Ok(created(format!("/webhooks/{}", endpoint.id), &endpoint))
 }
 
@@ -118,17 +124,47 @@ async fn delete_webhook(
 }
 
 /// A new secret, in this answer only; the one it replaces keeps signing
-/// beside it for a day.
+/// beside it for a day, or as long as `expireOldAfterSeconds` says (0: it
+/// stops at once). The body is optional.
 async fn rotate_secret(
     State(app): State<App>,
     caller: Caller,
     Path(raw): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "webhookId")?;
-    let endpoint = app
+    let now = Utc::now();
+    let rotation = if body.iter().all(u8::is_ascii_whitespace) {
+        Rotation::at(now)
+    } else {
+        rotation(&parse_json_body(&headers, &body)?, now)?
+    };
+    let secret = new_secret();
+    let mut endpoint = app
         .db
         .unrecorded()
-        .rotate_webhook_secret(id, &caller, new_secret(), Utc::now())
+        .rotate_webhook_secret(id, &caller, &secret, rotation)
         .await?;
+    endpoint.secret = Some(secret);
     Ok(json(StatusCode::OK, &endpoint))
+}
+
+/// `expireOldAfterSeconds`: how long the replaced secret keeps signing, 0
+/// to 86,400 seconds (absent or `null`: the whole day).
+fn rotation(body: &JsonObject, now: DateTime<Utc>) -> Result<Rotation, ApiError> {
+    let most = SECRET_OVERLAP_HOURS * 3600;
+    let seconds = match body.get("expireOldAfterSeconds") {
+        None | Some(Value::Null) => return Ok(Rotation::at(now)),
+        Some(value) => value.as_i64().filter(|s| (0..=most).contains(s)),
+    };
+    let seconds = seconds.ok_or_else(|| {
+        ValidationError::new(format!(
+            "expireOldAfterSeconds must be a whole number of seconds from 0 to {most}"
+        ))
+    })?;
+    Ok(Rotation {
+        at: now,
+        overlap: Duration::seconds(seconds),
+    })
 }

@@ -30,6 +30,12 @@ async fn main() -> Result<(), lambda_http::Error> {
         .http_client(petstore::http_client())
         .load()
         .await;
+    // A local server's setting, refused where Lambda runs the function.
+    petstore::webhooks::address::UrlPolicy::refuse_in_lambda()?;
+    // Endpoint secrets are sealed and opened with the stack's KMS key (the
+    // template's WEBHOOK_SECRETS_KEY); off Lambda, a local key.
+    let keyring = petstore::webhooks::secrets::Keyring::from_env(&aws)?;
+    petstore::webhooks::secrets::install(keyring);
     // Without `WEBHOOK_QUEUE_URL` (only `make run-lambda`: the template
     // always sets it) the binary serves the HTTP API alone, and a ping or
     // retry is held in process; delivery is `make run`'s local runner's.

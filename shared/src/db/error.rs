@@ -16,6 +16,13 @@ pub enum DbError {
     /// A field of the request names a record that does not exist.
     #[error("{field} {id} names no record")]
     UnknownReference { field: &'static str, id: Id },
+    /// The caller may see the record but this change is its owner's alone
+    /// (a webhook endpoint's `url`, `events` and secret: section 9).
+    #[error("only the {kind}'s own key may {change}")]
+    OwnerOnly {
+        kind: &'static str,
+        change: &'static str,
+    },
     /// The state forbids the change.
     #[error(transparent)]
     Violation(#[from] RuleViolation),

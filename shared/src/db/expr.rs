@@ -90,6 +90,28 @@ impl Expr {
         self
     }
 
+    /// Conditions the write on `attribute` being as read: holding `value`,
+    /// or absent (`None`; also when `absent_means` is `value`, a default the
+    /// item leaves out).
+    pub(crate) fn when_as_read(
+        mut self,
+        attribute: &str,
+        value: Option<AttributeValue>,
+        absent_means: Option<&AttributeValue>,
+    ) -> Expr {
+        let name = self.name(attribute);
+        let condition = match value {
+            None => format!("attribute_not_exists({name})"),
+            Some(value) if absent_means == Some(&value) => {
+                let value = self.value(value);
+                format!("(attribute_not_exists({name}) OR {name} = {value})")
+            }
+            Some(value) => format!("{name} = {}", self.value(value)),
+        };
+        self.condition.push(condition);
+        self
+    }
+
     /// Conditions the write on the counter `attribute` being absent (none
     /// counted yet) or below `cap`.
     pub(crate) fn when_below(mut self, attribute: &str, cap: u32) -> Expr {

@@ -24,6 +24,9 @@ pub enum ApiError {
     Unauthorized,
     #[error("this API key's role may not call this operation")]
     Forbidden,
+    /// The record is the caller's to see, not to change this way.
+    #[error("{0}")]
+    OwnerOnly(String),
     /// Sent straight to API Gateway while the stack has a front (CloudFront
     /// and WAF): the role has nothing to do with it.
     #[error("this API is served through its front only; call its public address")]
@@ -86,7 +89,9 @@ impl ApiError {
         match self {
             ApiError::MalformedJson(_) | ApiError::Validation(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden | ApiError::NotThroughFront => StatusCode::FORBIDDEN,
+            ApiError::Forbidden | ApiError::OwnerOnly(_) | ApiError::NotThroughFront => {
+                StatusCode::FORBIDDEN
+            }
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict(_) | ApiError::IdempotencyKeyInUse { .. } => StatusCode::CONFLICT,
@@ -109,7 +114,7 @@ impl ApiError {
             ApiError::MalformedJson(_) => "MALFORMED_JSON",
             ApiError::Validation(_) => "VALIDATION_FAILED",
             ApiError::Unauthorized => "UNAUTHORIZED",
-            ApiError::Forbidden | ApiError::NotThroughFront => "FORBIDDEN",
+            ApiError::Forbidden | ApiError::OwnerOnly(_) | ApiError::NotThroughFront => "FORBIDDEN",
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::MethodNotAllowed { .. } => "METHOD_NOT_ALLOWED",
             ApiError::Conflict(violation) => conflict_code(violation),
@@ -161,6 +166,7 @@ impl From<DbError> for ApiError {
         match err {
             DbError::NotFound { .. } => ApiError::NotFound(err.to_string()),
             DbError::UnknownReference { .. } => ApiError::UnknownReference(err.to_string()),
+            DbError::OwnerOnly { .. } => ApiError::OwnerOnly(err.to_string()),
             DbError::Violation(violation) => ApiError::Conflict(violation),
             DbError::Unavailable(_) | DbError::Contended { .. } => {
                 tracing::warn!(cause = %cause_chain(&err), "database unavailable");

@@ -15,6 +15,7 @@
 
 use futures::future::BoxFuture;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
 
 mod ranges;
 mod scripted;
@@ -26,6 +27,15 @@ pub use scripted::ScriptedResolver;
 
 /// The longest URL an endpoint may have, in characters.
 pub const MAX_URL_LENGTH: usize = 2048;
+
+/// The longest a look-up may take: a name that answers no sooner fails the
+/// registration (400) or the attempt (`dns_timeout`), whatever the
+/// resolver's own time-outs.
+pub const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The lowest port an endpoint may use besides 443: below it are the
+/// well-known services (SMTP, SSH...) a webhook has no business calling.
+pub const LOWEST_PORT: u16 = 1024;
 
 /// A name's addresses. The system's resolver in Lambda and `make run`; the
 /// tests give their own, so a name can resolve differently at each look-up.
@@ -62,11 +72,39 @@ pub struct UrlPolicy {
     pub allow_loopback: bool,
 }
 
+/// `WEBHOOKS_ALLOW_LOOPBACK=1` where Lambda itself runs the function: a
+/// local setting in production, refused at start-up.
+#[derive(Debug, thiserror::Error)]
+#[error("WEBHOOKS_ALLOW_LOOPBACK is for a local server only; Lambda runs this function")]
+pub struct LoopbackInLambda;
+
 impl UrlPolicy {
-    /// From `WEBHOOKS_ALLOW_LOOPBACK`: `1` admits loopback, anything else not.
+    /// From `WEBHOOKS_ALLOW_LOOPBACK`: `1` admits loopback, anything else
+    /// not, and nothing where Lambda itself runs the function (whose
+    /// start-up refuses the setting: [`UrlPolicy::refuse_in_lambda`]).
     pub fn from_env() -> UrlPolicy {
-        let allow_loopback = std::env::var("WEBHOOKS_ALLOW_LOOPBACK").is_ok_and(|v| v == "1");
-        UrlPolicy { allow_loopback }
+        UrlPolicy {
+            allow_loopback: loopback_asked() && !crate::webhooks::secrets::in_lambda(),
+        }
+    }
+
+    /// Start-up's check: `WEBHOOKS_ALLOW_LOOPBACK=1` inside Lambda is an
+    /// error, not a setting quietly ignored.
+    pub fn refuse_in_lambda() -> Result<(), LoopbackInLambda> {
+        refused_in_lambda(loopback_asked(), crate::webhooks::secrets::in_lambda())
+    }
+}
+
+fn loopback_asked() -> bool {
+    std::env::var("WEBHOOKS_ALLOW_LOOPBACK").is_ok_and(|v| v == "1")
+}
+
+/// Loopback asked for where Lambda runs the function: refused.
+pub fn refused_in_lambda(asked: bool, in_lambda: bool) -> Result<(), LoopbackInLambda> {
+    if asked && in_lambda {
+        Err(LoopbackInLambda)
+    } else {
+        Ok(())
     }
 }
 
@@ -95,7 +133,9 @@ pub enum UrlRefusal {
     Credentials,
     Fragment,
     NotAbsolute,
+    Port,
     Unresolvable,
+    LookupTimedOut,
     Refused {
         address: IpAddr,
         range: &'static str,
@@ -110,16 +150,26 @@ impl UrlRefusal {
             UrlRefusal::Credentials => "must not carry a user name or password".to_string(),
             UrlRefusal::Fragment => "must not have a fragment (#...)".to_string(),
             UrlRefusal::NotAbsolute => "must be an absolute URL with a host".to_string(),
+            UrlRefusal::Port => {
+                format!("must use port 443 or a port from {LOWEST_PORT} to 65535")
+            }
             UrlRefusal::Unresolvable => "its host does not resolve".to_string(),
-            UrlRefusal::Refused { address, range } => {
-                format!("its host resolves to {address}, a {range} address, which is refused")
+            UrlRefusal::LookupTimedOut => format!(
+                "its host's look-up took over {} seconds",
+                LOOKUP_TIMEOUT.as_secs()
+            ),
+            // The rule only: the address would make this a DNS look-up
+            // service for anyone with a key.
+            UrlRefusal::Refused { range, .. } => {
+                format!("its host is or resolves to a {range} address, which is refused")
             }
         }
     }
 }
 
 /// Syntax (absolute https, at most 2,048 characters, no userinfo, no
-/// fragment), then every address the host resolves to must be allowed.
+/// fragment, port 443 or 1024-65535), then every address the host resolves
+/// to, within [`LOOKUP_TIMEOUT`], must be allowed.
 pub async fn check_url(
     url: &str,
     policy: &UrlPolicy,
@@ -128,9 +178,9 @@ pub async fn check_url(
     let (uri, host, port) = parse(url, policy)?;
     let addresses = match literal_address(&host) {
         Some(address) => vec![address],
-        None => resolver
-            .resolve(&host, port)
+        None => tokio::time::timeout(LOOKUP_TIMEOUT, resolver.resolve(&host, port))
             .await
+            .map_err(|_| UrlRefusal::LookupTimedOut)?
             .map_err(|_| UrlRefusal::Unresolvable)?,
     };
     if addresses.is_empty() {
@@ -183,6 +233,9 @@ fn parse(url: &str, policy: &UrlPolicy) -> Result<(http::Uri, String, u16), UrlR
         return Err(UrlRefusal::NotAbsolute);
     }
     let port = authority.port_u16().unwrap_or(port);
+    if port != 443 && port < LOWEST_PORT {
+        return Err(UrlRefusal::Port);
+    }
     Ok((uri.clone(), host.to_ascii_lowercase(), port))
 }
 

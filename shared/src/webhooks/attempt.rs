@@ -57,11 +57,17 @@ pub struct Attempter {
 }
 
 impl Attempter {
-    /// With Mozilla's root certificates (webpki-roots), rustls on ring.
+    /// With the operating system's root certificates (as the SDK's own
+    /// client: Lambda's image, the laptop's, CI's), rustls on ring.
     pub fn new(policy: UrlPolicy, resolver: Arc<dyn Resolve>) -> Result<Attempter, rustls::Error> {
-        let roots = rustls::RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        };
+        let mut roots = rustls::RootCertStore::empty();
+        let (trusted, _unreadable) =
+            roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+        if trusted == 0 {
+            return Err(rustls::Error::General(
+                "no root certificate found on this system".into(),
+            ));
+        }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut tls = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
@@ -116,6 +122,7 @@ impl Attempter {
         let checked = match check_url(request.url, &self.policy, self.resolver.as_ref()).await {
             Ok(checked) => checked,
             Err(UrlRefusal::Unresolvable) => return Outcome::failed(FailureKind::Dns),
+            Err(UrlRefusal::LookupTimedOut) => return Outcome::failed(FailureKind::DnsTimeout),
             Err(_) => return Outcome::failed(FailureKind::BlockedAddress),
         };
         let signed = match signed_request(&checked, request, at.timestamp()) {

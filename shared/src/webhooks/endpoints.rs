@@ -28,7 +28,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-pub use changes::{rotated, EndpointCheck, SECRET_OVERLAP_HOURS};
+pub use changes::{rotated, EndpointCheck, Rotation, SECRET_OVERLAP_HOURS};
 pub use receivers::subscribers;
 
 pub(crate) const SK: &str = "ENDPOINT";
@@ -164,9 +164,16 @@ impl Endpoint {
         allowed && subscribed
     }
 
-    /// Whether `caller` may see and change it: its owner, or staff.
+    /// Whether `caller` may see it, and disable, enable or delete it: its
+    /// owner, or staff.
     pub fn visible_to(&self, caller: &Caller) -> bool {
-        caller.role == Role::Staff || caller.key_id == self.owner_id
+        caller.role == Role::Staff || self.owned_by(caller)
+    }
+
+    /// Whether `caller` is its own key: the only one that may say where its
+    /// events go and hold its secret.
+    pub fn owned_by(&self, caller: &Caller) -> bool {
+        caller.key_id == self.owner_id
     }
 
     pub(crate) fn item(&self) -> Result<Item, DbError> {

@@ -5,9 +5,9 @@
 //! API, [`endpoints`] and [`deliveries`] the stored items and their
 //! conditional writes (listed on the existing GSIs, [`list`]), and [`queue`]
 //! the deliveries queue's messages. Delivery's: [`sign`] signs as Standard
-//! Webhooks 1.0, [`address`] decides which URLs may be called and to which
-//! address, [`attempt`] makes one HTTP attempt on that address only,
-//! [`schedule`] says when the next one is due, and [`deliver`] runs the two
+//! Webhooks 1.0 with the secrets [`secrets`] keeps sealed, [`address`]
+//! decides which URLs may be called and to which address, [`attempt`]
+//! makes one HTTP attempt on that address only, [`schedule`] says when the next one is due, and [`deliver`] runs the two
 //! queue handlers (fan-out and delivery) that tie them together.
 
 pub mod address;
@@ -20,5 +20,6 @@ pub mod queue;
 pub mod receiving;
 pub mod records;
 pub mod schedule;
+pub mod secrets;
 pub mod sign;
 pub mod types;

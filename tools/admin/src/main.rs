@@ -5,6 +5,8 @@
 //!                            [--per-minute N --per-day N] [--max-open-orders N] [--max-webhooks N] [--name NAME]
 //! petstore-admin keys list
 //! petstore-admin keys rotate ID
+//! petstore-admin keys update ID [--plan P] [--role R] [--per-minute N --per-day N]
+//!                               [--max-open-orders N] [--max-webhooks N]
 //! petstore-admin keys revoke ID
 //! petstore-admin keys unban ID
 //! petstore-admin data backfill-inventory
@@ -23,7 +25,10 @@
 //! stored). `rotate` gives the same key identity (id, plan, role, limits,
 //! name, and so its counters, bans and orders) a new secret and retires the
 //! old one: warm functions accept the old secret until their key cache entry
-//! expires (`KEY_CACHE_SECONDS`). `data backfill-inventory` gives every pet
+//! expires (`KEY_CACHE_SECONDS`). `update` changes the same identity's
+//! plan, role or limits in place (under `create`'s rules), conditional on
+//! the key as read, so it never revives a revoked key nor is lost to a
+//! rotation; functions follow within the same cache time. `data backfill-inventory` gives every pet
 //! written before the inventory index existed its entry there, and prints
 //! how many it gave (`{"backfilled": N}`). `data check` reads the whole
 //! table (or `--table`'s, e.g. a restored one) and prints each broken

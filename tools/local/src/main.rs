@@ -96,6 +96,10 @@ async fn serve(endpoint: &str) -> Result<(), BoxError> {
     // Before the keys are printed: a port in use prints nothing else.
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let app = setup(endpoint).await?;
+    // Endpoint secrets sealed with this machine's own key, made on first
+    // use under .local/ (WEBHOOK_SECRETS_KEY_FILE names another).
+    let keyring = petstore::webhooks::secrets::Keyring::local_from_env()?;
+    petstore::webhooks::secrets::install(keyring);
     let deliverer = petstore::webhooks::deliver::local::start(
         app.db.client().clone(),
         &app.config,

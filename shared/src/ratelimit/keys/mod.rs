@@ -18,7 +18,8 @@
 //! to the secret. Rotating a key ([`KeyStore::rotate`]) writes the same
 //! record under a new secret's hash and deletes the old item in one
 //! transaction, so the identity keeps everything and never has two live
-//! secrets.
+//! secrets. Updating one ([`KeyStore::update`]) changes its plan, role and
+//! limits in place, under the same secret.
 //!
 //! A request's look-up is one consistent `GetItem` by hash (cached by the
 //! limiter, role included: authorising costs no further call). The admin tool
@@ -31,6 +32,7 @@
 mod item;
 mod short_lived;
 mod store;
+mod update;
 
 use super::plan::Plan;
 use super::window::Limits;
@@ -40,6 +42,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 pub use store::{KeyStore, RotateError};
+pub use update::{KeyChange, UpdateError};
 
 /// What every issued key starts with, so a leaked one is recognisable.
 const PREFIX: &str = "psk_";

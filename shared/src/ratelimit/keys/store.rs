@@ -1,12 +1,14 @@
 //! The keys in the data table: issue, look up, list, revoke, rotate.
 
 use super::item::{item_of, key_of, pk_of, record_of, PARTITION, SK};
+use super::update::as_read;
 use super::{ApiKeyHash, ApiKeyRecord, IssuedKey, NewApiKey, PREFIX};
+use crate::db::expr::Expr;
 use crate::db::{
     classify, n, new_id, s, Check, Db, DbError, Layout, OnFailure, Pause, Retry, Write, Written,
 };
 use crate::records::Id;
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -19,7 +21,7 @@ const LIST_READS_IN_FLIGHT: usize = 16;
 /// The keys in the data table.
 #[derive(Clone, Debug)]
 pub struct KeyStore {
-    db: Db,
+    pub(super) db: Db,
 }
 
 /// Why a key was not rotated.
@@ -29,7 +31,7 @@ pub enum RotateError {
     NotFound(Id),
     #[error("key {0} is revoked; a revoked key is not rotated")]
     Revoked(Id),
-    #[error("key {0} was rotated or revoked meanwhile; nothing changed")]
+    #[error("key {0} was rotated, revoked or updated meanwhile; nothing changed")]
     Raced(Id),
     #[error("the key store failed")]
     Db(#[from] DbError),
@@ -179,7 +181,10 @@ impl KeyStore {
     }
 
     /// The key with this id, and the hash of its live secret.
-    async fn by_id(&self, id: Id) -> Result<Option<(ApiKeyHash, ApiKeyRecord)>, DbError> {
+    pub(super) async fn by_id(
+        &self,
+        id: Id,
+    ) -> Result<Option<(ApiKeyHash, ApiKeyRecord)>, DbError> {
         let mut retry = Retry::new("find key by id");
         loop {
             let pks = self.index_pks(Some(id)).await?;
@@ -246,23 +251,16 @@ impl KeyStore {
     /// secrets. Warm processes that cached the old secret accept it until
     /// their cache entry expires (`KEY_CACHE_SECONDS`).
     pub async fn rotate(&self, id: Id, now: DateTime<Utc>) -> Result<IssuedKey, RotateError> {
-        let (old, record) = self.by_id(id).await?.ok_or(RotateError::NotFound(id))?;
-        if record.revoked {
+        let (old, read) = self.by_id(id).await?.ok_or(RotateError::NotFound(id))?;
+        if read.revoked {
             return Err(RotateError::Revoked(id));
         }
         let record = ApiKeyRecord {
             rotated_at: Some(timestamp(now)),
-            ..record
+            ..read.clone()
         };
-        let retire = Delete::builder()
-            .table_name(self.db.table())
-            .set_key(Some(key_of(&old)))
-            .condition_expression(
-                "attribute_exists(PK) AND (attribute_not_exists(revoked) OR revoked = :live)",
-            )
-            .expression_attribute_values(":live", AttributeValue::Bool(false))
-            .build()
-            .map_err(DbError::internal)?;
+        // Live, and as read: an update meanwhile is not copied over.
+        let retire = as_read(Expr::new(), &old, &read)?.delete(self.db.table(), key_of(&old))?;
         let mut retry = Retry::new("rotate key");
         loop {
             let (key, hash) = fresh_secret();
@@ -277,10 +275,7 @@ impl KeyStore {
                     KeyCheck::SecretFree,
                     TransactWriteItem::builder().put(put).build(),
                 )
-                .checked(
-                    KeyCheck::StillStored,
-                    TransactWriteItem::builder().delete(retire.clone()).build(),
-                );
+                .checked(KeyCheck::StillStored, retire.clone());
             match self.db.write(write).await? {
                 Written::Done => return Ok(IssuedKey { record, key }),
                 Written::Failed(KeyCheck::StillStored) => return Err(RotateError::Raced(id)),

@@ -26,7 +26,66 @@ const LOCAL: UrlPolicy = UrlPolicy {
 };
 
 fn check(url: &str, policy: &UrlPolicy, resolver: &Scripted) -> Result<CheckedUrl, UrlRefusal> {
-    futures::executor::block_on(check_url(url, policy, &resolver.0))
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(check_url(url, policy, &resolver.0))
+}
+
+/// A resolver that never answers.
+struct Silent;
+
+impl Resolve for Silent {
+    fn resolve(&self, _: &str, _: u16) -> BoxFuture<'_, Result<Vec<IpAddr>, AddressError>> {
+        Box::pin(futures::future::pending())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_look_up_over_five_seconds_is_refused() {
+    let started = tokio::time::Instant::now();
+    let refusal = check_url("https://slow.example/", &STRICT, &Silent).await;
+    assert_eq!(refusal.unwrap_err(), UrlRefusal::LookupTimedOut);
+    assert_eq!(started.elapsed(), LOOKUP_TIMEOUT);
+    assert!(UrlRefusal::LookupTimedOut.message().contains("5 seconds"));
+}
+
+#[test]
+fn ports_are_443_or_1024_to_65535() {
+    let resolver = Scripted::default().with("hooks.example", &[&["8.8.8.8"]]);
+    for port in [443, 1024, 8443, 65535] {
+        let url = format!("https://hooks.example:{port}/");
+        assert_eq!(check(&url, &STRICT, &resolver).map(|c| c.port), Ok(port));
+    }
+    for port in [1, 22, 25, 80, 1023] {
+        let url = format!("https://hooks.example:{port}/");
+        assert_eq!(
+            check(&url, &STRICT, &resolver).unwrap_err(),
+            UrlRefusal::Port
+        );
+    }
+    assert!(UrlRefusal::Port.message().contains("1024"));
+}
+
+#[test]
+fn a_refusal_names_the_rule_never_the_address_the_host_resolved_to() {
+    for (address, range) in REFUSED {
+        let resolver = Scripted::default().with("inside.example", &[&[address]]);
+        let refusal = check("https://inside.example/", &STRICT, &resolver).unwrap_err();
+        let message = refusal.message();
+        assert!(
+            message.contains(range) && !message.contains(address),
+            "{message}"
+        );
+    }
+}
+
+#[test]
+fn loopback_is_refused_at_start_up_where_lambda_runs_the_function() {
+    assert!(refused_in_lambda(true, true).is_err());
+    assert!(refused_in_lambda(true, false).is_ok());
+    assert!(refused_in_lambda(false, true).is_ok());
 }
 
 /// Every refused range, one address in it (its first, a middle one and its
@@ -201,14 +260,20 @@ fn allow_loopback_admits_http_and_loopback_only() {
     let resolver = Scripted::default().with("localhost", &[&["127.0.0.1", "::1"]]);
     let checked = check("http://localhost:8080/in", &LOCAL, &resolver).unwrap();
     assert_eq!((checked.port, checked.is_https()), (8080, false));
-    assert!(check("http://127.0.0.1/", &LOCAL, &resolver).is_ok());
+    assert!(check("http://127.0.0.1:3000/", &LOCAL, &resolver).is_ok());
+    // The port rule holds locally too: http's default 80 is below 1024.
+    let port_80 = check("http://127.0.0.1/", &LOCAL, &resolver);
+    assert_eq!(port_80.unwrap_err(), UrlRefusal::Port);
     for still_refused in [
-        "http://10.0.0.1/",
-        "http://169.254.169.254/",
-        "http://[fc00::1]/",
+        "http://10.0.0.1:8080/",
+        "http://169.254.169.254:8080/",
+        "http://[fc00::1]:8080/",
     ] {
         assert!(
-            check(still_refused, &LOCAL, &resolver).is_err(),
+            matches!(
+                check(still_refused, &LOCAL, &resolver),
+                Err(UrlRefusal::Refused { .. })
+            ),
             "{still_refused}"
         );
     }

@@ -78,6 +78,8 @@ pub enum FailureKind {
     TooLarge,
     /// The host no longer resolves.
     Dns,
+    /// The host's look-up took over 5 seconds (`address::LOOKUP_TIMEOUT`).
+    DnsTimeout,
     /// An answer other than 2xx or 3xx.
     Status,
     /// The endpoint's stored secret cannot sign (a damaged item).
@@ -94,6 +96,7 @@ impl FailureKind {
             FailureKind::Redirect => "redirect",
             FailureKind::TooLarge => "too_large",
             FailureKind::Dns => "dns",
+            FailureKind::DnsTimeout => "dns_timeout",
             FailureKind::Status => "status",
             FailureKind::Secret => "secret",
         }

@@ -63,6 +63,8 @@ impl Deliverer {
             Ok(endpoint) => endpoint,
             Err(held) => return self.not_attempted(&delivery, held, message.manual).await,
         };
+        // Opened before a slot is taken: a secret that cannot be opened holds none.
+        let secrets = items::signing_secrets(&endpoint, now).await?;
         let lease = match endpoint.failing_since {
             // A healthy endpoint's attempts end quickly: no slot to take.
             None => None,
@@ -71,7 +73,6 @@ impl Deliverer {
                 None => return Ok(Disposition::Later(slot_wait(receives))),
             },
         };
-        let secrets = items::signing_secrets(client, table, &endpoint, now).await?;
         let request = AttemptRequest {
             url: &endpoint.url,
             webhook_id: &delivery.event_id,

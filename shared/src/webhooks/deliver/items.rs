@@ -247,12 +247,12 @@ pub async fn delivery_and_endpoint(
 /// The secrets that sign an attempt of `endpoint` at `now`, newest first:
 /// the one place an attempt reads them.
 pub async fn signing_secrets(
-    _client: &Client,
-    _table: &str,
     endpoint: &Endpoint,
     now: DateTime<Utc>,
 ) -> Result<Vec<String>, DeliverError> {
-    Ok(endpoint.active_secrets(now))
+    crate::webhooks::secrets::signing_secrets(endpoint.id, &endpoint.active_secrets(now))
+        .await
+        .map_err(|e| DeliverError::Item(e.to_string()))
 }
 
 /// The delivery item, read consistently.

@@ -8,6 +8,7 @@ use crate::db::{n, new_id, s, to_item, Changes, DbError};
 use crate::records::{Caller, Description, Id};
 use crate::rules::RuleViolation;
 use crate::webhooks::records::{NewWebhookEndpoint, WebhookEndpoint, WebhookEndpointPatch};
+use crate::webhooks::secrets;
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, Duration, Utc};
 
@@ -37,19 +38,22 @@ impl Check for EndpointCheck {
 }
 
 impl Changes {
-    /// Registers an endpoint for `caller` with a new secret, unless the
-    /// caller has its plan's most already. The answer carries the secret.
+    /// Registers an endpoint for `caller` with `secret` (stored sealed),
+    /// unless the caller has its plan's most already. The answer, as an
+    /// `Idempotency-Key`'s record keeps it, carries no secret: the handler
+    /// adds it to this answer alone (section 9), so a replay has none.
     pub async fn create_webhook(
         &self,
         new: NewWebhookEndpoint,
         caller: &Caller,
-        secret: String,
+        secret: &str,
         now: DateTime<Utc>,
     ) -> Result<WebhookEndpoint, DbError> {
-        let (new, secret) = (&new, &secret);
+        let new = &new;
         self.run("create webhook", move || async move {
+            let id = new_id(now);
             let endpoint = Endpoint {
-                id: new_id(now),
+                id,
                 owner_id: caller.key_id,
                 owner_role: caller.role,
                 url: new.url.clone(),
@@ -58,7 +62,7 @@ impl Changes {
                 enabled: true,
                 disabled_reason: None,
                 secrets: vec![StoredSecret {
-                    secret: secret.clone(),
+                    secret: sealed(id.get(), secret).await?,
                     retires_at: None,
                 }],
                 created_at: time(now),
@@ -73,13 +77,16 @@ impl Changes {
             let write = Write::new()
                 .checked(EndpointCheck::Below(cap), count)
                 .checked(EndpointCheck::IdFree, put);
-            Ok(Step::Write(write, endpoint.record(Some(secret.clone()))))
+            Ok(Step::Write(write, endpoint.record(None)))
         })
         .await
     }
 
     /// Applies `patch` to an endpoint `caller` may see: only the fields it
-    /// carries, so the delivery's own writes (`failingSince`) stay.
+    /// carries, so the delivery's own writes (`failingSince`) stay. Where
+    /// its events go (`url`, `events`) is its owner's alone: staff asking
+    /// for another's is 403 (section 9), and the write's `ownerId`
+    /// condition keeps that true of the item written.
     /// `enabled: true` clears `disabledReason` and `failingSince`.
     pub async fn update_webhook(
         &self,
@@ -90,6 +97,9 @@ impl Changes {
         let patch = &patch;
         self.run("update webhook", move || async move {
             let mut endpoint = self.visible_webhook(id, caller).await?;
+            if (patch.url.is_some() || patch.events.is_some()) && !endpoint.owned_by(caller) {
+                return Err(owner_only("change its url or events"));
+            }
             if patch.is_empty() {
                 // Nothing to change (`{}`, or only unknown fields).
                 return Ok(Step::Answer(endpoint.record(None)));
@@ -124,22 +134,28 @@ impl Changes {
         .await
     }
 
-    /// Gives an endpoint a new secret, first in its list; the one it
-    /// replaces retires in [`SECRET_OVERLAP_HOURS`], and ones already retired
-    /// are dropped. Conditional on the secrets as read: of two rotations at
-    /// once, the second reads again and keeps the first's secret beside it.
+    /// Gives an endpoint its owner asks for a new secret (staff asking
+    /// for another's: 403, so only the receiver's own caller ever holds a
+    /// secret it trusts), stored sealed and first in its list; the one it
+    /// replaces signs beside it for `overlap` (none: retired at once).
+    /// Conditional on the secrets as read: of two rotations at once, the
+    /// second reads again and keeps the first's secret beside its own.
+    /// The answer carries no secret; the handler adds it.
     pub async fn rotate_webhook_secret(
         &self,
         id: Id,
         caller: &Caller,
-        secret: String,
-        now: DateTime<Utc>,
+        secret: &str,
+        rotation: Rotation,
     ) -> Result<WebhookEndpoint, DbError> {
-        let secret = &secret;
         self.run("rotate webhook secret", move || async move {
             let endpoint = self.visible_webhook(id, caller).await?;
+            if !endpoint.owned_by(caller) {
+                return Err(owner_only("rotate or read its secret"));
+            }
             let as_read = AttributeValue::L(secret_values(&endpoint.secrets)?);
-            let secrets = rotated(&endpoint.secrets, secret.clone(), now);
+            let new = sealed(id.get(), secret).await?;
+            let secrets = rotated(&endpoint.secrets, new, rotation);
             let expr = Expr::new()
                 .exists()
                 .when_equal("secrets", as_read)
@@ -148,7 +164,7 @@ impl Changes {
                 EndpointCheck::AsRead,
                 expr.update(self.table(), key(id.get()))?,
             );
-            Ok(Step::Write(write, endpoint.record(Some(secret.clone()))))
+            Ok(Step::Write(write, endpoint.record(None)))
         })
         .await
     }
@@ -174,24 +190,50 @@ impl Changes {
     }
 }
 
-/// The secrets after a rotation at `now`: `secret` first, the current one
-/// retiring in a day, the still-retiring kept, the retired dropped.
-pub fn rotated(secrets: &[StoredSecret], secret: String, now: DateTime<Utc>) -> Vec<StoredSecret> {
-    let retires = time(now + Duration::hours(SECRET_OVERLAP_HOURS));
-    let now = time(now);
-    let kept = secrets.iter().filter_map(|old| match &old.retires_at {
-        None => Some(StoredSecret {
+/// When a rotation happens and how long the secret it replaces keeps
+/// signing (`expireOldAfterSeconds`: 0 to [`SECRET_OVERLAP_HOURS`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rotation {
+    pub at: DateTime<Utc>,
+    pub overlap: Duration,
+}
+
+impl Rotation {
+    /// The default: the replaced secret signs for [`SECRET_OVERLAP_HOURS`].
+    pub fn at(at: DateTime<Utc>) -> Rotation {
+        Rotation {
+            at,
+            overlap: Duration::hours(SECRET_OVERLAP_HOURS),
+        }
+    }
+}
+
+/// The secrets after `rotation`: `secret` first, and the current one
+/// beside it until the overlap ends (none: dropped now). Older ones go, so
+/// at most two sign at any time (section 9).
+pub fn rotated(secrets: &[StoredSecret], secret: String, rotation: Rotation) -> Vec<StoredSecret> {
+    let retires = time(rotation.at + rotation.overlap);
+    let replaced = secrets
+        .iter()
+        .find(|old| old.retires_at.is_none())
+        .filter(|_| rotation.overlap > Duration::zero())
+        .map(|old| StoredSecret {
             secret: old.secret.clone(),
-            retires_at: Some(retires.clone()),
-        }),
-        Some(at) if at.as_str() > now.as_str() => Some(old.clone()),
-        Some(_) => None,
-    });
+            retires_at: Some(retires),
+        });
     let current = StoredSecret {
         secret,
         retires_at: None,
     };
-    std::iter::once(current).chain(kept).collect()
+    std::iter::once(current).chain(replaced).collect()
+}
+
+/// `secret` sealed for endpoint `webhook_id` (`secrets`); a key that cannot
+/// seal is the service's fault (500, its cause logged, never the secret).
+async fn sealed(webhook_id: u64, secret: &str) -> Result<String, DbError> {
+    secrets::seal(webhook_id, secret)
+        .await
+        .map_err(DbError::internal)
 }
 
 fn secret_values(secrets: &[StoredSecret]) -> Result<Vec<AttributeValue>, DbError> {
@@ -199,6 +241,13 @@ fn secret_values(secrets: &[StoredSecret]) -> Result<Vec<AttributeValue>, DbErro
         .iter()
         .map(|secret| to_item(secret).map(AttributeValue::M))
         .collect()
+}
+
+fn owner_only(change: &'static str) -> DbError {
+    DbError::OwnerOnly {
+        kind: "webhook endpoint",
+        change,
+    }
 }
 
 fn text_of(description: &Description) -> Result<String, DbError> {

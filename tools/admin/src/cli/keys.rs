@@ -4,7 +4,7 @@
 use super::Cli;
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Subcommand};
-use petstore::ratelimit::keys::{parse_key_id, NewApiKey};
+use petstore::ratelimit::keys::{parse_key_id, KeyChange, NewApiKey};
 use petstore::ratelimit::Plan;
 use petstore::records::{Id, Role};
 
@@ -23,6 +23,10 @@ pub enum KeysCommand {
         #[arg(long)]
         yes: bool,
     },
+    /// Change a key identity's plan, role or limits in place: the same id
+    /// and secret, its orders, endpoints and counters kept; every function
+    /// instance follows within its key cache's time (30 s).
+    Update(UpdateArgs),
     /// Revoke a key for good. Without --yes, shows the key's record and
     /// changes nothing.
     Revoke {
@@ -47,6 +51,30 @@ pub struct CreateArgs {
     /// Who the key is: customer or staff.
     #[arg(long, default_value = "customer", value_parser = role)]
     role: Role,
+    #[command(flatten)]
+    own: OwnLimits,
+    /// A name to tell the key by.
+    #[arg(long)]
+    name: Option<String>,
+}
+
+#[derive(Args)]
+pub struct UpdateArgs {
+    #[arg(value_parser = key_id)]
+    id: Id,
+    /// The new plan: free, pro, business, or enterprise.
+    #[arg(long, value_parser = plan)]
+    plan: Option<Plan>,
+    /// The new role: customer or staff.
+    #[arg(long, value_parser = role)]
+    role: Option<Role>,
+    #[command(flatten)]
+    own: OwnLimits,
+}
+
+/// An enterprise key's own limits and caps.
+#[derive(Args)]
+pub struct OwnLimits {
     /// Requests per minute (enterprise only, with --per-day).
     #[arg(long, value_name = "N", requires = "per_day")]
     per_minute: Option<u64>,
@@ -61,9 +89,6 @@ pub struct CreateArgs {
     /// other plans' are the plan's; default 100).
     #[arg(long, value_name = "N")]
     max_webhooks: Option<u32>,
-    /// A name to tell the key by.
-    #[arg(long)]
-    name: Option<String>,
 }
 
 /// A key command, parsed.
@@ -72,6 +97,7 @@ pub enum Keys {
     Create(NewApiKey),
     List,
     Rotate(Id, Confirmed),
+    Update(Id, KeyChange),
     Revoke(Id, Confirmed),
     Unban(Id),
 }
@@ -99,34 +125,49 @@ impl From<bool> for Confirmed {
 pub fn parsed(command: KeysCommand) -> Result<Keys, clap::Error> {
     Ok(match command {
         KeysCommand::Create(create) => {
-            let limits = create.per_minute.zip(create.per_day);
+            let own = create.own;
+            let limits = own.per_minute.zip(own.per_day);
             // Checked here, so a bad request fails before any AWS call.
             let new = NewApiKey::new(create.plan, limits, create.name)
-                .and_then(|new| match create.max_open_orders {
+                .and_then(|new| match own.max_open_orders {
                     Some(cap) => new.with_max_open_orders(cap),
                     None => Ok(new),
                 })
-                .and_then(|new| match create.max_webhooks {
+                .and_then(|new| match own.max_webhooks {
                     Some(cap) => new.with_max_webhooks(cap),
                     None => Ok(new),
                 })
-                .map_err(|e| create_usage_error(e.to_string()))?;
+                .map_err(|e| usage_error("create", e.to_string()))?;
             Keys::Create(new.with_role(create.role))
         }
         KeysCommand::List => Keys::List,
         KeysCommand::Rotate { id, yes } => Keys::Rotate(id, yes.into()),
+        KeysCommand::Update(update) => {
+            let change = KeyChange {
+                plan: update.plan,
+                role: update.role,
+                limits: update.own.per_minute.zip(update.own.per_day),
+                max_open_orders: update.own.max_open_orders,
+                max_webhooks: update.own.max_webhooks,
+            };
+            if change.is_empty() {
+                let problem = "say what to change: --plan, --role, --per-minute and --per-day, --max-open-orders or --max-webhooks";
+                return Err(usage_error("update", problem.to_string()));
+            }
+            Keys::Update(update.id, change)
+        }
         KeysCommand::Revoke { id, yes } => Keys::Revoke(id, yes.into()),
         KeysCommand::Unban { id } => Keys::Unban(id),
     })
 }
 
-/// `problem` as clap reports a usage error, with `keys create`'s usage.
-fn create_usage_error(problem: String) -> clap::Error {
+/// `problem` as clap reports a usage error, with `keys <command>`'s usage.
+fn usage_error(command: &str, problem: String) -> clap::Error {
     let mut cli = Cli::command();
     cli.build();
     match cli
         .find_subcommand_mut("keys")
-        .and_then(|keys| keys.find_subcommand_mut("create"))
+        .and_then(|keys| keys.find_subcommand_mut(command))
     {
         Some(create) => create.error(ErrorKind::ArgumentConflict, problem),
         None => cli.error(ErrorKind::ArgumentConflict, problem),

@@ -49,7 +49,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, clap::E
 mod tests {
     use super::keys::Confirmed;
     use super::*;
-    use petstore::ratelimit::keys::NewApiKey;
+    use petstore::ratelimit::keys::{KeyChange, NewApiKey};
     use petstore::ratelimit::Plan;
     use petstore::records::{Id, Role};
     use petstore_admin::restore;
@@ -121,6 +121,26 @@ mod tests {
             parse_line("keys rotate 42 --yes"),
             Ok(Command::Keys(Keys::Rotate(id(42), Confirmed::Yes)))
         );
+        let upgrade = KeyChange {
+            plan: Some(Plan::Pro),
+            role: Some(Role::Staff),
+            ..KeyChange::default()
+        };
+        assert_eq!(
+            parse_line("keys update 42 --plan pro --role staff"),
+            Ok(Command::Keys(Keys::Update(id(42), upgrade)))
+        );
+        let own = KeyChange {
+            limits: Some((10, 100)),
+            max_webhooks: Some(3),
+            ..KeyChange::default()
+        };
+        assert_eq!(
+            parse_line("keys update 42 --per-minute 10 --per-day 100 --max-webhooks 3"),
+            Ok(Command::Keys(Keys::Update(id(42), own)))
+        );
+        assert!(refused("keys update 42").contains("say what to change"));
+        assert!(parse_line("keys update 42 --per-minute 10").is_err());
         assert_eq!(
             parse_line("keys revoke 42"),
             Ok(Command::Keys(Keys::Revoke(id(42), Confirmed::No)))

@@ -21,6 +21,10 @@ pub async fn run(app: &App, command: Keys) -> Result<ExitCode, BoxError> {
             let issued = keys.rotate(id, chrono::Utc::now()).await?;
             println!("{}", serde_json::to_string(&issued)?);
         }
+        Keys::Update(id, change) => {
+            let record = keys.update(id, &change).await?;
+            println!("{}", serde_json::to_string(&record)?);
+        }
         Keys::List => {
             for record in keys.list().await? {
                 println!("{}", serde_json::to_string(&record)?);
