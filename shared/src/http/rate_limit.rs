@@ -15,6 +15,7 @@
 
 use super::error::ApiError;
 use super::route::{Route, Sender};
+use crate::ratelimit::keys::ApiKeyHash;
 use crate::ratelimit::{Admission, Known, RateStatus, Verdict};
 use crate::warm_up::WarmUpRequest;
 use crate::App;
@@ -32,16 +33,21 @@ pub async fn enforce(State(app): State<App>, req: Request, next: Next) -> Respon
     }
     let route = Route::of(&req);
     let sender = Sender::of(&req);
-    let key = sender.api_key.as_deref();
+    let key = ApiKeyHash::presented(sender.api_key.as_deref());
     let read = req.method() == Method::GET || req.method() == Method::HEAD;
-    let known = app.limiter.known_with_room(key, sender.source_ip);
+    let known = app.limiter.known_with_room(key.as_ref(), sender.source_ip);
+    let counted = Counted {
+        key: key.as_ref(),
+        source_ip: sender.source_ip,
+        route: &route,
+    };
     let (admission, mut response) = match known {
         // The route layer checks a known caller's role before the handler
         // touches any data; an invalid key gets no handler (401 or public).
         Some(known) if read && (route.is_public() || known.caller.is_some()) => {
-            serve_while_counting(&app, &sender, &route, known, req, next).await
+            serve_while_counting(&app, counted, known, req, next).await
         }
-        _ => count_then_serve(&app, &sender, &route, req, next).await,
+        _ => count_then_serve(&app, counted, req, next).await,
     };
     apply(&admission.status, response.headers_mut());
     if let Verdict::Admitted {
@@ -56,12 +62,20 @@ pub async fn enforce(State(app): State<App>, req: Request, next: Next) -> Respon
     response
 }
 
+/// What a request is counted as: the hash of the key it sent (made once),
+/// its source, and its route.
+#[derive(Clone, Copy)]
+struct Counted<'a> {
+    key: Option<&'a ApiKeyHash>,
+    source_ip: Option<std::net::IpAddr>,
+    route: &'a Route,
+}
+
 /// The handler runs and the request is counted at once; the answer stands
 /// only if the count admits it.
 async fn serve_while_counting(
     app: &App,
-    sender: &Sender,
-    route: &Route,
+    counted: Counted<'_>,
     known: Known,
     mut req: Request,
     next: Next,
@@ -69,14 +83,12 @@ async fn serve_while_counting(
     if let Some(caller) = known.caller {
         req.extensions_mut().insert(caller);
     }
-    let counting = app
-        .limiter
-        .admit(sender.api_key.as_deref(), sender.source_ip);
+    let counting = app.limiter.admit_presented(counted.key, counted.source_ip);
     let (admission, served) = tokio::join!(counting, next.run(req));
     let response = match admission.verdict {
         Verdict::Refused(refusal) => ApiError::from(refusal).into_response(),
         // The key's cache entry expired meanwhile, and it is no longer valid.
-        Verdict::Admitted { caller: None } if !route.is_public() => {
+        Verdict::Admitted { caller: None } if !counted.route.is_public() => {
             ApiError::Unauthorized.into_response()
         }
         Verdict::Admitted { .. } => served,
@@ -87,18 +99,17 @@ async fn serve_while_counting(
 /// The request is counted; only an admitted one reaches its handler.
 async fn count_then_serve(
     app: &App,
-    sender: &Sender,
-    route: &Route,
+    counted: Counted<'_>,
     mut req: Request,
     next: Next,
 ) -> (Admission, Response) {
     let admission = app
         .limiter
-        .admit(sender.api_key.as_deref(), sender.source_ip)
+        .admit_presented(counted.key, counted.source_ip)
         .await;
     let response = match admission.verdict {
         Verdict::Refused(refusal) => ApiError::from(refusal).into_response(),
-        Verdict::Admitted { caller: None } if !route.is_public() => {
+        Verdict::Admitted { caller: None } if !counted.route.is_public() => {
             ApiError::Unauthorized.into_response()
         }
         Verdict::Admitted { caller } => {

@@ -4,7 +4,7 @@
 use super::clock::UnixSeconds;
 use super::counter::{Counted, CounterError, Subject};
 use super::key_cache::Lookup;
-use super::keys::{self, ApiKeyHash, ApiKeyRecord};
+use super::keys::{ApiKeyHash, ApiKeyRecord};
 use super::memory::{lock, Decision, Refused};
 use super::plan::Plan;
 use super::status::RateStatus;
@@ -59,10 +59,21 @@ impl RateLimiter {
     /// refused or banned here (the source's refusal answers it); only then
     /// the look-up, and the count.
     pub async fn admit(&self, api_key: Option<&str>, source_ip: Option<IpAddr>) -> Admission {
+        let key = ApiKeyHash::presented(api_key);
+        self.admit_presented(key.as_ref(), source_ip).await
+    }
+
+    /// [`RateLimiter::admit`] of the key whose hash is `key`
+    /// ([`ApiKeyHash::presented`]), hashed once for the request.
+    pub async fn admit_presented(
+        &self,
+        key: Option<&ApiKeyHash>,
+        source_ip: Option<IpAddr>,
+    ) -> Admission {
         let now = self.clock.now();
-        let record = match api_key.filter(|key| keys::is_well_formed(key)) {
+        let record = match key {
             None => None,
-            Some(key) => match self.find_key(key, source_ip, now).await {
+            Some(hash) => match self.find_key(hash, source_ip, now).await {
                 Ok(Found::Lookup(lookup)) => lookup.into_record(),
                 Ok(Found::SourceRefused(counted)) => {
                     let (subject, limits) = subject_of(None, source_ip);
@@ -138,20 +149,19 @@ impl RateLimiter {
     /// none while the source is refused or banned here.
     async fn find_key(
         &self,
-        key: &str,
+        hash: &ApiKeyHash,
         source_ip: Option<IpAddr>,
         now: UnixSeconds,
     ) -> Result<Found, DbError> {
-        let hash = ApiKeyHash::of(key);
         let ttl = self.config.key_cache_ttl;
-        if let Some(lookup) = lock(&self.key_cache).get(&hash, ttl, now) {
+        if let Some(lookup) = lock(&self.key_cache).get(hash, ttl, now) {
             return Ok(Found::Lookup(lookup));
         }
         if let Some(counted) = self.refused_from_memory(source_ip, now).await {
             return Ok(Found::SourceRefused(counted));
         }
-        let lookup = Lookup::of(self.keys.find(&hash).await?, now);
-        lock(&self.key_cache).insert(hash, lookup.clone(), now);
+        let lookup = Lookup::of(self.keys.find(hash).await?, now);
+        lock(&self.key_cache).insert(hash.clone(), lookup.clone(), now);
         Ok(Found::Lookup(lookup))
     }
 

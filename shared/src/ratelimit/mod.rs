@@ -164,18 +164,18 @@ impl RateLimiter {
     /// `api_key` at `source_ip`: `Some` when the key's look-up is fresh in
     /// the cache (or no key was sent) and the counted subject's window is
     /// known to have room. The edge serves a read while counting only then.
+    /// `key` is the hash of the key sent ([`ApiKeyHash::presented`]).
     pub fn known_with_room(
         &self,
-        api_key: Option<&str>,
+        key: Option<&ApiKeyHash>,
         source_ip: Option<IpAddr>,
     ) -> Option<Known> {
         let now = self.clock.now();
-        let record = match api_key.filter(|key| keys::is_well_formed(key)) {
+        let record = match key {
             None => None,
-            Some(key) => {
+            Some(hash) => {
                 let ttl = self.config.key_cache_ttl;
-                let lookup = lock(&self.key_cache).get(&ApiKeyHash::of(key), ttl, now)?;
-                lookup.into_record()
+                lock(&self.key_cache).get(hash, ttl, now)?.into_record()
             }
         };
         let (subject, limits) = admission::subject_of(record.as_ref(), source_ip);
