@@ -14,9 +14,9 @@
 //! - [`start`], called as soon as the DynamoDB client exists (before
 //!   telemetry, the metrics emitter and the router are built), spawns
 //!   `GetItem` of the warm-up key, which no record has, and lets it begin:
-//!   the connection the first request's calls go over (one at a time: the
-//!   key's look-up, its count, the handler's read) is made while the rest
-//!   of init runs. It is init's one call to DynamoDB, as the floor's is.
+//!   the connection the first request's calls go over (the key's look-up,
+//!   then its count beside the handler's read) is made while the rest of
+//!   init runs. It is init's one call to DynamoDB, as the floor's is.
 //! - [`WarmUp::finish`] meanwhile runs the rest [dry](dry_run): its calls are
 //!   answered in the process, so each costs CPU at full speed and no round
 //!   trip. An `UpdateItem` on the rate-limit table (the count's operation);

@@ -92,8 +92,66 @@ impl RateLimiter {
             },
         };
         let (subject, limits) = subject_of(record.as_ref(), source_ip);
-        let counted = self.count(&subject, limits, now).await;
+        let ttl = self.config.key_cache_ttl;
+        let refresh = key.filter(|hash| lock(&self.key_cache).refresh_due(hash, ttl, now));
+        let counted = match refresh {
+            None => self.count(&subject, limits, now).await,
+            // The key's look-up is read again beside its count, before it expires.
+            Some(hash) => {
+                let counting = self.count(&subject, limits, now);
+                let (counted, valid) = tokio::join!(counting, self.refresh_key(hash, now));
+                if !valid {
+                    return self.admission(counted, &subject, limits, None, now);
+                }
+                counted
+            }
+        };
         self.admission(counted, &subject, limits, record.as_ref(), now)
+    }
+
+    /// Reads the key whose hash is `hash` again and holds what it found;
+    /// says whether it is still valid. A failed read keeps the held look-up,
+    /// which is still within its time.
+    async fn refresh_key(&self, hash: &ApiKeyHash, now: UnixSeconds) -> bool {
+        match self.keys.find(hash).await {
+            Ok(record) => {
+                let lookup = Lookup::of(record, now);
+                let valid = matches!(lookup, Lookup::Valid(_));
+                lock(&self.key_cache).insert(hash.clone(), lookup, now);
+                valid
+            }
+            Err(error) => {
+                tracing::warn!(error = %cause_chain(&error), "API key refresh failed");
+                true
+            }
+        }
+    }
+
+    /// Looks up the key whose hash is `key` ahead of its request's count,
+    /// so that the count can run beside the handler's first read: when this
+    /// process holds no fresh look-up of it and its source is not refused or
+    /// banned here (such a key gets no look-up: [`RateLimiter::admit`]).
+    /// Says whether it looked the key up; a failed look-up is left to the
+    /// count's admission, which answers it.
+    pub async fn look_up_ahead(&self, key: &ApiKeyHash, source_ip: Option<IpAddr>) -> bool {
+        let now = self.clock.now();
+        let ttl = self.config.key_cache_ttl;
+        if lock(&self.key_cache).get(key, ttl, now).is_some() {
+            return false;
+        }
+        let (source, _) = subject_of(None, source_ip);
+        let config = &self.config;
+        let refused = self.recall(&source, |memory| memory.refusing(now, config));
+        if refused == Some(true) {
+            return false;
+        }
+        match self.keys.find(key).await {
+            Ok(record) => {
+                lock(&self.key_cache).insert(key.clone(), Lookup::of(record, now), now);
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// What the wrapper is told of a request of `subject`, counted as `counted`.

@@ -82,9 +82,9 @@ const FUNCTIONS: [Function; 5] = [
     },
     // The same pets binary with no key: its first invocation makes one
     // DynamoDB call (the source's count) as the floor's does, where a keyed
-    // list makes three one after the other (the key's look-up, its count,
-    // the read), which contract section 4 orders: so this row shows what
-    // init and the wrapper cost beside the floor, apart from those calls.
+    // list makes three in two round trips (the key's look-up, then its count
+    // beside the read: contract section 4): so this row shows what init and
+    // the wrapper cost beside the floor, apart from those calls.
     Function {
         name: "pets",
         label: "pets-keyless",
