@@ -9,7 +9,8 @@
 #   BENCH_ONLY=partitions   the partition model (tools/partitions) alone
 #   BENCH_COLDSTART=0  skip the cold starts (tools/coldstart: Lambda-like, knobs
 #                      COLDSTART_SPAWNS=32 COLDSTART_MEMORY=128,256,512,1024; then
-#                      at full CPU, BENCH_COLD_SPAWNS=30, a file the runner reads)
+#                      at full CPU, BENCH_COLD_SPAWNS=30, a file the runner reads;
+#                      COLDSTART_FULL_CPU=0 skips that second run)
 #   BENCH_ONLY=coldstart  the cold starts alone
 #   BENCH_ONLY=cost    the call counts, units, log bytes, the webhook
 #                      deliveries and the cost model alone (no load runs,

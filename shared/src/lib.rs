@@ -136,14 +136,15 @@ impl App {
 /// ring. The SDK's default (`default-https-client`) is rustls on aws-lc,
 /// whose first use costs hundreds of milliseconds on a throttled 128 MB
 /// function (README, Performance); ring's costs a few. Within the warm-up's
-/// dry run it answers in the process (`warm_up::dry_run`); otherwise it is
-/// that client as it is.
+/// dry run it answers in the process (`warm_up::dry_run`); within a request
+/// counted while it is served, its calls wait for the count as its gate says
+/// (`http::gate`); otherwise it is that client as it is.
 pub fn http_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
     use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
     let hyper = aws_smithy_http_client::Builder::new()
         .tls_provider(Provider::Rustls(CryptoMode::Ring))
         .build_https();
-    warm_up::dry_run::http_client(hyper)
+    http::gate::http_client(warm_up::dry_run::http_client(hyper))
 }
 
 /// A client for DynamoDB Local at `endpoint`, with the dummy credentials it accepts.

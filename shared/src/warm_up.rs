@@ -12,11 +12,12 @@
 //! round trip the first request does not need:
 //!
 //! - [`start`], called as soon as the DynamoDB client exists (before
-//!   telemetry, the metrics emitter and the router are built), spawns
-//!   `GetItem` of the warm-up key, which no record has, and lets it begin:
-//!   the connection the first request's calls go over (one at a time: the
-//!   key's look-up, its count, the handler's read) is made while the rest
-//!   of init runs. It is init's one call to DynamoDB, as the floor's is.
+//!   telemetry, the metrics emitter and the router are built), spawns two
+//!   `GetItem`s of the warm-up key, which no record has, at once, and lets
+//!   them begin: the two connections the first request's calls go over (the
+//!   key's look-up, then its count beside the handler's read, which need
+//!   one each) are made while the rest of init runs, not in the throttled
+//!   invocation. They are init's only calls to DynamoDB; the floor makes one.
 //! - [`WarmUp::finish`] meanwhile runs the rest [dry](dry_run): its calls are
 //!   answered in the process, so each costs CPU at full speed and no round
 //!   trip. An `UpdateItem` on the rate-limit table (the count's operation);
@@ -73,20 +74,29 @@ pub struct WarmUp {
 /// What a warm-up did, for its callers' tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WarmedUp {
-    /// Whether its one real call reached DynamoDB: the connection the first
-    /// request will use is open.
+    /// Whether its real calls reached DynamoDB: the connections the first
+    /// request will use are open.
     pub connected: bool,
     /// The warm-up request's status, if it was answered in time.
     pub request: Option<StatusCode>,
 }
 
-/// Starts the warm-up of `app`'s function: spawns the call that opens the
-/// connection the first request will use and lets it begin (its address
+/// Starts the warm-up of `app`'s function: spawns the calls that open the
+/// connections the first request will use and lets them begin (its address
 /// resolved on a thread of its own), so that it is made while init builds
 /// the rest. Call it as soon as `app` exists.
 pub async fn start(app: &App) -> WarmUp {
     let client = app.db.client().clone();
-    let first = get_item(client.clone(), app.db.table().to_string());
+    let table = app.db.table();
+    // At once, so the pool opens a connection for each.
+    let (one, other) = (
+        get_item(client.clone(), table.to_string()),
+        get_item(client.clone(), table.to_string()),
+    );
+    let first = async move {
+        let (one, other) = tokio::join!(one, other);
+        one.and(other)
+    };
     let first = tokio::spawn(as_the_wrapper_s(first));
     // One thread: the spawned call begins only when this task yields.
     tokio::task::yield_now().await;

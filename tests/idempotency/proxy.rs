@@ -27,7 +27,7 @@ use rand::{Rng, SeedableRng};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
 
 /// How often each fault is drawn, in percent of calls.
@@ -102,6 +102,26 @@ pub struct Call {
     pub operation: String,
     /// The request's JSON body (table names, keys, expressions).
     pub body: String,
+    /// When it came in, and when its answer went back (`None`: not yet, or never).
+    pub received: Instant,
+    pub answered: Option<Instant>,
+}
+
+/// How many round trips `calls` made one after another: the longest chain
+/// of calls each received after the one before it was answered.
+pub fn sequential_round_trips(calls: &[Call]) -> usize {
+    let mut chain: Vec<usize> = Vec::with_capacity(calls.len());
+    for (i, call) in calls.iter().enumerate() {
+        let before = calls[..i]
+            .iter()
+            .zip(&chain)
+            .filter(|(earlier, _)| earlier.answered.is_some_and(|at| at <= call.received))
+            .map(|(_, length)| *length)
+            .max()
+            .unwrap_or(0);
+        chain.push(before + 1);
+    }
+    chain.into_iter().max().unwrap_or(0)
 }
 
 impl Call {
@@ -261,12 +281,14 @@ async fn handle(
             .unwrap_or_default()
             .to_string(),
         body: String::from_utf8_lossy(&body).into_owned(),
+        received: Instant::now(),
+        answered: None,
     };
-    shared
-        .calls
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(call);
+    let index = {
+        let mut calls = shared.calls.lock().unwrap_or_else(|e| e.into_inner());
+        calls.push(call);
+        calls.len() - 1
+    };
     if target.is_some_and(|t| t.ends_with(".TransactWriteItems"))
         && shared.cancel_next_transaction.swap(false, Ordering::SeqCst)
     {
@@ -324,6 +346,10 @@ async fn handle(
     if fault == Fault::ResetAfter {
         counts.reset_after.fetch_add(1, Ordering::Relaxed);
         return Err("reset after DynamoDB answered".into());
+    }
+    let mut calls = shared.calls.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(call) = calls.get_mut(index) {
+        call.answered = Some(Instant::now());
     }
     Ok(Response::from_parts(parts, Full::new(body)))
 }

@@ -15,6 +15,7 @@ mod docs_assets;
 pub mod error;
 pub mod extract;
 pub mod front;
+pub mod gate;
 pub mod idempotency;
 pub mod observe;
 pub mod openapi;

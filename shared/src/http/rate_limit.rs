@@ -3,18 +3,26 @@
 //! (see [`crate::ratelimit`]), and every response carries the rate-limit
 //! headers, rendered here from the limiter's numbers.
 //!
-//! Two paths, so that a refused request costs nothing: a 429 runs no handler
-//! and reads no record.
+//! Two paths, so that a refused request costs what contract section 4
+//! allows: a 429 runs no write, and reads at most one record or page.
+//! - [`serve_while_counting`]: a request whose caller this process knows (a
+//!   valid key fresh in its cache, or a public operation) and whose window
+//!   shows no sign of exhaustion here runs its handler while the count is
+//!   made, behind a [`gate`]: the handler's first read goes out beside the
+//!   count, and every later call, every write among them, waits until the
+//!   count admits the request. Should the count refuse after all (other
+//!   instances used the room meanwhile), the handler is dropped, its read's
+//!   answer with it. A key this process does not know is looked up first
+//!   ([`RateLimiter::look_up_ahead`](crate::ratelimit::RateLimiter::look_up_ahead)),
+//!   so a cold instance's first request takes this path too.
 //! - [`count_then_serve`]: the limiter decides first; the handler runs only
-//!   for an admitted request. Every request takes it unless:
-//! - [`serve_while_counting`]: a read (`GET`, `HEAD`) whose caller this
-//!   process knows (a valid key fresh in its cache, or the public document)
-//!   and whose window it knows has room runs its handler while the count is
-//!   made, saving the count's round trip. Should the count refuse after all
-//!   (other instances used the room meanwhile), the answer is dropped.
+//!   for an admitted request: every other request (a known refusal, a key
+//!   unknown or invalid, a source refused here).
 
 use super::error::ApiError;
+use super::gate::{self, Gate};
 use super::route::{Route, Sender};
+use crate::ratelimit::keys::ApiKeyHash;
 use crate::ratelimit::{Admission, Known, RateStatus, Verdict};
 use crate::warm_up::WarmUpRequest;
 use crate::App;
@@ -22,6 +30,7 @@ use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
+use std::pin::pin;
 
 /// The middleware: picks the path, then puts the rate-limit headers (and, for
 /// the request's log line, the caller and plan) on the answer.
@@ -32,16 +41,19 @@ pub async fn enforce(State(app): State<App>, req: Request, next: Next) -> Respon
     }
     let route = Route::of(&req);
     let sender = Sender::of(&req);
-    let key = sender.api_key.as_deref();
-    let read = req.method() == Method::GET || req.method() == Method::HEAD;
-    let known = app.limiter.known_with_room(key, sender.source_ip);
-    let (admission, mut response) = match known {
+    let key = ApiKeyHash::presented(sender.api_key.as_deref());
+    let counted = Counted {
+        key: key.as_ref(),
+        source_ip: sender.source_ip,
+        route: &route,
+    };
+    let (admission, mut response) = match known(&app, counted).await {
         // The route layer checks a known caller's role before the handler
         // touches any data; an invalid key gets no handler (401 or public).
-        Some(known) if read && (route.is_public() || known.caller.is_some()) => {
-            serve_while_counting(&app, &sender, &route, known, req, next).await
+        Some(known) if route.is_public() || known.caller.is_some() => {
+            serve_while_counting(&app, counted, known, req, next).await
         }
-        _ => count_then_serve(&app, &sender, &route, req, next).await,
+        _ => count_then_serve(&app, counted, req, next).await,
     };
     apply(&admission.status, response.headers_mut());
     if let Verdict::Admitted {
@@ -56,12 +68,35 @@ pub async fn enforce(State(app): State<App>, req: Request, next: Next) -> Respon
     response
 }
 
-/// The handler runs and the request is counted at once; the answer stands
-/// only if the count admits it.
+/// What this process knows of the request's caller and room, the key looked
+/// up first when it does not know it (and may look it up).
+async fn known(app: &App, counted: Counted<'_>) -> Option<Known> {
+    let limiter = &app.limiter;
+    if let Some(known) = limiter.known_with_room(counted.key, counted.source_ip) {
+        return Some(known);
+    }
+    let key = counted.key?;
+    if !limiter.look_up_ahead(key, counted.source_ip).await {
+        return None;
+    }
+    limiter.known_with_room(counted.key, counted.source_ip)
+}
+
+/// What a request is counted as: the hash of the key it sent (made once),
+/// its source, and its route.
+#[derive(Clone, Copy)]
+struct Counted<'a> {
+    key: Option<&'a ApiKeyHash>,
+    source_ip: Option<std::net::IpAddr>,
+    route: &'a Route,
+}
+
+/// The handler runs behind its gate while the request is counted; the gate
+/// opens when the count admits it, and the handler is dropped when it
+/// refuses.
 async fn serve_while_counting(
     app: &App,
-    sender: &Sender,
-    route: &Route,
+    counted: Counted<'_>,
     known: Known,
     mut req: Request,
     next: Next,
@@ -69,17 +104,30 @@ async fn serve_while_counting(
     if let Some(caller) = known.caller {
         req.extensions_mut().insert(caller);
     }
-    let counting = app
-        .limiter
-        .admit(sender.api_key.as_deref(), sender.source_ip);
-    let (admission, served) = tokio::join!(counting, next.run(req));
+    let gate = Gate::default();
+    let mut counting = pin!(app.limiter.admit_presented(counted.key, counted.source_ip));
+    let mut serving = pin!(gate::within(gate.clone(), next.run(req)));
+    let mut served = None;
+    let admission = tokio::select! {
+        admission = &mut counting => admission,
+        response = &mut serving => {
+            served = Some(response);
+            counting.await
+        }
+    };
     let response = match admission.verdict {
         Verdict::Refused(refusal) => ApiError::from(refusal).into_response(),
         // The key's cache entry expired meanwhile, and it is no longer valid.
-        Verdict::Admitted { caller: None } if !route.is_public() => {
+        Verdict::Admitted { caller: None } if !counted.route.is_public() => {
             ApiError::Unauthorized.into_response()
         }
-        Verdict::Admitted { .. } => served,
+        Verdict::Admitted { .. } => {
+            gate.open();
+            match served {
+                Some(response) => response,
+                None => serving.await,
+            }
+        }
     };
     (admission, response)
 }
@@ -87,18 +135,17 @@ async fn serve_while_counting(
 /// The request is counted; only an admitted one reaches its handler.
 async fn count_then_serve(
     app: &App,
-    sender: &Sender,
-    route: &Route,
+    counted: Counted<'_>,
     mut req: Request,
     next: Next,
 ) -> (Admission, Response) {
     let admission = app
         .limiter
-        .admit(sender.api_key.as_deref(), sender.source_ip)
+        .admit_presented(counted.key, counted.source_ip)
         .await;
     let response = match admission.verdict {
         Verdict::Refused(refusal) => ApiError::from(refusal).into_response(),
-        Verdict::Admitted { caller: None } if !route.is_public() => {
+        Verdict::Admitted { caller: None } if !counted.route.is_public() => {
             ApiError::Unauthorized.into_response()
         }
         Verdict::Admitted { caller } => {

@@ -4,7 +4,7 @@
 use super::clock::UnixSeconds;
 use super::counter::{Counted, CounterError, Subject};
 use super::key_cache::Lookup;
-use super::keys::{self, ApiKeyHash, ApiKeyRecord};
+use super::keys::{ApiKeyHash, ApiKeyRecord};
 use super::memory::{lock, Decision, Refused};
 use super::plan::Plan;
 use super::status::RateStatus;
@@ -59,10 +59,21 @@ impl RateLimiter {
     /// refused or banned here (the source's refusal answers it); only then
     /// the look-up, and the count.
     pub async fn admit(&self, api_key: Option<&str>, source_ip: Option<IpAddr>) -> Admission {
+        let key = ApiKeyHash::presented(api_key);
+        self.admit_presented(key.as_ref(), source_ip).await
+    }
+
+    /// [`RateLimiter::admit`] of the key whose hash is `key`
+    /// ([`ApiKeyHash::presented`]), hashed once for the request.
+    pub async fn admit_presented(
+        &self,
+        key: Option<&ApiKeyHash>,
+        source_ip: Option<IpAddr>,
+    ) -> Admission {
         let now = self.clock.now();
-        let record = match api_key.filter(|key| keys::is_well_formed(key)) {
+        let record = match key {
             None => None,
-            Some(key) => match self.find_key(key, source_ip, now).await {
+            Some(hash) => match self.find_key(hash, source_ip, now).await {
                 Ok(Found::Lookup(lookup)) => lookup.into_record(),
                 Ok(Found::SourceRefused(counted)) => {
                     let (subject, limits) = subject_of(None, source_ip);
@@ -81,8 +92,66 @@ impl RateLimiter {
             },
         };
         let (subject, limits) = subject_of(record.as_ref(), source_ip);
-        let counted = self.count(&subject, limits, now).await;
+        let ttl = self.config.key_cache_ttl;
+        let refresh = key.filter(|hash| lock(&self.key_cache).refresh_due(hash, ttl, now));
+        let counted = match refresh {
+            None => self.count(&subject, limits, now).await,
+            // The key's look-up is read again beside its count, before it expires.
+            Some(hash) => {
+                let counting = self.count(&subject, limits, now);
+                let (counted, valid) = tokio::join!(counting, self.refresh_key(hash, now));
+                if !valid {
+                    return self.admission(counted, &subject, limits, None, now);
+                }
+                counted
+            }
+        };
         self.admission(counted, &subject, limits, record.as_ref(), now)
+    }
+
+    /// Reads the key whose hash is `hash` again and holds what it found;
+    /// says whether it is still valid. A failed read keeps the held look-up,
+    /// which is still within its time.
+    async fn refresh_key(&self, hash: &ApiKeyHash, now: UnixSeconds) -> bool {
+        match self.keys.find(hash).await {
+            Ok(record) => {
+                let lookup = Lookup::of(record, now);
+                let valid = matches!(lookup, Lookup::Valid(_));
+                lock(&self.key_cache).insert(hash.clone(), lookup, now);
+                valid
+            }
+            Err(error) => {
+                tracing::warn!(error = %cause_chain(&error), "API key refresh failed");
+                true
+            }
+        }
+    }
+
+    /// Looks up the key whose hash is `key` ahead of its request's count,
+    /// so that the count can run beside the handler's first read: when this
+    /// process holds no fresh look-up of it and its source is not refused or
+    /// banned here (such a key gets no look-up: [`RateLimiter::admit`]).
+    /// Says whether it looked the key up; a failed look-up is left to the
+    /// count's admission, which answers it.
+    pub async fn look_up_ahead(&self, key: &ApiKeyHash, source_ip: Option<IpAddr>) -> bool {
+        let now = self.clock.now();
+        let ttl = self.config.key_cache_ttl;
+        if lock(&self.key_cache).get(key, ttl, now).is_some() {
+            return false;
+        }
+        let (source, _) = subject_of(None, source_ip);
+        let config = &self.config;
+        let refused = self.recall(&source, |memory| memory.refusing(now, config));
+        if refused == Some(true) {
+            return false;
+        }
+        match self.keys.find(key).await {
+            Ok(record) => {
+                lock(&self.key_cache).insert(key.clone(), Lookup::of(record, now), now);
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// What the wrapper is told of a request of `subject`, counted as `counted`.
@@ -138,20 +207,19 @@ impl RateLimiter {
     /// none while the source is refused or banned here.
     async fn find_key(
         &self,
-        key: &str,
+        hash: &ApiKeyHash,
         source_ip: Option<IpAddr>,
         now: UnixSeconds,
     ) -> Result<Found, DbError> {
-        let hash = ApiKeyHash::of(key);
         let ttl = self.config.key_cache_ttl;
-        if let Some(lookup) = lock(&self.key_cache).get(&hash, ttl, now) {
+        if let Some(lookup) = lock(&self.key_cache).get(hash, ttl, now) {
             return Ok(Found::Lookup(lookup));
         }
         if let Some(counted) = self.refused_from_memory(source_ip, now).await {
             return Ok(Found::SourceRefused(counted));
         }
-        let lookup = Lookup::of(self.keys.find(&hash).await?, now);
-        lock(&self.key_cache).insert(hash, lookup.clone(), now);
+        let lookup = Lookup::of(self.keys.find(hash).await?, now);
+        lock(&self.key_cache).insert(hash.clone(), lookup.clone(), now);
         Ok(Found::Lookup(lookup))
     }
 

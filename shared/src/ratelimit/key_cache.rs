@@ -71,6 +71,15 @@ impl KeyCache {
         fresh(ttl, *at, now).then_some(Lookup::Invalid)
     }
 
+    /// Whether the look-up of `hash`, a valid key's, is past half of `ttl`
+    /// at `now`: time to read it again beside a request's count, so that it
+    /// never expires while the key is in use.
+    pub fn refresh_due(&self, hash: &ApiKeyHash, ttl: Duration, now: UnixSeconds) -> bool {
+        self.valid
+            .peek(hash)
+            .is_some_and(|(_, at)| !fresh(ttl / 2, *at, now))
+    }
+
     /// Holds `lookup` of `hash`, made at `now`; a full side forgets its own
     /// least recently used entry, never one of the other side.
     pub fn insert(&mut self, hash: ApiKeyHash, lookup: Lookup, now: UnixSeconds) {

@@ -74,8 +74,6 @@ impl Subjects {
 /// What this process knows about one subject.
 #[derive(Debug, Default)]
 pub(super) struct Memory {
-    /// Whether this process has seen the subject's counts.
-    seen: bool,
     /// The usage last seen, for the headers of refusals answered from memory.
     usage: Usage,
     /// Refused without asking until then.
@@ -138,14 +136,20 @@ impl Memory {
         }
     }
 
-    /// Whether this process knows another request fits at `now`: it has seen
-    /// the subject's counts, they leave room, and no refusal or ban is known.
-    /// A hint: other instances may have used the room since.
+    /// Whether this process has no sign that another request does not fit
+    /// at `now`: no refusal or ban known, and the counts it has seen leave
+    /// room. A hint: other instances may have used the room since.
     pub fn has_room(&self, limits: Limits, now: UnixSeconds) -> bool {
-        self.seen
-            && self.banned_until <= now
+        self.banned_until <= now
             && self.limited_until <= now
             && !self.usage.is_exhausted(limits, now)
+    }
+
+    /// Whether memory alone refuses the subject's next request at `now`
+    /// (banned, or a window known exhausted); nothing is noted.
+    pub fn refusing(&self, now: UnixSeconds, config: &LimitsConfig) -> bool {
+        (self.banned_until > now && fresh(config.key_cache_ttl, self.ban_checked_at, now))
+            || self.limited_until > now
     }
 
     /// Learns what the table said when asked; says which refusals to report.
@@ -203,7 +207,6 @@ impl Memory {
         let key = |u: &Usage| (u.day, u.day_count, u.minute, u.minute_count);
         if key(&usage) >= key(&self.usage) {
             self.usage = usage;
-            self.seen = true;
         }
     }
 

@@ -29,7 +29,8 @@
 //! | case | calls |
 //! |---|---|
 //! | admitted, key known to this process | 1 `UpdateItem` (counter table) |
-//! | key not yet seen by this process, or its cache entry older than `KEY_CACHE_SECONDS` | + 1 consistent `GetItem` (data table); unknown and revoked keys are cached apart from valid ones, so a repeated one costs no look-up and made-up keys never push a valid one out; the role comes with the key, so authorising costs nothing more |
+//! | key not yet seen by this process, or its cache entry older than `KEY_CACHE_SECONDS` | + 1 consistent `GetItem` (data table), before the count ([`RateLimiter::look_up_ahead`]); unknown and revoked keys are cached apart from valid ones, so a repeated one costs no look-up and made-up keys never push a valid one out; the role comes with the key, so authorising costs nothing more |
+//! | a valid key whose look-up is past half of `KEY_CACHE_SECONDS` | + 1 consistent `GetItem` beside the count, not before it: a key in use never expires from the cache |
 //! | first call of a subject in a process, first call in a minute or day (whoever opened it) | the same 1 `UpdateItem`: one update counts in any window (`counter`'s slots), so there is nothing to guess |
 //! | this process's clock behind the minute another instance counted, or the subject idle a multiple of 5,544 minutes | + 1 `UpdateItem` after a failed one, whose `ALL_OLD` item says which |
 //! | refused (429), first time this process sees the window exhausted | 1 failed conditional `UpdateItem` |
@@ -39,10 +40,12 @@
 //! | a string that cannot be a key (not `psk_` + 43 base64url characters) | no look-up (no hash either); counted on the source's subject |
 //! | a key not known valid here, from a source refused or banned here | none: no look-up, refused like the source (refusals reported as above) |
 //!
-//! A refused request runs no handler: the edge counts first, and serves a
-//! read while counting only when this process knows the caller and that its
-//! window has room ([`RateLimiter::known_with_room`]); should other
-//! instances have used that room meanwhile, the answer is dropped.
+//! A refused request writes nothing and reads at most one record or page:
+//! the edge runs a handler beside its count only when this process knows
+//! the caller and has no sign that its window is exhausted
+//! ([`RateLimiter::known_with_room`]), and then only the handler's first
+//! read goes out before the count admits it (`http::gate`); should other
+//! instances have used the room meanwhile, the handler is dropped.
 //! Admin tool: create 1 `PutItem`; list 1 `Query` per page of GSI1 and 1
 //! consistent `GetItem` per key (GSI1 does not project `role`); rotate 1
 //! `Query` + 1 `GetItem` + 1 `TransactWriteItems` (put the new item, delete
@@ -164,24 +167,24 @@ impl RateLimiter {
     /// `api_key` at `source_ip`: `Some` when the key's look-up is fresh in
     /// the cache (or no key was sent) and the counted subject's window is
     /// known to have room. The edge serves a read while counting only then.
+    /// `key` is the hash of the key sent ([`ApiKeyHash::presented`]).
     pub fn known_with_room(
         &self,
-        api_key: Option<&str>,
+        key: Option<&ApiKeyHash>,
         source_ip: Option<IpAddr>,
     ) -> Option<Known> {
         let now = self.clock.now();
-        let record = match api_key.filter(|key| keys::is_well_formed(key)) {
+        let record = match key {
             None => None,
-            Some(key) => {
+            Some(hash) => {
                 let ttl = self.config.key_cache_ttl;
-                let lookup = lock(&self.key_cache).get(&ApiKeyHash::of(key), ttl, now)?;
-                lookup.into_record()
+                lock(&self.key_cache).get(hash, ttl, now)?.into_record()
             }
         };
         let (subject, limits) = admission::subject_of(record.as_ref(), source_ip);
         let room = lock(&self.subjects)
             .get_mut(&subject)
-            .is_some_and(|memory| memory.has_room(limits, now));
+            .is_none_or(|memory| memory.has_room(limits, now));
         let caller = record.as_ref().map(ApiKeyRecord::caller);
         room.then_some(Known { caller })
     }

@@ -67,8 +67,21 @@ pub struct ApiKeyHash(String);
 
 impl ApiKeyHash {
     pub fn of(key: &str) -> ApiKeyHash {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
         let digest = Sha256::digest(key.as_bytes());
-        ApiKeyHash(digest.iter().map(|b| format!("{b:02x}")).collect())
+        let mut hex = String::with_capacity(2 * digest.len());
+        for byte in digest {
+            hex.push(char::from(HEX[usize::from(byte >> 4)]));
+            hex.push(char::from(HEX[usize::from(byte & 0x0f)]));
+        }
+        ApiKeyHash(hex)
+    }
+
+    /// The hash of the key a request sent, made once per request; `None`
+    /// for no key or a string that cannot be one ([`is_well_formed`]: it is
+    /// not hashed at all).
+    pub fn presented(key: Option<&str>) -> Option<ApiKeyHash> {
+        key.filter(|key| is_well_formed(key)).map(ApiKeyHash::of)
     }
 
     pub fn as_str(&self) -> &str {
