@@ -175,9 +175,10 @@ contract-check: venv node_modules/.package-lock.json ## Fail on a change to open
 	$(VENV)/bin/python scripts/contract-check-fixtures.py
 
 # docs/upgrade.md: what a release may change in the stored layout.
-layout-check: venv ## Fail on a change to the stored layout (the tables, their keys, indexes, stream, TTL, policies) that CloudFormation cannot apply over the last release in one update, unless a migration in migrations/ carries it; then the gate's own fixtures
+layout-check: venv ## Fail on a change to the stored layout (the tables, their keys, indexes, stream, TTL, policies) that CloudFormation cannot apply over the last release in one update, unless a migration in migrations/ carries it; then the gate's own fixtures, and the dev job's index rebuild planned on the standard library alone (python3 -I -S)
 	$(VENV)/bin/python scripts/layout_check.py
 	$(VENV)/bin/python scripts/layout-check-fixtures.py
+	$(VENV)/bin/python scripts/test-rebuild-stdlib.py
 
 contract-release: venv ## Move the released-contract baseline (contract/released/) to the documents, once CHANGELOG.md has the version's heading
 	$(VENV)/bin/python scripts/contract_gate.py --move-baseline

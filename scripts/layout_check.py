@@ -56,10 +56,35 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cfn_intrinsics import NO_VALUE, Intrinsics  # noqa: E402
-from cfnlint.decode import decode  # noqa: E402  (the YAML loader cfn-lint uses)
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = Path("contract/released/template.yaml")
+
+
+
+def decode(path: str) -> tuple[Any, list]:
+    """A template file decoded by cfn-lint's loader (its YAML tags: !Ref,
+    !Sub...), as (template, problems). Imported here, not at the top: the
+    dev job's rebuild (scripts/rebuild-indexes.py) imports this module with
+    no third-party package installed, on the JSON the build job decoded."""
+    from cfnlint.decode import decode as cfn_decode
+    return cfn_decode(path)
+
+
+def read_template(path: str | Path) -> dict:
+    """A template file as a dict: JSON with the standard library (what the
+    build job writes: packaged.json, released.json), else cfn-lint's YAML
+    decoder."""
+    text = Path(path).read_text()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    decoded, problems = decode(str(path))
+    if decoded is None or problems:
+        raise SystemExit(f"cannot read {path}: {problems}")
+    return decoded
+
 
 # Resources that hold data a deploy must not lose, and the properties whose
 # change makes CloudFormation replace them ("Update requires: Replacement" in

@@ -13,13 +13,12 @@ or any other refusal, fails.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import tempfile
 from pathlib import Path
 
-from cfnlint.decode import decode
-
-from layout_check import INDEX_UPDATABLE, Rendered, by_name, update_findings
+from layout_check import INDEX_UPDATABLE, Rendered, by_name, decode, update_findings
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -121,6 +120,12 @@ def last_main(explicit: str | None) -> tuple[str | None, str]:
 
 
 def decode_text(text: str) -> dict:
+    """A template's text as a dict: JSON with the standard library, else
+    cfn-lint's YAML decoder (imported only then, layout_check.decode)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
     with tempfile.NamedTemporaryFile("w", suffix=".yaml") as file:
         file.write(text)
         file.flush()

@@ -21,6 +21,9 @@ lint() {
 }
 
 lint .github/workflows/*.yml
+# The deploy jobs' script parses (bash reads it as it runs: a stray quote
+# fails a deploy only once it is reached).
+bash -n scripts/pipeline-deploy.sh
 echo
 echo "lint-workflows: .github/workflows/ passes check-jsonschema and zizmor"
 

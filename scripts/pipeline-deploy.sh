@@ -45,7 +45,7 @@ fi
 stage="${1:?usage: pipeline-deploy.sh STAGE DIR}"
 build="${2:?usage: pipeline-deploy.sh STAGE DIR}"
 : "${ARTIFACT_BUCKET:?set ARTIFACT_BUCKET (the repository variable AWS_ARTIFACT_BUCKET)}"
-: "${CFN_EXECUTION_ROLE_ARN:?set CFN_EXECUTION_ROLE_ARN (the stage's execution role, a repository variable)}"
+: "${CFN_EXECUTION_ROLE_ARN:?set CFN_EXECUTION_ROLE_ARN (the execution role of the stage, a repository variable)}"
 : "${AWS_REGION:?set AWS_REGION}"
 stack="$(samconfig "$stage" stack_name)"
 
@@ -55,7 +55,12 @@ stack="$(samconfig "$stage" stack_name)"
 # or leave the functions reading indexes the stack does not have.
 python3 "$ROOT/scripts/upgrade.py" "$stage" --pending
 # dev only: indexes of an unreleased migration that main changed since dev made them, rebuilt (docs/upgrade.md).
-if [[ "$stage" == dev ]]; then "$ROOT/.venv/bin/python" "$ROOT/scripts/rebuild-indexes.py" dev --template-file "$template"; fi
+# Standard library only (nothing is installed here): the build job decoded
+# both templates to JSON, checked against SHA256SUMS by the fetch.
+if [[ "$stage" == dev ]]; then
+  python3 "$ROOT/scripts/rebuild-indexes.py" dev --template-file "$build/packaged.json" \
+    --released-file "$build/released.json"
+fi
 
 # The stage's boundary, as deploy/github-deploy-role.yaml names it.
 caller="$(aws sts get-caller-identity --query Arn --output text)"

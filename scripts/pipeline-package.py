@@ -5,7 +5,7 @@ build`'s output turned into what the deploy jobs publish and deploy, with no
 AWS call.
 
     pipeline-package.py --bucket BUCKET --prefix builds/COMMIT [--build-dir .aws-sam/build]
-                        [--out dist] [--extra FILE ...]
+                        [--out dist] [--extra FILE ...] [--released contract/released/template.yaml]
 
 Each function's built directory becomes a zip with fixed timestamps and
 sorted entries (the same build gives the same bytes), named after its
@@ -15,7 +15,10 @@ CloudFormation template YAML reads as well). SHA256SUMS lists every file's
 digest, in `sha256sum -c`'s format: the digests recorded at build time,
 which the deploy jobs check before they publish, deploy or run anything
 (scripts/pipeline-artifacts.py). --extra files (the smoke binary) are
-copied in and listed too.
+copied in and listed too. released.json is the last release's template
+(--released) decoded by cfn-lint, as the layout gate reads it: the dev job's
+index rebuild (scripts/rebuild-indexes.py) reads it and packaged.json with
+the standard library alone, nothing being installed where credentials are.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import zipfile
 from pathlib import Path
 
 EPOCH = (1980, 1, 1, 0, 0, 0)
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def zip_directory(source: Path, target: Path) -> None:
@@ -43,7 +47,7 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def package(build_dir: Path, out: Path, bucket: str, prefix: str, extra: list[Path]) -> list[str]:
+def package(build_dir: Path, out: Path, bucket: str, prefix: str, extra: list[Path], released: Path) -> list[str]:
     from samtranslator.yaml_helper import yaml_parse
 
     template = yaml_parse((build_dir / "template.yaml").read_text())
@@ -67,6 +71,12 @@ def package(build_dir: Path, out: Path, bucket: str, prefix: str, extra: list[Pa
         files.append(path.name)
     (out / "packaged.json").write_text(json.dumps(template, indent=1, sort_keys=True) + "\n")
     files.append("packaged.json")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import layout_check  # cfn-lint's decoder, as the layout gate reads the baseline
+
+    (out / "released.json").write_text(json.dumps(layout_check.read_template(released), indent=1, sort_keys=True)
+                                       + "\n")
+    files.append("released.json")
     sums = "".join(f"{sha256(out / f)}  {f}\n" for f in sorted(files))
     (out / "SHA256SUMS").write_text(sums)
     return files
@@ -79,8 +89,11 @@ def main() -> int:
     parser.add_argument("--build-dir", default=".aws-sam/build")
     parser.add_argument("--out", default="dist")
     parser.add_argument("--extra", type=Path, nargs="*", default=[])
+    parser.add_argument("--released", type=Path, default=ROOT / "contract" / "released" / "template.yaml",
+                        help="the last release's template (layout_check.BASELINE), written decoded as released.json")
     args = parser.parse_args()
-    files = package(Path(args.build_dir), Path(args.out), args.bucket, args.prefix.strip("/"), args.extra)
+    files = package(Path(args.build_dir), Path(args.out), args.bucket, args.prefix.strip("/"), args.extra,
+                    args.released)
     digest = sha256(Path(args.out) / "SHA256SUMS")
     print(f"pipeline-package: {len(files)} files in {args.out}; SHA256SUMS sha256 {digest}")
     return 0

@@ -15,7 +15,15 @@ changed, its parameters as they are (a change set, as `sam deploy` makes). While
 it serves answer 500 on dev (minutes: DynamoDB fills the new index from the
 table); nothing else is touched.
 
-    scripts/rebuild-indexes.py STAGE --template-file packaged.yaml [--dry-run]
+    scripts/rebuild-indexes.py STAGE --template-file packaged.json [--released-file released.json] [--dry-run]
+
+The dev job holds AWS credentials and so installs nothing: this runs there
+on the standard library alone (python3), on the JSON the build job wrote
+with cfn-lint (scripts/pipeline-package.py: packaged.json, released.json,
+covered by SHA256SUMS) and the stack's processed template (JSON). cfn-lint
+is imported only to read a YAML file (layout_check.decode): without
+--released-file, contract/released/template.yaml. make layout-check runs
+the plan under `python3 -I -S` (scripts/test-rebuild-stdlib.py).
 
 It refuses an index the last release has (contract/released/template.yaml):
 prod is never ahead of a release, and such a change needs a migration. Runs
@@ -35,8 +43,6 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cfnlint.decode import decode  # noqa: E402
-
 import layout_check  # noqa: E402
 import layout_dev  # noqa: E402
 import upgrade  # noqa: E402
@@ -56,21 +62,30 @@ def deployed(stack: str) -> tuple[dict, dict[str, str]]:
     no transform left) and its parameters."""
     body = aws("cloudformation", "get-template", "--stack-name", stack, "--template-stage", "Processed")
     template = body["TemplateBody"]
-    if isinstance(template, str):
+    if isinstance(template, str):  # JSON for a processed template; YAML (cfn-lint) only if not
         template = layout_dev.decode_text(template)
     described = aws("cloudformation", "describe-stacks", "--stack-name", stack)["Stacks"][0]
     return template, {p["ParameterKey"]: p["ParameterValue"] for p in described.get("Parameters", [])}
 
 
-def plan(template: dict, parameters: dict[str, str], new: dict) -> list[tuple[str, dict]]:
-    """The data table's states from the stack's to the new template's."""
+def released_template(path: str | None) -> dict:
+    """The last release's template: `path` (JSON, as the build job decoded
+    it), else contract/released/template.yaml through cfn-lint."""
+    return layout_check.read_template(path or ROOT / layout_check.BASELINE)
+
+
+def plan(template: dict, parameters: dict[str, str], new: dict,
+         released: dict | None = None) -> list[tuple[str, dict]]:
+    """The data table's states from the stack's to the new template's;
+    `released` the last release's template (read from the baseline when None)."""
     old = layout_check.Rendered(template, parameters).resources.get("DataTable")
     settings = {k: v for k, v in parameters.items() if k != "DataLayoutStep"}
     wanted = layout_check.Rendered(new, settings).resources.get("DataTable")
     if old is None or wanted is None:
         return []
     states = layout_dev.rebuild_states(old["Properties"], wanted["Properties"])
-    released, _ = decode(str(ROOT / layout_check.BASELINE))
+    if released is None:
+        released = released_template(None)
     shipped = layout_check.by_name(layout_check.Rendered(released, {}).resources["DataTable"]["Properties"]
                                    .get("GlobalSecondaryIndexes"))
     refused = sorted(set(layout_dev.index_rebuilds(old["Properties"], wanted["Properties"])) & shipped.keys())
@@ -97,6 +112,8 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("stage")
     parser.add_argument("--template-file", required=True, help="the template the deploy after this deploys")
+    parser.add_argument("--released-file", help="the last release's template as JSON (the build job's "
+                        "released.json); default: contract/released/template.yaml, decoded with cfn-lint")
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args()
     stack = upgrade.stack_name(args.stage)
@@ -105,10 +122,8 @@ def main() -> int:
     except LookupError:
         print(f"rebuild-indexes: no stack {stack}: created at the template's indexes, nothing to rebuild")
         return 0
-    new, problems = decode(args.template_file)
-    if new is None or problems:
-        raise SystemExit(f"rebuild-indexes: cannot read {args.template_file}")
-    states = plan(template, parameters, new)
+    new = layout_check.read_template(args.template_file)
+    states = plan(template, parameters, new, released_template(args.released_file))
     if not states:
         print(f"rebuild-indexes: {stack}: every index as the template defines it, nothing to rebuild")
         return 0

@@ -95,6 +95,8 @@ def check(scratch: Path) -> None:
     package(build, first)
     package(build, second)
     names = sorted(p.name for p in first.iterdir())
+    assert {"packaged.json", "released.json"} <= set(names), names
+    assert "released.json" in (first / "SHA256SUMS").read_text()
     assert names == sorted(p.name for p in second.iterdir()), names
     for name in names:
         assert (first / name).read_bytes() == (second / name).read_bytes(), f"{name} differs between two packagings"
