@@ -2,16 +2,28 @@
 
 use super::short_lived;
 use super::{ApiKeyHash, ApiKeyRecord};
+use crate::db::expr::Expr;
 use crate::db::{from_item, s, to_item, DbError, Item};
 use crate::ratelimit::plan::Plan;
 use crate::ratelimit::window::Limits;
 use crate::records::{Id, Role};
+use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
 const PK_PREFIX: &str = "APIKEY#";
 pub(super) const SK: &str = "APIKEY";
 /// GSI1's partition for keys: every key, in id order.
 pub(super) const PARTITION: &str = "APIKEY";
+
+/// The attributes of a key item that an update changes.
+pub(super) const CHANGED: [&str; 6] = [
+    "plan",
+    "role",
+    "perMinute",
+    "perDay",
+    "maxOpenOrders",
+    "maxWebhooks",
+];
 
 /// The table key of the key with this hash.
 pub(super) fn key_of(hash: &ApiKeyHash) -> Item {
@@ -136,6 +148,28 @@ pub(super) fn record_of(item: Item) -> Result<(ApiKeyHash, ApiKeyRecord), DbErro
             record
         },
     ))
+}
+
+/// `expr` conditioned on the key item under `hash` holding `record`'s
+/// plan, role and limits, and being live.
+pub(super) fn as_read(
+    expr: Expr,
+    hash: &ApiKeyHash,
+    record: &ApiKeyRecord,
+) -> Result<Expr, DbError> {
+    let item = item_of(hash, record)?;
+    // Keys made before roles have none: a customer's.
+    let customer = s(Role::Customer.as_str());
+    let mut expr = expr.exists().when_as_read(
+        "revoked",
+        Some(AttributeValue::Bool(false)),
+        Some(&AttributeValue::Bool(false)),
+    );
+    for attribute in CHANGED {
+        let absent_means = (attribute == "role").then_some(&customer);
+        expr = expr.when_as_read(attribute, item.get(attribute).cloned(), absent_means);
+    }
+    Ok(expr)
 }
 
 #[cfg(test)]

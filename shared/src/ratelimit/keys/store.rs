@@ -1,7 +1,6 @@
 //! The keys in the data table: issue, look up, list, revoke, rotate.
 
-use super::item::{item_of, key_of, pk_of, record_of, PARTITION, SK};
-use super::update::as_read;
+use super::item::{as_read, item_of, key_of, pk_of, record_of, PARTITION, SK};
 use super::{ApiKeyHash, ApiKeyRecord, IssuedKey, NewApiKey, PREFIX};
 use crate::db::expr::Expr;
 use crate::db::{

@@ -10,24 +10,13 @@
 //! conditional the same way ([`as_read`]), so it never copies a record an
 //! update has changed since.
 
-use super::item::{item_of, key_of};
-use super::{ApiKeyHash, ApiKeyRecord, KeyRequestError, KeyStore};
+use super::item::{as_read, item_of, key_of, CHANGED};
+use super::{ApiKeyRecord, KeyRequestError, KeyStore};
 use crate::db::expr::Expr;
-use crate::db::{s, Check, DbError, OnFailure, Pause, Retry, Write, Written};
+use crate::db::{Check, DbError, OnFailure, Pause, Retry, Write, Written};
 use crate::ratelimit::plan::Plan;
 use crate::ratelimit::window::Limits;
 use crate::records::{Id, Role};
-use aws_sdk_dynamodb::types::AttributeValue;
-
-/// The attributes of a key item that an update changes.
-const CHANGED: [&str; 6] = [
-    "plan",
-    "role",
-    "perMinute",
-    "perDay",
-    "maxOpenOrders",
-    "maxWebhooks",
-];
 
 /// What to change; `None` keeps what the key has.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -104,28 +93,6 @@ impl KeyChange {
             ..record.clone()
         })
     }
-}
-
-/// `expr` conditioned on the key item under `hash` holding `record`'s
-/// plan, role and limits, and being live.
-pub(super) fn as_read(
-    expr: Expr,
-    hash: &ApiKeyHash,
-    record: &ApiKeyRecord,
-) -> Result<Expr, DbError> {
-    let item = item_of(hash, record)?;
-    // Keys made before roles have none: a customer's.
-    let customer = s(Role::Customer.as_str());
-    let mut expr = expr.exists().when_as_read(
-        "revoked",
-        Some(AttributeValue::Bool(false)),
-        Some(&AttributeValue::Bool(false)),
-    );
-    for attribute in CHANGED {
-        let absent_means = (attribute == "role").then_some(&customer);
-        expr = expr.when_as_read(attribute, item.get(attribute).cloned(), absent_means);
-    }
-    Ok(expr)
 }
 
 /// The condition of an update's write.
