@@ -1,9 +1,10 @@
 //! A page of item keys from one list of an existing GSI, highest `id` first.
 //!
-//! The GSIs sort on the numeric `id` and project only their lists'
-//! attributes, none of a webhook's: a webhook list reads the base table's
-//! keys (always in every index) from the index, then the items by key
-//! ([`crate::db::Db`]'s batch read), so no index changes for webhooks.
+//! The GSIs sort on the numeric `id`. A webhook list reads only the base
+//! table's keys from the index (`PK, SK, id`), then the items by key
+//! ([`crate::db::Db`]'s batch read). The list indexes now carry whole items
+//! (`ALL`, docs/data.md), so a page could come from the query alone, one
+//! call less; the batch read is kept until that is measured.
 
 use crate::db::{classify, n, s, Db, DbError, Item, Page};
 use aws_sdk_dynamodb::types::AttributeValue;
