@@ -1,15 +1,17 @@
 //! Authorization follows the key, now (section 9, 1.2.0): each state change
 //! of an endpoint's key between two deliveries (revoked, banned and the ban
-//! ended, banned past the schedule, staff made a customer) decides the next
+//! ended, banned past the schedule, staff made a customer and a customer
+//! made staff) decides the next
 //! fan-out and the next attempt, and `GET /webhooks` says so.
 
 use super::queue::Kept;
 use super::receivers::{rust_receiver, Answer, Receiver};
 use super::*;
-use petstore::ratelimit::keys::ApiKeyHash;
+use petstore::ratelimit::keys::{ApiKeyHash, KeyChange};
 use petstore::ratelimit::Plan;
 use petstore::records::{Id, Role};
 use petstore::webhooks::deliver::Disposition;
+use petstore::webhooks::endpoints::follow_role;
 use petstore::webhooks::queue::DeliveryMessage;
 
 /// A key of `role`, an endpoint of it on a receiver answering 200, and a
@@ -251,6 +253,63 @@ async fn a_staff_key_made_a_customer_s_endpoint_takes_only_its_own_orders_from_t
     assert_eq!(owned.receiver.next().await.webhook_id, "evt-own");
     assert!(owned.receiver.so_far().is_empty());
     assert_eq!(owned.shown(&staff).await, (json!(true), Value::Null));
+}
+
+#[tokio::test]
+async fn a_customer_made_staff_takes_every_order_from_then_on() {
+    let staff = TestApp::spawn().await;
+    let mut owned = owned(&staff, Role::Customer, "0,0,0").await;
+    let someone_else = staff.as_customer().await.key_id;
+    owned
+        .fan_out(order_event("evt-theirs-1", someone_else))
+        .await;
+    assert_eq!(owned.delivery(&staff, "evt-theirs-1").await, None);
+
+    // What `petstore-admin keys update ID --role staff` does.
+    let id = Id::new(owned.key_id).expect("an id");
+    let change = KeyChange {
+        role: Some(Role::Staff),
+        ..KeyChange::default()
+    };
+    staff
+        .app
+        .limiter
+        .keys()
+        .update(id, &change)
+        .await
+        .expect("updated");
+    let moved = follow_role(&staff.app.db, id, Role::Staff)
+        .await
+        .expect("its endpoints follow");
+    assert_eq!(moved, 1);
+
+    owned
+        .fan_out(order_event("evt-theirs-2", someone_else))
+        .await;
+    owned.fan_out(stock_event("evt-stock")).await;
+    for event in ["evt-theirs-2", "evt-stock"] {
+        assert_eq!(owned.deliver(event).await, Disposition::Done);
+        assert_eq!(owned.receiver.next().await.webhook_id, event);
+    }
+
+    // And back: a customer's own orders only, its endpoint out of the staff list.
+    let back = KeyChange {
+        role: Some(Role::Customer),
+        ..KeyChange::default()
+    };
+    let keys = staff.app.limiter.keys();
+    keys.update(id, &back).await.expect("updated back");
+    follow_role(&staff.app.db, id, Role::Customer)
+        .await
+        .expect("its endpoints follow back");
+    owned
+        .fan_out(order_event("evt-theirs-3", someone_else))
+        .await;
+    assert_eq!(owned.delivery(&staff, "evt-theirs-3").await, None);
+    let listed = item(&staff, owned.endpoint, "ENDPOINT")
+        .await
+        .expect("kept");
+    assert_eq!(listed.get("GSI2PK"), None);
 }
 
 #[tokio::test]

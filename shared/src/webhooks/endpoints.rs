@@ -8,8 +8,8 @@
 //! The lists run on the existing GSIs (sorted by the numeric `id`), so
 //! webhooks need no new index: GSI1 holds every endpoint (staff's list),
 //! GSI4 each owner's (a customer's list, and an order's owner's at fan-out),
-//! GSI2 the staff endpoints (every event may go to them). The indexes do not
-//! project the endpoint's attributes: a list reads the keys from the index
+//! GSI2 the staff endpoints (every event may go to them; the list follows
+//! the key's role: [`follow_role`]). A list reads the keys from the index
 //! and the items themselves by key ([`super::list`]).
 //!
 //! The count item makes the per-plan cap exact under concurrency: a creation
@@ -18,6 +18,7 @@
 
 mod changes;
 mod receivers;
+mod roles;
 
 use super::list::{keys_page, KeyList};
 use super::records::WebhookEndpoint;
@@ -30,6 +31,7 @@ use std::collections::HashMap;
 
 pub use changes::{rotated, EndpointCheck, Rotation, SECRET_OVERLAP_HOURS};
 pub use receivers::subscribers;
+pub use roles::follow_role;
 
 pub(crate) const SK: &str = "ENDPOINT";
 /// GSI1's list of every endpoint.

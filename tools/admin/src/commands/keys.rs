@@ -23,6 +23,10 @@ pub async fn run(app: &App, command: Keys) -> Result<ExitCode, BoxError> {
         }
         Keys::Update(id, change) => {
             let record = keys.update(id, &change).await?;
+            if let Some(role) = change.role {
+                // The fan-out finds a staff key's endpoints in the staff list.
+                petstore::webhooks::endpoints::follow_role(&app.db, id, role).await?;
+            }
             println!("{}", serde_json::to_string(&record)?);
         }
         Keys::List => {
