@@ -119,10 +119,11 @@ def stage_checks(docs: dict, template: Path) -> tuple[list, list[str]]:
             if operations is None:
                 unknown.append(f"{resource['Type']} ({logical})")
                 continue
-            for action, arn, context in operations(resolved, logical, resource):
+            # (action, ARN, context), and the resource's own policy where it has one (a key's).
+            for action, arn, context, *policy in operations(resolved, logical, resource):
                 labelled.append((f"{where}: {execution} {action} on {arn} {context or ''} for {logical}", True, {
                     "principal": role_arn(execution), "action": action, "resource": arn, "context": context,
-                    "identityPolicies": docs[execution]["policies"], "resourcePolicy": None}))
+                    "identityPolicies": docs[execution]["policies"], "resourcePolicy": (policy or [None])[0]}))
     return labelled, unknown
 
 

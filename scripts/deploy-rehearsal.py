@@ -290,6 +290,7 @@ def split(translated: dict, checks: Checks, parameters: dict[str, str] | None = 
         n: o for n, o in translated.get("Outputs", {}).items() if not references(o) & deferred
     }
     rewrite_event_bus_refs(stack, checks)
+    kms_tags_for_moto(stack, checks)
     stringify_environments(stack, checks)
     resolve_conditional_indexes(stack, translated, parameters or parameters_of(translated, {}), checks)
     return stack, {n: resources[n] for n in resources if n in deferred}
@@ -306,6 +307,18 @@ def resolve_conditional_indexes(stack: dict, translated: dict, parameters: dict[
         if resource["Type"] == "AWS::DynamoDB::Table" and any("Fn::If" in i for i in indexes or []):
             resource["Properties"]["GlobalSecondaryIndexes"] = resolver.resolve(indexes)
             checks.gap("Fn::If items in a table's GlobalSecondaryIndexes: moto keeps AWS::NoValue as null; moto is given the list resolved for the stack's parameters", name)
+
+
+def kms_tags_for_moto(stack: dict, checks: Checks) -> None:
+    """moto's CloudFormation hands an AWS::KMS::Key's `Tags` (`Key`/`Value`,
+    as CloudFormation spells them) to its KMS model, which reads
+    `TagKey`/`TagValue` (the KMS API's spelling) and fails: moto is given
+    them in its spelling."""
+    for name, resource in stack["Resources"].items():
+        tags = resource.get("Properties", {}).get("Tags")
+        if resource["Type"] == "AWS::KMS::Key" and tags:
+            resource["Properties"]["Tags"] = [{"TagKey": t["Key"], "TagValue": t["Value"]} for t in tags]
+            checks.gap("Tags of an AWS::KMS::Key: moto reads them as TagKey/TagValue; moto is given them so", name)
 
 
 def rewrite_event_bus_refs(stack: dict, checks: Checks) -> None:
@@ -554,6 +567,11 @@ def attribute_getters(emulator: Emulator, resolver: Resolver, stack: dict) -> No
             resolver.attributes[(name, "QueueName")] = lambda p=physical: p.rsplit("/", 1)[-1]
         elif kind == "AWS::IAM::Role":
             resolver.attributes[(name, "Arn")] = lambda p=physical: iam.get_role(RoleName=p)["Role"]["Arn"]
+        elif kind == "AWS::KMS::Key":
+            # Built, not read back: moto's DescribeKey fails on this key's
+            # policy (its validator errors on a policy it did not write).
+            resolver.attributes[(name, "Arn")] = lambda p=physical: p if p.startswith("arn:") else (
+                f"arn:aws:kms:{REGION}:{resolver.pseudo['AWS::AccountId']}:key/{p}")
         elif kind == "AWS::Events::Rule":
             # A rule on the stack's bus (webhooks); moto's physical id may be its ARN or its name.
             resolver.attributes[(name, "Arn")] = lambda p=physical, n=name: p if p.startswith("arn:") else events.describe_rule(

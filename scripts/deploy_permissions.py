@@ -138,6 +138,24 @@ def apigateway(path):
     return calls
 
 
+def kms_key(stack, logical, resource):
+    """A key has no name: made carrying its stack in a tag, then reached by it."""
+    tags = {t["Key"]: stack.resolve(t["Value"]) for t in resource["Properties"].get("Tags", [])}
+    me = arn("kms", "key/1234abcd-12ab-34cd-56ef-1234567890ab")
+    made = {"aws:RequestTag/petstore-stack": tags.get("petstore-stack", "")}
+    held = {"aws:ResourceTag/petstore-stack": tags.get("petstore-stack", "")}
+    # A key's own policy must let IAM grant its administration (KMS reads the
+    # key policy first): its statements for the account, as the key is made.
+    policy = resource["Properties"]["KeyPolicy"]
+    account = [stack.resolve(statement) for statement in policy["Statement"]
+               if str(statement.get("Principal", {}).get("AWS", "")).find("root") >= 0
+               or "root" in str(statement.get("Principal"))]
+    key_policy = {"Version": policy.get("Version", "2012-10-17"), "Statement": account}
+    return [("kms:CreateKey", "*", made), ("kms:TagResource", me, made, key_policy)] + [
+        (action, me, held, key_policy) for action in ("kms:DescribeKey", "kms:EnableKeyRotation",
+                                                      "kms:GetKeyPolicy", "kms:PutKeyPolicy", "kms:ListResourceTags")]
+
+
 def record(stack, logical, resource):
     return [("route53:ChangeResourceRecordSets", f"arn:aws:route53:::hostedzone/{resource['Properties']['HostedZoneId']}", {})]
 
@@ -161,6 +179,7 @@ OPERATIONS = {
     "AWS::CloudWatch::Dashboard": lambda stack, logical, resource: [
         ("cloudwatch:PutDashboard", f"arn:aws:cloudwatch::{ACCOUNT}:dashboard/{physical_name(stack, logical)}", {})],
     "AWS::Events::EventBus": named("events:CreateEventBus", "events:DescribeEventBus"),
+    "AWS::KMS::Key": kms_key,
     "AWS::Events::Rule": rule,
     "AWS::CodeDeploy::Application": named("codedeploy:CreateApplication", "codedeploy:GetApplication"),
     "AWS::CodeDeploy::DeploymentGroup": deployment_group,
