@@ -116,6 +116,13 @@ def scope_cases(docs):
     return cases + execution_cases(docs, dev, prod)
 
 
+# A KMS key (its ARN is an id, not a name) whose policy lets IAM grant its
+# use and administration, as the stack's key's policy does for its administration.
+KEY = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+ACCOUNT_KEY = {"resourcePolicy": {"Version": "2012-10-17", "Statement": [{
+    "Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"}, "Action": "kms:*", "Resource": "*"}]}}
+
+
 def execution_cases(docs, dev, prod):
     """The execution roles and the boundaries: no path to more than a stage."""
     cases = []
@@ -146,6 +153,14 @@ def execution_cases(docs, dev, prod):
             (who, "lambda:CreateEventSourceMapping", "*",
              {"lambda:FunctionArn": arn("lambda", f"function:{other}-EventsFunction-ABC")}, False),
             (who, "sqs:DeleteQueue", arn("sqs", f"{other}-EventsDeadLetterQueue-ABC"), {}, False),
+            # The webhook secrets key: reached only by its stage's tag, never re-tagged into reach.
+            (who, "kms:CreateKey", "*", {"aws:RequestTag/petstore-stack": own}, True),
+            (who, "kms:CreateKey", "*", {"aws:RequestTag/petstore-stack": other}, False),
+            (who, "kms:PutKeyPolicy", KEY, {"aws:ResourceTag/petstore-stack": own}, True, ACCOUNT_KEY),
+            (who, "kms:PutKeyPolicy", KEY, {"aws:ResourceTag/petstore-stack": other}, False, ACCOUNT_KEY),
+            (who, "kms:TagResource", KEY,
+             {"aws:ResourceTag/petstore-stack": other, "aws:RequestTag/petstore-stack": own}, False, ACCOUNT_KEY),
+            (who, "kms:Decrypt", KEY, {"aws:ResourceTag/petstore-stack": other}, False, ACCOUNT_KEY),
         ]
         # A role the stack made, AdministratorAccess attached or not: no more than its stage.
         inside = {"policies": [EVERYTHING], "boundary": docs[boundary]}
@@ -157,6 +172,10 @@ def execution_cases(docs, dev, prod):
             (f"{own}-AnyRole", "iam:CreateRole", f"arn:aws:iam::{ACCOUNT}:role/anything", {}, False, inside),
             (f"{own}-AnyRole", "sts:AssumeRole", f"arn:aws:iam::{ACCOUNT}:role/Admin", {}, False, inside),
             (f"{own}-AnyRole", "s3:GetObject", f"arn:aws:s3:::{BUCKET}/builds/x", {}, False, inside),
+            (f"{own}-AnyRole", "kms:Decrypt", KEY, {"aws:ResourceTag/petstore-stack": own}, True,
+             {**inside, "resourcePolicy": ACCOUNT_KEY["resourcePolicy"]}),
+            (f"{own}-AnyRole", "kms:Decrypt", KEY, {"aws:ResourceTag/petstore-stack": other}, False,
+             {**inside, "resourcePolicy": ACCOUNT_KEY["resourcePolicy"]}),
         ]
     return cases
 
@@ -203,6 +222,12 @@ MUTATIONS = [
     ("prod execution role: dev's names not denied", "              - Sid: NotTheDevStage\n                Effect: Deny",
      "              - Sid: NotTheDevStage\n                Effect: Allow"),
     ("dev boundary: every table", 'table/${ProdStackName}-dev-*"', 'table/*"'),
+    ("execution role: another stage's key re-tagged into reach",
+     '              - Sid: NoOtherStagesKey\n                Effect: Deny',
+     '              - Sid: NoOtherStagesKey\n                Effect: Allow'),
+    ("dev boundary: every stage's key",
+     '            Condition:\n              StringEquals: { "aws:ResourceTag/petstore-stack": !Sub "${ProdStackName}-dev" }\n',
+     ''),
     ("prod boundary: dev's names not denied", "          - Sid: NotTheDevStage\n            Effect: Deny",
      "          - Sid: NotTheDevStage\n            Effect: Allow"),
 ]
