@@ -22,7 +22,6 @@ mod roles;
 
 use super::list::{keys_page, KeyList};
 use super::records::WebhookEndpoint;
-use super::types::EventType;
 use crate::db::{from_item, s, to_item, Db, DbError, Item, Page};
 use crate::records::{Caller, Description, Id, Role};
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -152,18 +151,6 @@ impl Endpoint {
                 .is_none_or(|at| at.as_str() > now.as_str())
         });
         active.map(|s| s.secret.clone()).collect()
-    }
-
-    /// Whether it receives an event of `event_type` (section 9, "Who"): its
-    /// owner's orders' events, and staff every type; as `events` subscribes.
-    pub fn receives(&self, event_type: EventType, order_owner: Option<u64>) -> bool {
-        let allowed = match self.owner_role {
-            Role::Staff => true,
-            Role::Customer => event_type.is_order() && order_owner == Some(self.owner_id.get()),
-        };
-        let subscribed =
-            self.events.is_empty() || self.events.iter().any(|e| e == event_type.as_str());
-        allowed && subscribed
     }
 
     /// Whether `caller` may see it, and disable, enable or delete it: its
