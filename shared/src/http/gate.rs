@@ -16,9 +16,10 @@
 //! The SDK sends within the future that awaits a call, so the gate sees
 //! every call the handler makes and none from another task.
 
-use aws_sdk_dynamodb::config::{HttpClient, RuntimeComponents, SharedHttpClient};
+use super::sdk_client::{self, Around};
+use aws_sdk_dynamodb::config::SharedHttpClient;
 use aws_smithy_runtime_api::client::http::{
-    HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpConnector,
+    HttpConnector, HttpConnectorFuture, SharedHttpConnector,
 };
 use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
 use aws_smithy_runtime_api::client::result::ConnectorError;
@@ -100,43 +101,22 @@ fn is_read(operation: &str) -> bool {
 
 /// `inner`, each call within [`within`] held by its gate.
 pub fn http_client(inner: SharedHttpClient) -> SharedHttpClient {
-    SharedHttpClient::new(Client { inner })
+    sdk_client::wrap(inner, Gated)
 }
 
 #[derive(Debug)]
-struct Client {
-    inner: SharedHttpClient,
-}
+struct Gated;
 
-impl HttpClient for Client {
-    fn http_connector(
-        &self,
-        settings: &HttpConnectorSettings,
-        components: &RuntimeComponents,
-    ) -> SharedHttpConnector {
-        SharedHttpConnector::new(Connector {
-            inner: self.inner.http_connector(settings, components),
-        })
-    }
-}
-
-#[derive(Debug)]
-struct Connector {
-    inner: SharedHttpConnector,
-}
-
-impl HttpConnector for Connector {
-    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+impl Around for Gated {
+    fn call(&self, inner: &SharedHttpConnector, request: HttpRequest) -> HttpConnectorFuture {
         let Ok(gate) = GATE.try_with(Gate::clone) else {
-            return self.inner.call(request);
+            return inner.call(request);
         };
         if gate.is_open() {
-            return self.inner.call(request);
+            return inner.call(request);
         }
-        let target = request.headers().get("x-amz-target").unwrap_or_default();
-        let operation = target.rsplit('.').next().unwrap_or_default();
-        let inner = self.inner.clone();
-        if gate.lets_through(operation) {
+        let inner = inner.clone();
+        if gate.lets_through(sdk_client::operation(&request)) {
             return HttpConnectorFuture::new(async move {
                 let answered = inner.call(request).await;
                 gate.0.read_answered.store(true, Ordering::Release);

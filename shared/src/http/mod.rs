@@ -23,6 +23,7 @@ pub mod rate_limit;
 pub mod request_id;
 pub mod respond;
 pub mod route;
+pub mod sdk_client;
 
 use crate::App;
 use axum::body::Body;

@@ -14,9 +14,10 @@
 //! as a failed condition would refuse it, so a dry run cannot be taken for
 //! a write that happened.
 
-use aws_sdk_dynamodb::config::{HttpClient, RuntimeComponents, SharedHttpClient};
+use crate::http::sdk_client::{self, Around};
+use aws_sdk_dynamodb::config::SharedHttpClient;
 use aws_smithy_runtime_api::client::http::{
-    HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpConnector,
+    HttpConnector, HttpConnectorFuture, SharedHttpConnector,
 };
 use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
 use aws_smithy_types::body::SdkBody;
@@ -36,38 +37,18 @@ pub async fn dry<F: Future>(work: F) -> F::Output {
 
 /// `inner`, answering in the process within [`dry`].
 pub fn http_client(inner: SharedHttpClient) -> SharedHttpClient {
-    SharedHttpClient::new(Client { inner })
+    sdk_client::wrap(inner, Dry)
 }
 
 #[derive(Debug)]
-struct Client {
-    inner: SharedHttpClient,
-}
+struct Dry;
 
-impl HttpClient for Client {
-    fn http_connector(
-        &self,
-        settings: &HttpConnectorSettings,
-        components: &RuntimeComponents,
-    ) -> SharedHttpConnector {
-        SharedHttpConnector::new(Connector {
-            inner: self.inner.http_connector(settings, components),
-        })
-    }
-}
-
-#[derive(Debug)]
-struct Connector {
-    inner: SharedHttpConnector,
-}
-
-impl HttpConnector for Connector {
-    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+impl Around for Dry {
+    fn call(&self, inner: &SharedHttpConnector, request: HttpRequest) -> HttpConnectorFuture {
         if DRY.try_with(|_| ()).is_err() {
-            return self.inner.call(request);
+            return inner.call(request);
         }
-        let operation = request.headers().get("x-amz-target").unwrap_or_default();
-        let (status, body) = answer(operation.rsplit('.').next().unwrap_or_default());
+        let (status, body) = answer(sdk_client::operation(&request));
         HttpConnectorFuture::ready(Ok(HttpResponse::new(status.into(), SdkBody::from(body))))
     }
 }
