@@ -138,13 +138,15 @@ impl App {
 /// function (README, Performance); ring's costs a few. Within the warm-up's
 /// dry run it answers in the process (`warm_up::dry_run`); within a request
 /// counted while it is served, its calls wait for the count as its gate says
-/// (`http::gate`); otherwise it is that client as it is.
+/// (`http::gate`); otherwise it is that client as it is. Each call, answered
+/// or sent, is counted in the request that made it (`telemetry`).
 pub fn http_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
     use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
     let hyper = aws_smithy_http_client::Builder::new()
         .tls_provider(Provider::Rustls(CryptoMode::Ring))
         .build_https();
-    http::gate::http_client(warm_up::dry_run::http_client(hyper))
+    let gated = http::gate::http_client(warm_up::dry_run::http_client(hyper));
+    telemetry::http_client(gated)
 }
 
 /// A client for DynamoDB Local at `endpoint`, with the dummy credentials it accepts.

@@ -11,15 +11,17 @@
 //! Lambda, the X-Ray trace id of a sampled request; the JSON line shows that
 //! span as `span`.
 //!
-//! DynamoDB calls are counted with the SDK's own spans: it wraps each
-//! operation in a `DEBUG` span named `DynamoDB.<Operation>`, a child of the
-//! span that made the call (so of the request's), and each attempt in a
-//! `try_attempt` span inside it. [`DynamoDbCalls`] keeps, in the request's
-//! span, how many calls the request made and how many attempts the SDK made
-//! again ([`db_calls`] reads them for the request's line), and, when a call
-//! ends, logs one `DEBUG` line, target `dynamodb`, with the operation, its
-//! duration (retries included) and its retries. Only those spans are enabled
-//! below `INFO` for it: the SDK's other spans and its `DEBUG` events stay off.
+//! DynamoDB calls are counted where they are sent: every SDK client of ours
+//! sends through [`http_client`] (around the SDK's HTTP client, see
+//! [`crate::http::sdk_client`]), which adds each call to the request's
+//! [`DbCalls`] ([`counting_calls`], set around every request by
+//! [`crate::http::observe`]), a call the SDK sends again as a retry (its
+//! `amz-sdk-request` header says `attempt=2` and on). At `DEBUG` it also logs
+//! one line per attempt, target `dynamodb`, with the operation, the attempt's
+//! duration and how many attempts came before it (`retries`). The SDK's own
+//! spans stay off (the level's hint stays at the lines' own), so the counts
+//! do not hang on the names the SDK gives its spans (`DynamoDB.<Operation>`,
+//! `try_attempt`), which an SDK upgrade may change without a word.
 //!
 //! The level follows Lambda's: `LoggingConfig.ApplicationLogLevel` (the
 //! template's `LogLevel`) reaches the function as `AWS_LAMBDA_LOG_LEVEL`, and
@@ -27,14 +29,19 @@
 //! means a line Lambda would drop is never formatted (see [`lambda_level`]).
 //! `RUST_LOG`, when set, overrides it.
 
+use crate::http::sdk_client::{self, Around};
+use aws_sdk_dynamodb::config::SharedHttpClient;
+use aws_smithy_runtime_api::client::http::{
+    HttpConnector, HttpConnectorFuture, SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
+use std::cell::Cell;
+use std::future::Future;
 use std::time::Instant;
-use tracing::level_filters::LevelFilter;
-use tracing::span::{Attributes, Id};
-use tracing::Subscriber;
-use tracing_subscriber::filter::{filter_fn, EnvFilter};
+use tracing::{Level, Subscriber};
+use tracing_subscriber::filter::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
-use tracing_subscriber::layer::{Context, SubscriberExt};
-use tracing_subscriber::registry::{LookupSpan, SpanRef};
+use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::{fmt, Layer, Registry};
 
 /// The name of the span every request runs in.
@@ -43,13 +50,6 @@ pub const REQUEST_SPAN: &str = "request";
 /// The target of the line logged per DynamoDB call (at `DEBUG`).
 pub const DYNAMODB_TARGET: &str = "dynamodb";
 
-/// The SDK's span around each attempt of an operation (aws-smithy-runtime's
-/// orchestrator); more than one in an operation's span is a retry.
-const ATTEMPT_SPAN: &str = "try_attempt";
-
-/// The SDK's operation spans are named `<Service>.<Operation>`.
-const DYNAMODB_SPAN_PREFIX: &str = "DynamoDB.";
-
 /// Installs the global subscriber once, at the level [`level`] chooses.
 pub fn init() {
     let in_lambda = std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some();
@@ -57,9 +57,7 @@ pub fn init() {
         tracing::subscriber::set_global_default(json(std::io::stdout))
     } else {
         let text = fmt::layer().with_target(false).with_filter(level());
-        tracing::subscriber::set_global_default(
-            Registry::default().with(text).with(dynamodb_calls()),
-        )
+        tracing::subscriber::set_global_default(Registry::default().with(text))
     };
     // A second init (tests) keeps the first subscriber; nothing to do.
     drop(result);
@@ -99,7 +97,7 @@ where
         .with_target(false)
         .with_writer(writer)
         .with_filter(level);
-    Registry::default().with(lines).with(dynamodb_calls())
+    Registry::default().with(lines)
 }
 
 /// `RUST_LOG` if it is set, else the level Lambda was given
@@ -138,115 +136,99 @@ pub struct DbCalls {
     pub retries: u32,
 }
 
-/// The DynamoDB calls made so far inside `span` (a request's), as
-/// [`DynamoDbCalls`] counted them; `None` when the subscriber is not one of
-/// this module's.
-pub fn db_calls(span: &tracing::Span) -> Option<DbCalls> {
-    span.with_subscriber(|(id, dispatch)| {
-        let registry = dispatch.downcast_ref::<Registry>()?;
-        let span = registry.span(id)?;
-        let calls = span.extensions().get::<DbCalls>().copied();
-        Some(calls.unwrap_or_default())
-    })
-    .flatten()
+tokio::task_local! {
+    /// The DynamoDB calls of the request being served.
+    static CALLS: Cell<DbCalls>;
 }
 
-/// [`DynamoDbCalls`], seeing only the SDK's operation and attempt spans and
-/// the request spans they belong to (a layer's filter hides the spans it
-/// rejects, so a span's parent, for this layer, is its nearest ancestor of
-/// those kinds).
-fn dynamodb_calls<S>() -> impl Layer<S>
-where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-{
-    DynamoDbCalls.with_filter(
-        filter_fn(|meta| {
-            meta.is_span()
-                && (meta.name().starts_with(DYNAMODB_SPAN_PREFIX)
-                    || meta.name() == REQUEST_SPAN
-                    || (meta.name() == ATTEMPT_SPAN
-                        && meta.target().starts_with("aws_smithy_runtime")))
+/// Runs `request` and returns, with its output, the DynamoDB calls it made
+/// (those sent from its own task: the SDK sends within the future that
+/// awaits a call).
+pub async fn counting_calls<F: Future>(request: F) -> (F::Output, DbCalls) {
+    CALLS
+        .scope(Cell::default(), async move {
+            let output = request.await;
+            let calls = CALLS.try_with(Cell::get).unwrap_or_default();
+            (output, calls)
         })
-        .with_max_level_hint(LevelFilter::DEBUG),
-    )
+        .await
 }
 
-/// Counts each request's DynamoDB calls and the SDK's retries of them from
-/// the SDK's own spans, and logs one `DEBUG` line per call.
-pub struct DynamoDbCalls;
-
-/// One DynamoDB operation under way.
-struct Call {
-    started: Instant,
-    attempts: u32,
+/// `inner`, each call counted in the request that makes it (see the
+/// module's documentation).
+pub fn http_client(inner: SharedHttpClient) -> SharedHttpClient {
+    sdk_client::wrap(inner, Counted)
 }
 
-impl<S> Layer<S> for DynamoDbCalls
-where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-{
-    fn on_new_span(&self, _: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let Some(span) = ctx.span(id) else {
-            return;
-        };
-        if span.name().starts_with(DYNAMODB_SPAN_PREFIX) {
-            span.extensions_mut().insert(Call {
-                started: Instant::now(),
-                attempts: 0,
-            });
-        } else if span.name() == ATTEMPT_SPAN {
-            if let Some(operation) = span.parent() {
-                if let Some(call) = operation.extensions_mut().get_mut::<Call>() {
-                    call.attempts += 1;
-                }
+#[derive(Debug)]
+struct Counted;
+
+impl Around for Counted {
+    fn call(&self, inner: &SharedHttpConnector, request: HttpRequest) -> HttpConnectorFuture {
+        let retries = attempt(&request).saturating_sub(1);
+        // Outside any request (init, tools) there is nothing to add to.
+        let _ = CALLS.try_with(|calls| {
+            let mut counted = calls.get();
+            match retries {
+                0 => counted.calls = counted.calls.saturating_add(1),
+                _ => counted.retries = counted.retries.saturating_add(1),
             }
+            calls.set(counted);
+        });
+        if !tracing::enabled!(target: DYNAMODB_TARGET, Level::DEBUG) {
+            return inner.call(request);
         }
-    }
-
-    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        let Some(span) = ctx.span(&id) else {
-            return;
-        };
-        let Some(operation) = span.name().strip_prefix(DYNAMODB_SPAN_PREFIX) else {
-            return;
-        };
-        let Some(call) = span.extensions_mut().remove::<Call>() else {
-            return;
-        };
-        let retries = call.attempts.saturating_sub(1);
-        let request = span.scope().skip(1).find(|s| s.name() == REQUEST_SPAN);
-        if let Some(request) = &request {
-            add_call(request, retries);
-        }
-        let duration_ms = (call.started.elapsed().as_secs_f64() * 1_000_000.0).round() / 1000.0;
-        tracing::debug!(
-            target: DYNAMODB_TARGET,
-            parent: request.map(|r| r.id()),
-            operation,
-            duration_ms,
-            retries,
-            "dynamodb call"
-        );
+        let operation = sdk_client::operation(&request).to_string();
+        let started = Instant::now();
+        let answer = inner.call(request);
+        HttpConnectorFuture::new(async move {
+            let answered = answer.await;
+            let duration_ms = (started.elapsed().as_secs_f64() * 1_000_000.0).round() / 1000.0;
+            tracing::debug!(
+                target: DYNAMODB_TARGET,
+                operation,
+                duration_ms,
+                retries,
+                "dynamodb call"
+            );
+            answered
+        })
     }
 }
 
-/// Adds one call, retried `retries` times, to `request`'s [`DbCalls`].
-fn add_call<S>(request: &SpanRef<'_, S>, retries: u32)
-where
-    S: for<'a> LookupSpan<'a>,
-{
-    let mut extensions = request.extensions_mut();
-    if let Some(calls) = extensions.get_mut::<DbCalls>() {
-        calls.calls = calls.calls.saturating_add(1);
-        calls.retries = calls.retries.saturating_add(retries);
-    } else {
-        extensions.insert(DbCalls { calls: 1, retries });
-    }
+/// Which attempt of its operation `request` is, from the SDK's
+/// `amz-sdk-request: attempt=2; max=3` (1 when it does not say).
+fn attempt(request: &HttpRequest) -> u32 {
+    request
+        .headers()
+        .get("amz-sdk-request")
+        .and_then(|info| {
+            info.split(';')
+                .find_map(|part| part.trim().strip_prefix("attempt="))
+        })
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_is_a_retry_from_its_second_attempt_on() {
+        let sent = |info: Option<&'static str>| {
+            let mut request = HttpRequest::empty();
+            if let Some(info) = info {
+                request.headers_mut().insert("amz-sdk-request", info);
+            }
+            attempt(&request)
+        };
+        assert_eq!(sent(Some("attempt=1; max=3")), 1);
+        assert_eq!(sent(Some("attempt=3; max=3")), 3);
+        assert_eq!(sent(Some("ttl=20260101T000000Z; attempt=2; max=3")), 2);
+        assert_eq!(sent(None), 1, "a call that does not say is a first");
+        assert_eq!(sent(Some("attempt=x")), 1);
+    }
 
     #[test]
     fn lambda_s_log_level_sets_ours() {

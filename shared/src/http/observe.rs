@@ -68,13 +68,14 @@ pub async fn observe(State(app): State<App>, req: Request, next: Next) -> Respon
         }
         next.run(req).await
     };
-    let (response, mut counts) = metrics::tallied(served).instrument(span.clone()).await;
+    let ((response, mut counts), db) = telemetry::counting_calls(metrics::tallied(served))
+        .instrument(span.clone())
+        .await;
     let latency = started.elapsed();
     let status = response.status();
     if status == StatusCode::TOO_MANY_REQUESTS {
         counts.add(Metric::RateLimited, 1);
     }
-    let db = telemetry::db_calls(&span).unwrap_or_default();
     let caller = response.extensions().get::<Caller>();
     let latency_ms = (latency.as_secs_f64() * 1_000_000.0).round() / 1000.0;
     if warm_up {
