@@ -18,9 +18,10 @@ pub struct FannedOut {
 }
 
 impl FannedOut {
-    /// The fan-out's one log line, written where it runs: in Lambda by the
-    /// events queue's handler (`sqs.rs`), under `make run` by the tee that
-    /// stands in for the bus's rule (so the bench counts the same bytes).
+    /// The fan-out's log line where one event is fanned out alone: the
+    /// release before's events queue's handler (`sqs.rs`). The events
+    /// function writes one line per stream batch instead
+    /// (`functions/events/src/webhooks.rs`).
     pub fn log(&self) {
         tracing::info!(
             event_type = self.event_type.unwrap_or(""),
