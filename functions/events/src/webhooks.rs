@@ -33,6 +33,8 @@ pub struct WithWebhooks<P> {
 pub struct FanOutTotals {
     /// Events of a type webhooks carry, fanned out.
     events: AtomicUsize,
+    /// Those of them that some endpoint took.
+    taken: AtomicUsize,
     /// Endpoints that took them, summed over the events.
     endpoints: AtomicUsize,
     /// Delivery messages sent.
@@ -45,6 +47,7 @@ pub struct FanOutTotals {
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct FannedOut {
     pub events: usize,
+    pub taken: usize,
     pub endpoints: usize,
     pub enqueued: usize,
     pub failed: usize,
@@ -59,6 +62,7 @@ impl FannedOut {
         }
         tracing::info!(
             events = self.events,
+            taken = self.taken,
             endpoints = self.endpoints,
             enqueued = self.enqueued,
             failed = self.failed,
@@ -86,6 +90,7 @@ impl<P: Publisher> WithWebhooks<P> {
         let take = |n: &AtomicUsize| n.swap(0, Ordering::Relaxed);
         FannedOut {
             events: take(&self.totals.events),
+            taken: take(&self.totals.taken),
             endpoints: take(&self.totals.endpoints),
             enqueued: take(&self.totals.enqueued),
             failed: take(&self.totals.failed),
@@ -115,6 +120,9 @@ impl<P: Publisher> Publisher for WithWebhooks<P> {
             self.totals.events.fetch_add(1, Ordering::Relaxed);
             match fanned {
                 Ok(fanned) => {
+                    if fanned.endpoints > 0 {
+                        self.totals.taken.fetch_add(1, Ordering::Relaxed);
+                    }
                     self.totals
                         .endpoints
                         .fetch_add(fanned.endpoints, Ordering::Relaxed);
