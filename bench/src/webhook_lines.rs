@@ -63,7 +63,11 @@ pub fn attempt_fields(lines: &[String]) -> impl Iterator<Item = AttemptLine> + '
         webhook_id: line["webhook_id"].as_u64().unwrap_or_default(),
         event_id: line["event_id"].as_str().unwrap_or_default().to_string(),
         status: line["status"].as_u64().map_or(0, |s| s as u16),
-        duration_ms: line["duration_ms"].as_f64().unwrap_or_default(),
+        // In Lambda the attempt's line is its metrics line (observe.rs).
+        duration_ms: line["duration_ms"]
+            .as_f64()
+            .or_else(|| line["WebhookAttemptDuration"].as_f64())
+            .unwrap_or_default(),
         state: line["state"].as_str().unwrap_or_default().to_string(),
     })
 }
@@ -202,6 +206,13 @@ mod tests {
         assert_eq!((attempt.webhook_id, attempt.status), (7, 500));
         assert_eq!(attempt.event_id, "e:0");
         assert_eq!(attempt.state, "pending");
+        // In Lambda, the attempt's one line is its metrics line.
+        let emf = [
+            r#"{"Function":"webhooks","WebhookAttempts":1,"WebhookAttemptDuration":3,"message":"webhook attempt","webhook_id":8,"event_id":"e:1","status":200,"state":"delivered","manual":false,"_aws":{}}"#.to_string(),
+        ];
+        let attempt = attempt_fields(&emf).next().unwrap();
+        assert_eq!((attempt.webhook_id, attempt.status), (8, 200));
+        assert_eq!(attempt.duration_ms, 3.0);
         let fanned = fan_outs(&lines);
         let expected = FanOuts {
             delivering: 1,
