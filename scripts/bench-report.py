@@ -256,18 +256,21 @@ def webhooks(f):
            "figures"], rows)
     waits = basis["schedule_waits_s"]
     early = basis.get("early_receive_read_units")
-    out += (f"\n\nAt the template's settings: {basis['memory_mb']} MB, batches of {basis['events_batch']} "
-            f"events and {basis['deliveries_batch']} deliveries (full, as under load; at a trickle, "
-            f"batches of one, SQS's receives and deletes and Lambda's invocations are up to that many "
-            f"times more); Lambda's own lines {num(basis['platform_log_bytes'], 0)} bytes an invocation; "
+    out += (f"\n\nThe fan-out runs in the events function, on the stream batch it reads to publish "
+            f"to the bus: no SQS request or invocation per event; its messages go ten to a "
+            f"`SendMessageBatch` (priced at the messages of one fan-out line, its batch's), its time "
+            f"is billed once inside the handling time. At the template's settings: "
+            f"{basis['memory_mb']} MB, batches of {basis['deliveries_batch']} deliveries (full, as "
+            f"under load; at a trickle, batches of one, the deliveries queue's receives and deletes "
+            f"and Lambda's invocations are up to that many times more); Lambda's own lines {num(basis['platform_log_bytes'], 0)} bytes an invocation; "
             f"{100 * basis['traced_share']:.0f}% of invocations traced. The deployed schedule waits "
             f"{', '.join(str(w) for w in waits)} s ({len(waits) + 1} attempts); the run's "
             f"(`WEBHOOK_RETRY_SCHEDULE={basis['schedule_run']}`) as many, a second each. A wait past "
             f"SQS's 12 hours brings the message back before it is due: {num(basis['early_receives'], 1)} "
             f"such receives over the schedule, each a `ChangeMessageVisibility` and a read of the "
             f"delivery item ({num(early, 1) if early is not None else '-'} read units, the failed "
-            f"delivery's item by DynamoDB's rules). Not included: the event itself (EventBridge, in the "
-            f"cost per change above), the write that marks an endpoint failing and the one that "
+            f"delivery's item by DynamoDB's rules). Not included: the event itself (EventBridge and the "
+            f"events function's invocation, in the cost per change above), the write that marks an endpoint failing and the one that "
             f"disables it (once per endpoint, not per delivery), and the queues' idle polling "
             f"(Lambda's pollers' empty receives, by the month).")
     for note in hooks.get("notes", []):

@@ -112,6 +112,21 @@ MUTATIONS = [
         "the events function back on SAM's role (AWSLambdaDynamoDBExecutionRole)",
         "",
     ),
+    # The events function's webhooks fan-out (template.yaml, EventsRole).
+    (
+        "EventsRole",
+        '                    dynamodb:LeadingKeys: ["WEBHOOK#*"]\n',
+        "EventsFunction: dynamodb:PutItem on DataTable",
+        "the events function's fan-out writes widened to every item (a pet, a key)",
+        '                    dynamodb:LeadingKeys: ["*"]\n',
+    ),
+    (
+        "EventsRole",
+        "                Action: sqs:SendMessage\n                Resource: !GetAtt WebhookDeliveriesQueue.Arn\n",
+        "EventsFunction: sqs:SendMessage on arn:aws:sqs:us-east-1:123456789012:another-queue",
+        "the events function's delivery messages widened to every queue",
+        '                Action: sqs:SendMessage\n                Resource: "*"\n',
+    ),
     # The pre-traffic check's own key (functions/pretraffic/src/key.rs).
     (
         "PreTrafficFunction",

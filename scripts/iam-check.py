@@ -83,12 +83,18 @@ EXPECTED_DENIALS = [
     ("StoreFunction", "dynamodb:Scan", "DataTable/index/GSI1", []),
     ("StoreFunction", "dynamodb:Scan", "DataTable/index/GSI1v2", []),
     # The events function reads the table through its stream, no other
-    # stream (SAM's own role for a DynamoDB event would read them all), and
-    # its hold sweep only orders, their pets and hold counts: no other item,
-    # no put, no other index.
-    ("EventsFunction", "dynamodb:GetItem", "DataTable", [API_KEY]),
+    # stream (SAM's own role for a DynamoDB event would read them all); its
+    # hold sweep touches only orders, their pets and hold counts, and its
+    # webhooks fan-out only reads keys and endpoints and puts deliveries: no
+    # key written, no other item put, no other index.
+    ("EventsFunction", "dynamodb:PutItem", "DataTable", [API_KEY]),
+    ("EventsFunction", "dynamodb:UpdateItem", "DataTable", [API_KEY]),
+    ("EventsFunction", "dynamodb:UpdateItem", "DataTable", ["WEBHOOK#1"]),
+    ("EventsFunction", "dynamodb:DeleteItem", "DataTable", ["WEBHOOK#1"]),
     ("EventsFunction", "dynamodb:UpdateItem", "DataTable", ["CATEGORY#1"]),
     ("EventsFunction", "dynamodb:PutItem", "DataTable", ["PET#1"]),
+    ("EventsFunction", "dynamodb:GetItem", "DataTable", ["IDEMPOTENCY#1#" + "0" * 64]),
+    ("EventsFunction", "dynamodb:Query", "DataTable/index/GSI3v2", ["WEBHOOKDELIVERY#1"]),
     ("EventsFunction", "dynamodb:Query", "DataTable/index/GSI1", ["PET#0"]),
     ("EventsFunction", "dynamodb:Query", "DataTable/index/GSI1v2", ["PET#0"]),
     *(
@@ -208,6 +214,11 @@ QUEUE_PROMISES = [
     # No other function touches them.
     ("StoreFunction", "sqs:SendMessage", "WebhookDeliveriesQueue", "Denied"),
     ("EventsFunction", "sqs:SendMessage", "WebhookEventsQueue", "Denied"),
+    # The events function fans out: it sends delivery messages, and only that.
+    ("EventsFunction", "sqs:SendMessage", "WebhookDeliveriesQueue", "Allowed"),
+    ("EventsFunction", "sqs:ChangeMessageVisibility", "WebhookDeliveriesQueue", "Denied"),
+    ("EventsFunction", "sqs:ReceiveMessage", "WebhookDeliveriesQueue", "Denied"),
+    ("EventsFunction", "sqs:SendMessage", OTHER_QUEUE, "Denied"),
 ]
 
 # The calls the webhooks design (issue 39) implies, checked as Allowed until

@@ -6,10 +6,10 @@ run that path as they do in Lambda.
     run-lambda-aws.py --invoke-port PORT --dynamodb-port PORT --env-file FILE
 
 - EventBridge and SQS: moto in server mode (the deploy rehearsal's offline
-  AWS), on a free port of 127.0.0.1: the bus, the two webhook queues with
-  template.yaml's visibility timeouts, and template.yaml's own
-  `WebhookEventsRule` (its event pattern, read from the template) sending
-  the bus's events to the events queue.
+  AWS), on a free port of 127.0.0.1: the bus and the two webhook queues
+  with template.yaml's visibility timeouts. The `events` function fans
+  events out to the deliveries queue itself; the events queue, which the
+  release before's bus rule fed, is kept (and read) as the template keeps it.
 - The event source mappings, which moto does not run: the data table's
   stream (DynamoDB Local's, read with the Streams API from its start, shard
   by shard, in order) in batches to the `events` function, a batch read
@@ -91,8 +91,8 @@ def clients(endpoint: str) -> dict[str, Any]:
 
 
 def create_resources(aws: dict[str, Any]) -> dict[str, str]:
-    """The bus, the queues and the rule, as the template declares them;
-    returns the queues' URLs by name."""
+    """The bus and the queues, as the template declares them; returns the
+    queues' URLs by name."""
     resources = template_resources()
     urls = {}
     for name, logical in ((EVENTS_QUEUE, "WebhookEventsQueue"), (DELIVERIES_QUEUE, "WebhookDeliveriesQueue")):
@@ -100,13 +100,7 @@ def create_resources(aws: dict[str, Any]) -> dict[str, str]:
         urls[name] = aws["sqs"].create_queue(
             QueueName=name, Attributes={"VisibilityTimeout": str(visibility)}
         )["QueueUrl"]
-    events_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{EVENTS_QUEUE}"
     aws["events"].create_event_bus(Name=BUS)
-    pattern = resources["WebhookEventsRule"]["Properties"]["EventPattern"]
-    aws["events"].put_rule(Name="webhook-events", EventBusName=BUS, EventPattern=json.dumps(pattern))
-    aws["events"].put_targets(
-        Rule="webhook-events", EventBusName=BUS, Targets=[{"Id": "webhook-events", "Arn": events_arn}]
-    )
     return urls
 
 

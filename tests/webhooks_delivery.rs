@@ -11,6 +11,7 @@
 mod authorization;
 mod cost;
 mod delay;
+mod events_fanout;
 mod flows;
 mod queue;
 mod receivers;
@@ -227,6 +228,19 @@ pub async fn delivery_when(
             _ => tokio::time::sleep(Duration::from_millis(20)).await,
         }
     }
+}
+
+/// A pet `app` (staff) creates with `quantity` in stock, for orders to take.
+pub async fn pet_in_stock(app: &TestApp, quantity: usize) -> u64 {
+    let dogs = app.create_category("Dogs").await;
+    let rex = app.create_pet("Rex", dogs, "available").await;
+    app.put(
+        &format!("/store/inventory/{rex}"),
+        json!({"quantity": quantity}),
+    )
+    .await
+    .assert_status(200);
+    rex
 }
 
 /// An event as EventBridge hands it to the events queue.

@@ -1,22 +1,27 @@
 //! What a million webhook deliveries cost, all in, from what the webhooks
 //! step measured ([`crate::webhooks`]), by the rules and prices of
 //! [`crate::cost`] and [`PRICES`]: SQS, Lambda, DynamoDB, CloudWatch Logs
-//! and X-Ray. The event itself (EventBridge) is priced per change in the
-//! main cost table, and a rule's delivery to SQS costs nothing more.
+//! and X-Ray. The event itself (EventBridge, and the events function's
+//! invocation of its stream batch) is priced per change in the main cost
+//! table; the fan-out runs inside that invocation (issue 47), so it adds
+//! only its own calls, time and log bytes.
 //!
 //! Measured, per delivery: the DynamoDB calls and units, the delivery
 //! path's log bytes, its handling time, its attempts, and from its lines the
 //! endpoints per event, the messages the fan-out enqueued and the attempts
 //! that handed their message back. SQS is not in the process (the local
 //! queue stands in for it), so its requests are those counts applied to the
-//! code path of `shared/src/webhooks/deliver/sqs.rs` and the mappings: the
-//! rule's `SendMessage` per event; per batch of the events queue a receive
-//! and a delete; a `SendMessageBatch` per 10 messages the fan-out enqueued;
+//! code path of `shared/src/webhooks/deliver/sqs.rs` and the mappings: no
+//! request per event (no bus rule, no events queue: the events function
+//! fans out from its stream batch); a `SendMessageBatch` per 10 messages a
+//! fan-out line enqueued (its batch's);
 //! per batch of the deliveries queue a receive per message received, a
 //! delete per message done; a `ChangeMessageVisibility` per message handed
 //! back. A batch's messages are handled side by side (`handle_batch`), so an
 //! invocation lasts about one message's handling: each delivery bills its
-//! handling time once per invocation it shares, rounded up to the ms.
+//! handling time once per invocation it shares, rounded up to the ms. The
+//! fan-out's time is in that handling time, so it is billed once, at the
+//! same memory as the events function it runs in.
 //!
 //! The all-fail case is measured whole, its 10 attempts a second apart;
 //! what the deployed schedule adds is derived: each wait past SQS's 12
@@ -156,7 +161,8 @@ pub fn price(case: &Case<'_>, basis: &WebhookBasis) -> DeliveryCost {
         f64::from(basis.events_batch.max(1)),
         f64::from(basis.deliveries_batch.max(1)),
     );
-    let per_event = 1.0 / m.endpoints_per_event.max(1.0);
+    // The events queue's batch is the release before's path, drained only.
+    let _ = events_batch;
     let early = case.early_receives;
     let received = m.attempts_per_delivery + early;
     // A fan-out that enqueued nothing never touches the deliveries queue.
@@ -169,14 +175,21 @@ pub fn price(case: &Case<'_>, basis: &WebhookBasis) -> DeliveryCost {
     } else {
         0.0
     };
-    let sqs_requests = per_event * (1.0 + 2.0 / events_batch) + deliveries_queue;
-    let invocations = per_event / events_batch + received / deliveries_batch;
+    // Nothing per event: the fan-out is in the events function's
+    // invocation of its stream batch, priced per change already.
+    let sqs_requests = deliveries_queue;
+    let invocations = received / deliveries_batch;
     // An early receive's handling: its one read, at the mean call's time.
     let call_ms = calls.dynamodb_ms / calls.calls_per_request.max(1.0);
     let handling_ms = calls.request_ms + early * call_ms;
     // Each invocation lasts one message's handling (a delivery's, its
     // fan-out included, spread over the messages it received).
-    let billed_ms = invocations * (handling_ms / received.max(1.0)).ceil().max(1.0);
+    // An event no endpoint takes makes no invocation of its own: its
+    // fan-out's time (any read) is billed inside the events function's.
+    let billed_ms = match invocations > 0.0 {
+        true => invocations * (handling_ms / received.max(1.0)).ceil().max(1.0),
+        false => handling_ms.max(0.0),
+    };
     let read_units =
         calls.read_units_per_request + early * basis.early_receive_read_units.unwrap_or_default();
     let write_units = calls.write_units_per_request;
@@ -344,13 +357,14 @@ mod tests {
             from: String::new(),
         };
         let cost = price(&case, &basis);
-        // The rule's send, a fifth of the events batch's receive and delete,
-        // one SendMessageBatch, a tenth of a receive and of a delete.
-        assert!((cost.sqs_requests - 2.4).abs() < 1e-9);
-        assert!((cost.invocations - 0.2).abs() < 1e-9);
-        // Each of its 0.2 invocations lasts its 19.5 ms, rounded up.
-        assert!((cost.billed_ms - 4.0).abs() < 1e-9);
-        assert!((cost.usd_per_million.sqs - 0.96).abs() < 1e-9);
+        // Nothing per event (the events function fans out): one
+        // SendMessageBatch, a tenth of a receive and of a delete.
+        assert!((cost.sqs_requests - 1.2).abs() < 1e-9);
+        // A tenth of a deliveries batch's invocation; none of its own.
+        assert!((cost.invocations - 0.1).abs() < 1e-9);
+        // Its 0.1 invocation lasts its 19.5 ms, rounded up.
+        assert!((cost.billed_ms - 2.0).abs() < 1e-9);
+        assert!((cost.usd_per_million.sqs - 0.48).abs() < 1e-9);
         assert!((cost.usd_per_million.dynamodb - (0.25 + 3.75)).abs() < 1e-9);
         let total = cost.usd_per_million;
         let sum = total.sqs + total.lambda + total.dynamodb + total.logs + total.xray;

@@ -9,7 +9,8 @@ use serde_json::Value;
 use std::path::Path;
 
 /// The metrics line every attempt writes in Lambda (`deliver/observe.rs`),
-/// after its attempt line; and the fan-out's line.
+/// after its attempt line; and the fan-out's line, one per stream batch
+/// that carried events webhooks take (`functions/events/src/webhooks.rs`).
 pub const ATTEMPT_METRICS: &str = "\"WebhookAttempts\"";
 pub const FAN_OUT: &str = "\"webhook fan-out\"";
 
@@ -24,6 +25,20 @@ pub fn is_delivery_line(line: &str) -> bool {
 pub fn lines_with(log: &Path, needle: &str) -> usize {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     text.lines().filter(|l| l.contains(needle)).count()
+}
+
+/// The events fanned out so far by the log's fan-out lines (each line
+/// counts its batch's `events`; a line without the field, one event).
+pub fn fanned_events(log: &Path) -> usize {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains(FAN_OUT))
+        .map(str::to_string)
+        .collect();
+    json_lines(&lines, "webhook fan-out")
+        .map(|line| line["events"].as_u64().unwrap_or(1) as usize)
+        .sum()
 }
 
 /// What an attempt line says (`deliver/observe.rs`'s `webhook attempt`).
@@ -48,17 +63,23 @@ pub fn attempt_fields(lines: &[String]) -> impl Iterator<Item = AttemptLine> + '
         webhook_id: line["webhook_id"].as_u64().unwrap_or_default(),
         event_id: line["event_id"].as_str().unwrap_or_default().to_string(),
         status: line["status"].as_u64().map_or(0, |s| s as u16),
-        duration_ms: line["duration_ms"].as_f64().unwrap_or_default(),
+        // In Lambda the attempt's line is its metrics line (observe.rs).
+        duration_ms: line["duration_ms"]
+            .as_f64()
+            .or_else(|| line["WebhookAttemptDuration"].as_f64())
+            .unwrap_or_default(),
         state: line["state"].as_str().unwrap_or_default().to_string(),
     })
 }
 
-/// The fan-out lines among `lines`: those that enqueued deliveries (their
-/// number, endpoints and messages summed), and those of events no endpoint
-/// took (an order's `stock.changed`).
+/// The fan-out lines among `lines` (one per stream batch): those that
+/// enqueued deliveries (their number: the sends' groups), the events some
+/// endpoint took, their endpoints and messages summed; and the events no
+/// endpoint took (an order's `stock.changed`).
 #[derive(Debug, PartialEq)]
 pub struct FanOuts {
     pub delivering: usize,
+    pub taken: usize,
     pub endpoints: f64,
     pub enqueued: f64,
     pub empty: usize,
@@ -67,19 +88,25 @@ pub struct FanOuts {
 pub fn fan_outs(lines: &[String]) -> FanOuts {
     let mut found = FanOuts {
         delivering: 0,
+        taken: 0,
         endpoints: 0.0,
         enqueued: 0.0,
         empty: 0,
     };
     for line in json_lines(lines, "webhook fan-out") {
         let enqueued = line["enqueued"].as_f64().unwrap_or_default();
+        // A line of one event (the events queue's) has no counts of events.
+        let events = line["events"].as_u64().unwrap_or(1) as usize;
+        let taken = line["taken"]
+            .as_u64()
+            .map_or(usize::from(enqueued > 0.0), |n| n as usize);
         if enqueued > 0.0 {
             found.delivering += 1;
             found.endpoints += line["endpoints"].as_f64().unwrap_or_default();
             found.enqueued += enqueued;
-        } else {
-            found.empty += 1;
         }
+        found.taken += taken;
+        found.empty += events.saturating_sub(taken);
     }
     found
 }
@@ -106,6 +133,7 @@ pub fn summarize(
         .fold(0.0, |sum, ms| sum + ms);
     let fanned = fan_outs(&sent.lines);
     let per_fan_out = |n: f64| n / fanned.delivering.max(1) as f64;
+    let per_event = |n: f64| n / fanned.taken.max(1) as f64;
     let other_fan_outs = fanned.empty as f64 / deliveries;
     let mut per_delivery = sent.per_request();
     if let Some(empty) = empty {
@@ -118,7 +146,7 @@ pub fn summarize(
         attempts_per_delivery: attempts.len() as f64 / deliveries,
         attempt_statuses: statuses,
         attempt_ms: attempt_ms / attempts.len().max(1) as f64,
-        endpoints_per_event: per_fan_out(fanned.endpoints),
+        endpoints_per_event: per_event(fanned.endpoints),
         enqueued_per_fan_out: per_fan_out(fanned.enqueued),
         handed_back_per_delivery: handed_back as f64 / deliveries,
         other_fan_outs_per_delivery: other_fan_outs,
@@ -178,14 +206,34 @@ mod tests {
         assert_eq!((attempt.webhook_id, attempt.status), (7, 500));
         assert_eq!(attempt.event_id, "e:0");
         assert_eq!(attempt.state, "pending");
+        // In Lambda, the attempt's one line is its metrics line.
+        let emf = [
+            r#"{"Function":"webhooks","WebhookAttempts":1,"WebhookAttemptDuration":3,"message":"webhook attempt","webhook_id":8,"event_id":"e:1","status":200,"state":"delivered","manual":false,"_aws":{}}"#.to_string(),
+        ];
+        let attempt = attempt_fields(&emf).next().unwrap();
+        assert_eq!((attempt.webhook_id, attempt.status), (8, 200));
+        assert_eq!(attempt.duration_ms, 3.0);
         let fanned = fan_outs(&lines);
         let expected = FanOuts {
             delivering: 1,
+            taken: 1,
             endpoints: 1.0,
             enqueued: 1.0,
             empty: 1,
         };
         assert_eq!(fanned, expected);
+        // The events function's line: one per stream batch, its events counted.
+        let batch = [
+            r#"{"level":"INFO","message":"webhook fan-out","events":3,"taken":2,"endpoints":3,"enqueued":3,"failed":0}"#.to_string(),
+        ];
+        let expected = FanOuts {
+            delivering: 1,
+            taken: 2,
+            endpoints: 3.0,
+            enqueued: 3.0,
+            empty: 1,
+        };
+        assert_eq!(fan_outs(&batch), expected);
     }
 
     #[test]

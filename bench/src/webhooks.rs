@@ -30,7 +30,7 @@ use crate::processes::NO_HOLD_SWEEP;
 use crate::receiver::{Answer, Receiver};
 use crate::webhook_cost::deployed_schedule;
 use crate::webhook_lines::{
-    attempt_fields, is_delivery_line, lines_with, summarize, ATTEMPT_METRICS, FAN_OUT,
+    attempt_fields, fanned_events, is_delivery_line, lines_with, summarize, ATTEMPT_METRICS,
 };
 use crate::webhook_results::{
     WebhookBasis, Webhooks, ALL_FAILED, DELIVERED_FIRST, DELIVERED_SECOND, EMPTY_FAN_OUT,
@@ -292,8 +292,7 @@ impl Step {
             let events = count_lines(&self.events);
             if events != seen {
                 (seen, since) = (events, Instant::now());
-            } else if since.elapsed() > Duration::from_secs(1)
-                && lines_with(&self.log, FAN_OUT) >= events
+            } else if since.elapsed() > Duration::from_secs(1) && fanned_events(&self.log) >= events
             {
                 return true;
             }
@@ -302,7 +301,7 @@ impl Step {
     }
 
     /// Makes `change`, then waits for `attempts` attempt lines and
-    /// `fan_outs` fan-out lines; what came in between, or `None` if they
+    /// `fan_outs` events fanned out; what came in between, or `None` if they
     /// did not all come.
     async fn window(
         &mut self,
@@ -311,7 +310,7 @@ impl Step {
         fan_outs: usize,
     ) -> Result<Option<Sent>, Error> {
         let attempted = lines_with(&self.log, ATTEMPT_METRICS) + attempts;
-        let fanned = lines_with(&self.log, FAN_OUT) + fan_outs;
+        let fanned = fanned_events(&self.log) + fan_outs;
         match change {
             Change::Order => {
                 let order = json!({"petId": self.pet_id, "quantity": 1});
@@ -327,7 +326,7 @@ impl Step {
         self.meter.skip().await?;
         let deadline = Instant::now() + TIMEOUT * (attempts + 1) as u32;
         let done = |log: &Path| {
-            lines_with(log, ATTEMPT_METRICS) >= attempted && lines_with(log, FAN_OUT) >= fanned
+            lines_with(log, ATTEMPT_METRICS) >= attempted && fanned_events(log) >= fanned
         };
         while !done(&self.log) {
             if Instant::now() > deadline {

@@ -6,7 +6,7 @@ use super::receivers::{rust_receiver, Answer};
 use super::*;
 use crate::domain_events::reader;
 use events::FilePublisher;
-use petstore_local::webhooks::WebhookTee;
+use events::WithWebhooks;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -23,15 +23,7 @@ async fn an_order_s_webhook_arrives_within_seconds_p50_p99() {
         .unwrap_or(ORDERS);
     let staff = TestApp::spawn().await;
     let customer = staff.as_customer().await;
-    let dogs = staff.create_category("Dogs").await;
-    let rex = staff.create_pet("Rex", dogs, "available").await;
-    staff
-        .put(
-            &format!("/store/inventory/{rex}"),
-            json!({"quantity": orders + 1}),
-        )
-        .await
-        .assert_status(200);
+    let rex = pet_in_stock(&staff, orders + 1).await;
     let secret = petstore::webhooks::sign::new_secret();
     let mut receiver = rust_receiver(&[&secret], vec![Answer::Status(200)]).await;
     let mut endpoint = NewEndpoint::new(customer.key_id, "customer", &receiver.url, &secret);
@@ -49,11 +41,7 @@ async fn an_order_s_webhook_arrives_within_seconds_p50_p99() {
         quick_schedule(),
         key_states(&staff, Duration::from_secs(30)),
     );
-    let tee = WebhookTee::new(
-        FilePublisher::new(&events_file, "us-east-1"),
-        deliverer,
-        "us-east-1",
-    );
+    let tee = WithWebhooks::new(FilePublisher::new(&events_file, "us-east-1"), deliverer);
     tokio::spawn(reader(&staff, &staff.endpoint).follow(tee));
 
     let mut placed = HashMap::new();

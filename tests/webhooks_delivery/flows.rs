@@ -3,20 +3,15 @@
 use super::receivers::{python_receiver, rust_receiver, Answer};
 use super::*;
 use crate::domain_events::{reader, Collect};
+use events::WithWebhooks;
 use petstore::webhooks::queue::DeliveryMessage;
 use petstore::webhooks::sign::new_secret;
-use petstore_local::webhooks::WebhookTee;
 
 #[tokio::test]
 async fn a_placed_order_reaches_its_owner_signed_and_never_another_customer() {
     let staff = TestApp::spawn().await;
     let (owner, other) = (staff.as_customer().await, staff.as_customer().await);
-    let dogs = staff.create_category("Dogs").await;
-    let rex = staff.create_pet("Rex", dogs, "available").await;
-    staff
-        .put(&format!("/store/inventory/{rex}"), json!({"quantity": 3}))
-        .await
-        .assert_status(200);
+    let rex = pet_in_stock(&staff, 3).await;
     let order = owner.post("/store/orders", json!({"petId": rex})).await;
     order.assert_status(201);
     // The key identity that placed it (section 4a), which its events carry.
@@ -41,11 +36,7 @@ async fn a_placed_order_reaches_its_owner_signed_and_never_another_customer() {
     )
     .await;
     // The events consumer's stream, teed into the webhooks as `make run` does.
-    let tee = WebhookTee::new(
-        Collect::default(),
-        deliverer(&staff, LOCAL, resolver),
-        "us-east-1",
-    );
+    let tee = WithWebhooks::new(Collect::default(), deliverer(&staff, LOCAL, resolver));
     assert!(reader(&staff, &staff.endpoint)
         .drain(&tee, 50)
         .await

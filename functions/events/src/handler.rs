@@ -29,6 +29,7 @@ pub async fn handle<P: Publisher>(
         unpublished_from = outcome.first_unpublished.as_deref().unwrap_or(""),
         "batch"
     );
+    publisher.end_batch();
     let mut response = DynamoDbEventResponse::default();
     if let Some(sequence) = outcome.first_unpublished {
         let mut failure = DynamoDbBatchItemFailure::default();

@@ -14,8 +14,11 @@
 //!    which Lambda (or the local reader) delivers the batch again;
 //! 4. [`publish`]: where events go: EventBridge, or locally a file of the
 //!    events as EventBridge delivers them to a target;
-//! 5. [`handler`]: the Lambda handler (batch item failures);
-//! 6. `local` (feature `local`): DynamoDB Local's stream, read with the
+//! 5. [`webhooks`]: each published event fanned out to its webhook
+//!    endpoints (a delivery item and a message each), a failed fan-out
+//!    leaving its record unpublished as a failed publish does;
+//! 6. [`handler`]: the Lambda handler (batch item failures);
+//! 7. `local` (feature `local`): DynamoDB Local's stream, read with the
 //!    Streams API by the same code, for `make run` and the tests.
 
 pub mod batch;
@@ -26,11 +29,13 @@ pub mod holds;
 #[cfg(feature = "local")]
 pub mod local;
 pub mod publish;
+pub mod webhooks;
 
 pub use batch::{publish_changes, Outcome, Retries};
 pub use change::Change;
 pub use domain::{events_of, DomainEvent, SOURCE};
 pub use publish::{EventBridgePublisher, FilePublisher, Publisher};
+pub use webhooks::WithWebhooks;
 
 /// The error of a batch or a publisher.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

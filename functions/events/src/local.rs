@@ -232,6 +232,7 @@ impl StreamReader {
             .map(Change::from_streams)
             .collect();
         let outcome = publish_changes(&changes, publisher, self.retries).await;
+        publisher.end_batch();
         self.count(changes.len(), &outcome);
         let shard = self.shard(id);
         match &outcome.first_unpublished {

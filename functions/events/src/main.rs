@@ -1,16 +1,20 @@
-//! The `events` Lambda function: wiring only. The EventBridge client is built
-//! once per cold start; every batch of the data table's stream goes through
-//! [`events::handler::handle`] to the bus named by `EVENT_BUS_NAME`, and the
-//! hold sweep's schedule through [`events::holds::sweep`].
+//! The `events` Lambda function: wiring only. The EventBridge, DynamoDB and
+//! SQS clients are built once per cold start; every batch of the data
+//! table's stream goes through [`events::handler::handle`] to
+//! the bus named by `EVENT_BUS_NAME` and to the webhooks' fan-out (delivery
+//! items in the table, messages on `WEBHOOK_QUEUE_URL`), and the hold
+//! sweep's schedule through [`events::holds::sweep`].
 
 // The handler's future nests the SDK's call inside the AWS call recorder's
 // task-local scope (petstore::aws_calls): one level deeper than rustc's
 // default limit lets it lay out.
 #![recursion_limit = "256"]
 
-use events::EventBridgePublisher;
+use events::{EventBridgePublisher, WithWebhooks};
 use lambda_runtime::{service_fn, LambdaEvent};
+use petstore::webhooks::deliver::lambda::QueueSide;
 use serde_json::Value;
+use std::sync::Arc;
 
 // One thread: Lambda gives less than one vCPU below 1,769 MB (README, Performance).
 #[tokio::main(flavor = "current_thread")]
@@ -23,10 +27,16 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         .http_client(petstore::http_client())
         .load()
         .await;
+    let client = aws_sdk_dynamodb::Client::new(&aws);
+    // The webhooks' fan-out: the same deliverer as the webhooks function's
+    // (WEBHOOK_QUEUE_URL, the key cache's bounds); no call until an event
+    // comes, then the subscriptions' lists are held for the key cache's TTL.
+    let webhooks = QueueSide::from_env(&aws, client.clone(), &config)?;
     let publisher = EventBridgePublisher::from_config(&aws, bus);
+    let publisher = WithWebhooks::new(publisher, Arc::new(webhooks.deliverer));
     let publisher = &publisher;
     // The hold sweep's table: no call is made until a schedule invokes it.
-    let db = petstore::db::Db::new(aws_sdk_dynamodb::Client::new(&aws), config.table_name)
+    let db = petstore::db::Db::new(client, config.table_name)
         .with_shards(config.shards)
         .with_hold(config.hold)
         .with_layout(config.data_layout);

@@ -24,6 +24,10 @@ pub trait Publisher: Sync {
         &self,
         events: &[DomainEvent],
     ) -> impl Future<Output = Vec<Result<(), String>>> + Send;
+
+    /// Told when a batch of stream records is done (its summary logged):
+    /// a publisher that keeps totals over the batch's calls writes them.
+    fn end_batch(&self) {}
 }
 
 /// An entry's size as EventBridge counts it for a call's limit.

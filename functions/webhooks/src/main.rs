@@ -5,9 +5,10 @@
 //! One function serves three event sources: API Gateway (the HTTP API of
 //! contract section 9, through the shared wrapper around this function's
 //! router, its metrics line on stdout with `Function` = `webhooks`), and the
-//! two SQS queues (the events queue's fan-out and the deliveries queue's
-//! attempts, `petstore::webhooks::deliver`). An invocation's payload says
-//! which: an SQS batch has `Records[0].eventSource == "aws:sqs"`.
+//! SQS queues: the deliveries queue's attempts, and the events queue's
+//! fan-out, which only drains the release before's queue (the `events`
+//! function fans out now; `petstore::webhooks::deliver`). An invocation's
+//! payload says which: an SQS batch has `Records[0].eventSource == "aws:sqs"`.
 
 use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
 use lambda_http::request::LambdaRequest;

@@ -101,7 +101,15 @@ const FUNCTIONS: [Function; 5] = [
         label: "events",
         event: Event::EmptyStreamBatch,
         keyed: false,
-        env: &[("EVENT_BUS_NAME", "petstore-bench")],
+        // It fans out to the webhooks' deliveries queue too (no call for an
+        // empty batch, but the queue's URL is required at start).
+        env: &[
+            ("EVENT_BUS_NAME", "petstore-bench"),
+            (
+                "WEBHOOK_QUEUE_URL",
+                "https://sqs.us-east-1.amazonaws.com/000000000000/petstore-bench-deliveries",
+            ),
+        ],
     },
 ];
 

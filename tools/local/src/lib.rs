@@ -1,11 +1,11 @@
 //! What every local stack sets up, shared by `petstore-local`'s commands
 //! (`make run`, `make run-lambda`, `make invoke`) and the tests:
 //! the demo keys ([`demo`]), and the sample events' key and records
-//! ([`sample_events`]), and the events teed to the webhooks ([`webhooks`]).
+//! ([`sample_events`]). The events consumer fans events out to the webhooks
+//! itself (`events::WithWebhooks`), as the `events` function does in Lambda.
 
 pub mod demo;
 pub mod sample_events;
-pub mod webhooks;
 
 /// Whether `endpoint` is a DynamoDB on this machine: the only kind local
 /// stacks write their published keys to.

@@ -178,8 +178,10 @@ fn follow_events(
     let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".into());
     let reader =
         events::local::StreamReader::new(events::local::local_streams_client(endpoint), table);
-    let file_publisher = events::FilePublisher::new(&file, region.clone());
-    let publisher = petstore_local::webhooks::WebhookTee::new(file_publisher, deliverer, region);
+    let file_publisher = events::FilePublisher::new(&file, region);
+    // The events function's own fan-out, as in Lambda: an event not fanned
+    // out leaves its record to be read again.
+    let publisher = events::WithWebhooks::new(file_publisher, deliverer);
     tokio::spawn(reader.follow(publisher));
     file
 }

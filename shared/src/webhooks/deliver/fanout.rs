@@ -18,9 +18,10 @@ pub struct FannedOut {
 }
 
 impl FannedOut {
-    /// The fan-out's one log line, written where it runs: in Lambda by the
-    /// events queue's handler (`sqs.rs`), under `make run` by the tee that
-    /// stands in for the bus's rule (so the bench counts the same bytes).
+    /// The fan-out's log line where one event is fanned out alone: the
+    /// release before's events queue's handler (`sqs.rs`). The events
+    /// function writes one line per stream batch instead
+    /// (`functions/events/src/webhooks.rs`).
     pub fn log(&self) {
         tracing::info!(
             event_type = self.event_type.unwrap_or(""),
@@ -53,21 +54,66 @@ pub fn payload(event_type: EventType, detail: &Value) -> Result<String, DeliverE
     serde_json::to_string(&payload).map_err(|e| DeliverError::Message(e.to_string()))
 }
 
+/// Messages per send: SQS's `SendMessageBatch` takes ten, so a batch of
+/// events' deliveries costs one request per ten messages, not one per event.
+const SEND_BATCH: usize = 10;
+
 impl Deliverer {
     /// One event, as EventBridge delivers it to a target
     /// (`{"detail-type": ..., "detail": {...}}`), fanned out. A type that
     /// webhooks do not carry is done with, nothing sent.
     pub async fn fan_out(&self, event: &Value) -> Result<FannedOut, DeliverError> {
         let detail_type = event["detail-type"].as_str().unwrap_or_default();
+        let mut fanned = self.fan_out_all(&[(detail_type, &event["detail"])]).await;
+        fanned.pop().unwrap_or_else(|| Ok(FannedOut::default()))
+    }
+
+    /// Several events at once, each as its bus `detail-type` and `detail`
+    /// (the events function's, from one `PutEvents` call): each event's
+    /// delivery items created, then every message sent, ten a call. The
+    /// answer is per event, in order: an event whose items or messages
+    /// failed is an error, to be fanned out again (its items are not made
+    /// twice; an unattempted one's message is sent again).
+    pub async fn fan_out_all(
+        &self,
+        events: &[(&str, &Value)],
+    ) -> Vec<Result<FannedOut, DeliverError>> {
+        let prepared = events
+            .iter()
+            .map(|(detail_type, detail)| self.deliveries_of(detail_type, detail));
+        let prepared = futures::future::join_all(prepared).await;
+        let mut results = Vec::with_capacity(events.len());
+        let mut messages: Vec<(usize, DeliveryMessage)> = Vec::new();
+        for (index, event) in prepared.into_iter().enumerate() {
+            results.push(event.map(|(fanned, of_event)| {
+                messages.extend(of_event.into_iter().map(|m| (index, m)));
+                fanned
+            }));
+        }
+        for call in messages.chunks(SEND_BATCH) {
+            let sending = call.iter().map(|(_, message)| message.clone()).collect();
+            if let Err(error) = self.queue.send(sending).await {
+                for (index, _) in call {
+                    results[*index] = Err(DeliverError::Queue(error.clone()));
+                }
+            }
+        }
+        results
+    }
+
+    /// One event's delivery items, created, and the messages they need.
+    async fn deliveries_of(
+        &self,
+        detail_type: &str,
+        detail: &Value,
+    ) -> Result<(FannedOut, Vec<DeliveryMessage>), DeliverError> {
         let Some(event_type) = EventType::from_detail_type(detail_type) else {
-            return Ok(FannedOut::default());
+            return Ok((FannedOut::default(), Vec::new()));
         };
-        let detail = &event["detail"];
         let event_id = detail["eventId"].as_str().ok_or_else(|| {
             DeliverError::Message(format!("{detail_type} without detail.eventId"))
         })?;
         let order_owner = detail["order"]["ownerId"].as_u64();
-        let body = payload(event_type, detail)?;
         let endpoints = items::subscribers(
             &self.client,
             &self.table,
@@ -76,33 +122,34 @@ impl Deliverer {
             order_owner,
         )
         .await?;
-        let now = Utc::now();
         let mut messages = Vec::new();
-        for endpoint in &endpoints {
-            let new = NewDelivery {
-                webhook_id: endpoint.id,
-                event_id,
-                event_type,
-                body: &body,
-            };
-            match items::create(&self.client, &self.table, &new, now).await? {
-                Created::New | Created::Unattempted => messages.push(DeliveryMessage {
+        if !endpoints.is_empty() {
+            // Made only for an event someone takes.
+            let body = payload(event_type, detail)?;
+            let now = Utc::now();
+            for endpoint in &endpoints {
+                let new = NewDelivery {
                     webhook_id: endpoint.id,
-                    event_id: event_id.to_string(),
-                    manual: false,
-                }),
-                Created::Existing => {}
+                    event_id,
+                    event_type,
+                    body: &body,
+                };
+                match items::create(&self.client, &self.table, &new, now).await? {
+                    Created::New | Created::Unattempted => messages.push(DeliveryMessage {
+                        webhook_id: endpoint.id,
+                        event_id: event_id.to_string(),
+                        manual: false,
+                    }),
+                    Created::Existing => {}
+                }
             }
         }
-        let enqueued = messages.len();
-        if !messages.is_empty() {
-            self.queue.send(messages).await?;
-        }
-        Ok(FannedOut {
+        let fanned = FannedOut {
             event_type: Some(event_type.as_str()),
             endpoints: endpoints.len(),
-            enqueued,
-        })
+            enqueued: messages.len(),
+        };
+        Ok((fanned, messages))
     }
 }
 

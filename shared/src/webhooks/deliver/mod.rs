@@ -1,9 +1,12 @@
 //! The two queue handlers of webhook delivery, the same code in Lambda (SQS
 //! event source mappings, [`sqs`]) and under `make run` ([`local`]):
 //!
-//! - [`Deliverer::fan_out`]: one event from the bus (as EventBridge hands it
-//!   to the events queue) to one delivery item per subscribed endpoint and
-//!   one message each on the deliveries queue;
+//! - [`Deliverer::fan_out_all`]: the events one `PutEvents` call published
+//!   (the `events` function's, from its stream batch) to one delivery item
+//!   per subscribed endpoint and one message each on the deliveries queue,
+//!   ten a send; [`Deliverer::fan_out`] one event as EventBridge hands it to
+//!   a target (the release before's events queue, drained by the `webhooks`
+//!   function);
 //! - [`Deliverer::deliver`]: one message of the deliveries queue to one
 //!   attempt, recorded, and what the queue does with the message next
 //!   ([`Disposition`]: done, or back after a delay).

@@ -1,5 +1,8 @@
-//! What an attempt leaves for the operator: one log line, and in Lambda one
-//! CloudWatch Embedded Metric Format line (namespace `PetStore`, dimension
+//! What an attempt leaves for the operator: one line. Off Lambda, a log
+//! line; in Lambda, one CloudWatch Embedded Metric Format line that is also
+//! the attempt's log line (its ids, status, state, `manual`, as properties
+//! beside the metrics: no second line repeating them; issue 47, log bytes
+//! per delivery). Its metrics (namespace `PetStore`, dimension
 //! `Function = webhooks`): `WebhookAttempts` (count), `WebhookAttemptDuration`
 //! (ms), `WebhookDeliveryDelay` (ms from the event to its successful
 //! attempt), and `WebhookFailures` by `ErrorKind`. The deliveries queue's
@@ -13,6 +16,11 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 pub(super) fn attempt_made(delivery: &Delivery, attempt: &Attempt, next: &NextState, manual: bool) {
+    if std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some() {
+        let line = attempt_line(delivery, attempt, next, manual, Utc::now());
+        println!("{line}");
+        return;
+    }
     let error = match &attempt.outcome {
         Outcome::Failed(failure) => failure.kind.as_str(),
         Outcome::Delivered { .. } => "",
@@ -27,9 +35,26 @@ pub(super) fn attempt_made(delivery: &Delivery, attempt: &Attempt, next: &NextSt
         manual,
         "webhook attempt"
     );
-    if std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some() {
-        println!("{}", emf(delivery, attempt, Utc::now()));
-    }
+}
+
+/// The attempt's one line in Lambda: its EMF document, with the attempt's
+/// ids, status, next state and `manual` (its duration and error kind are
+/// the metrics' own `WebhookAttemptDuration` and `ErrorKind`).
+fn attempt_line(
+    delivery: &Delivery,
+    attempt: &Attempt,
+    next: &NextState,
+    manual: bool,
+    now: DateTime<Utc>,
+) -> Value {
+    let mut line = emf(delivery, attempt, now);
+    line["message"] = json!("webhook attempt");
+    line["webhook_id"] = json!(delivery.webhook_id);
+    line["event_id"] = json!(delivery.event_id);
+    line["status"] = json!(attempt.outcome.status().unwrap_or(0));
+    line["state"] = json!(next.state.as_str());
+    line["manual"] = json!(manual);
+    line
 }
 
 /// The attempt's EMF document, as of `now`.

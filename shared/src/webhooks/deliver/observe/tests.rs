@@ -54,3 +54,28 @@ fn a_failure_is_counted_by_its_kind() {
     );
     assert!(line.get("WebhookDeliveryDelay").is_none());
 }
+
+#[test]
+fn in_lambda_the_attempt_s_one_line_is_its_metrics_with_its_ids() {
+    let now = Utc::now();
+    let attempt = Attempt {
+        at: now,
+        duration_ms: 7,
+        outcome: Outcome::Delivered { status: 204 },
+    };
+    let next = NextState {
+        state: DeliveryState::Delivered,
+        next_attempt_at: None,
+        schedule_step: 1,
+    };
+    let line = attempt_line(&delivery(), &attempt, &next, false, now);
+    assert_eq!(line["message"], "webhook attempt");
+    assert_eq!(line["webhook_id"], 1);
+    assert_eq!(line["event_id"], "e");
+    assert_eq!(line["status"], 204);
+    assert_eq!(line["state"], "delivered");
+    assert_eq!(line["WebhookAttempts"], 1);
+    // Said once: the duration is the metric's, not a second field.
+    assert_eq!(line["WebhookAttemptDuration"], 7);
+    assert!(line.get("duration_ms").is_none());
+}
