@@ -5,6 +5,7 @@
 
 mod deliveries;
 mod endpoints;
+mod list_calls;
 mod receivers;
 mod staff;
 

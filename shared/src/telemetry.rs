@@ -28,6 +28,12 @@
 //! Lambda drops a JSON line whose `level` is below it. Filtering here as well
 //! means a line Lambda would drop is never formatted (see [`lambda_level`]).
 //! `RUST_LOG`, when set, overrides it.
+//!
+//! The levels are `tracing_subscriber`'s `Targets` (`info,dynamodb=debug`:
+//! a default level and a level per target), not its `EnvFilter`: the same
+//! directives, without the span and field-value ones (`[span{field=x}]`)
+//! this service never uses, whose regular expressions linked a regex
+//! compiler into every function (the `webhooks` zip's budget, issue 47).
 
 use crate::http::sdk_client::{self, Around};
 use aws_sdk_dynamodb::config::SharedHttpClient;
@@ -39,7 +45,7 @@ use std::cell::Cell;
 use std::future::Future;
 use std::time::Instant;
 use tracing::{Level, Subscriber};
-use tracing_subscriber::filter::EnvFilter;
+use tracing_subscriber::filter::Targets;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::{fmt, Layer, Registry};
@@ -81,10 +87,10 @@ pub fn json_at<W>(writer: W, lambda_log_level: &str) -> impl Subscriber + Send +
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
-    json_filtered(writer, EnvFilter::new(lambda_level(Some(lambda_log_level))))
+    json_filtered(writer, directives(lambda_level(Some(lambda_log_level))))
 }
 
-fn json_filtered<W>(writer: W, level: EnvFilter) -> impl Subscriber + Send + Sync
+fn json_filtered<W>(writer: W, level: Targets) -> impl Subscriber + Send + Sync
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
@@ -100,13 +106,22 @@ where
     Registry::default().with(lines)
 }
 
-/// `RUST_LOG` if it is set, else the level Lambda was given
-/// ([`lambda_level`] of `AWS_LAMBDA_LOG_LEVEL`; `INFO` when there is none).
-fn level() -> EnvFilter {
-    EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        let lambda = std::env::var("AWS_LAMBDA_LOG_LEVEL").ok();
-        EnvFilter::new(lambda_level(lambda.as_deref()))
-    })
+/// `RUST_LOG` if it is set (and reads as directives), else the level
+/// Lambda was given ([`lambda_level`] of `AWS_LAMBDA_LOG_LEVEL`; `INFO`
+/// when there is none).
+fn level() -> Targets {
+    let asked = std::env::var("RUST_LOG").ok();
+    asked
+        .and_then(|asked| asked.parse().ok())
+        .unwrap_or_else(|| {
+            let lambda = std::env::var("AWS_LAMBDA_LOG_LEVEL").ok();
+            directives(lambda_level(lambda.as_deref()))
+        })
+}
+
+/// One of [`lambda_level`]'s directives, which always read.
+fn directives(lambda_level: &str) -> Targets {
+    lambda_level.parse().unwrap_or_default()
 }
 
 /// The directives for Lambda's application log level. `DEBUG` turns on our
@@ -241,5 +256,28 @@ mod tests {
         assert_eq!(lambda_level(Some("WARN")), "warn");
         assert_eq!(lambda_level(Some("ERROR")), "error");
         assert_eq!(lambda_level(Some("FATAL")), "error");
+    }
+
+    #[test]
+    fn each_lambda_level_reads_as_the_directives_it_names() {
+        use tracing::Level;
+        let debug = directives(lambda_level(Some("DEBUG")));
+        assert!(debug.would_enable("dynamodb", &Level::DEBUG));
+        assert!(debug.would_enable("petstore::webhooks::deliver", &Level::DEBUG));
+        assert!(!debug.would_enable("aws_smithy_runtime::client", &Level::DEBUG));
+        assert!(debug.would_enable("aws_smithy_runtime::client", &Level::INFO));
+        let info = directives(lambda_level(None));
+        assert!(info.would_enable("petstore", &Level::INFO));
+        assert!(!info.would_enable("petstore", &Level::DEBUG));
+        let warn = directives(lambda_level(Some("WARN")));
+        assert!(warn.would_enable("petstore", &Level::WARN));
+        assert!(!warn.would_enable("petstore", &Level::INFO));
+        let error = directives(lambda_level(Some("ERROR")));
+        assert!(!error.would_enable("petstore", &Level::WARN));
+        let asked: Targets = "info,aws_sdk_dynamodb=debug"
+            .parse()
+            .expect("RUST_LOG's form");
+        assert!(asked.would_enable("aws_sdk_dynamodb::client", &Level::DEBUG));
+        assert!("off".parse::<Targets>().is_ok());
     }
 }

@@ -9,8 +9,8 @@
 //! webhooks need no new index: GSI1 holds every endpoint (staff's list),
 //! GSI4 each owner's (a customer's list, and an order's owner's at fan-out),
 //! GSI2 the staff endpoints (every event may go to them; the list follows
-//! the key's role: [`follow_role`]). A list reads the keys from the index
-//! and the items themselves by key ([`super::list`]).
+//! the key's role: [`follow_role`]). `GET /webhooks` reads its page from
+//! the index alone, without the secrets ([`super::list`]).
 //!
 //! The count item makes the per-plan cap exact under concurrency: a creation
 //! adds 1 on condition that the count is below the cap, in the transaction
@@ -20,13 +20,15 @@ mod changes;
 mod receivers;
 mod roles;
 
-use super::list::{keys_page, KeyList};
+use super::list::{items_page, KeyList};
 use super::records::WebhookEndpoint;
-use crate::db::{from_item, s, to_item, Db, DbError, Item, Page};
+use crate::db::query::Projection;
+use crate::db::{from_item, record_fields, s, to_item, Db, DbError, Item, Page};
 use crate::records::{Caller, Description, Id, Role};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 pub use changes::{rotated, EndpointCheck, Rotation, SECRET_OVERLAP_HOURS};
 pub use receivers::subscribers;
@@ -60,6 +62,18 @@ pub(crate) fn count_key(owner: Id) -> Item {
 pub fn time(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
+
+/// What an endpoint list reads: every field of an endpoint but its sealed
+/// `secrets`, which no list opens or shows (contract 9: secrets are read
+/// only to sign an attempt). An endpoint read so has no secrets.
+static LISTED_ENDPOINT_FIELDS: LazyLock<Projection> = LazyLock::new(|| {
+    let fields: Vec<&str> = record_fields::<Endpoint>()
+        .iter()
+        .copied()
+        .filter(|field| *field != "secrets")
+        .collect();
+    Projection::of_attributes(&fields)
+});
 
 /// One signing secret; `retiresAt` absent on the current one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -205,11 +219,10 @@ impl Db {
             Some(owner) => KeyList::new("GSI4", owner_list(owner)),
             None => KeyList::new("GSI1", ALL.to_string()),
         };
-        let page = keys_page(self, &list, limit, after).await?;
-        let items = self
-            .batch_get_consistent("list webhooks", page.items, None)
-            .await?;
-        let mut endpoints = items
+        let fields = &LISTED_ENDPOINT_FIELDS;
+        let page = items_page(self, &list, fields, limit, after, "list webhooks").await?;
+        let mut endpoints = page
+            .items
             .into_iter()
             .map(from_item::<Endpoint>)
             .collect::<Result<Vec<_>, _>>()?;

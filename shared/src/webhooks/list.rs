@@ -1,13 +1,17 @@
-//! A page of item keys from one list of an existing GSI, highest `id` first.
+//! A page from one list of an existing GSI, highest `id` first.
 //!
-//! The GSIs sort on the numeric `id`. A webhook list reads only the base
-//! table's keys from the index (`PK, SK, id`), then the items by key
-//! ([`crate::db::Db`]'s batch read). The list indexes now carry whole items
-//! (`ALL`, docs/data.md), so a page could come from the query alone, one
-//! call less; the batch read is kept until that is measured.
+//! The GSIs sort on the numeric `id`. Layout 2's list indexes carry whole
+//! items (`ALL`, docs/data.md), so a page of records is one query of the
+//! index ([`items_page`]). Layout 1's (the last release's, served until its
+//! migration switches the functions over) project only the pet store's
+//! named attributes, none of a webhook's: there a page reads the base
+//! table's keys from the index (`PK, SK, id`, [`keys_page`]), then the items
+//! by key ([`crate::db::Db`]'s batch read), one call more.
 
+use crate::db::query::{IndexQuery, Projection};
 use crate::db::{classify, n, s, Db, DbError, Item, Page};
 use aws_sdk_dynamodb::types::AttributeValue;
+use std::borrow::Cow;
 
 /// One list: its index, by its layout-independent name (`GSI1`..), and
 /// the partition key value.
@@ -21,6 +25,39 @@ impl KeyList {
     pub(crate) fn new(index: &'static str, partition: String) -> KeyList {
         KeyList { index, partition }
     }
+}
+
+/// Up to `limit` items of `list` below `after` (newest first), only their
+/// `fields`, and the id the next page starts below when there are more: one
+/// query when the list's index holds those fields, else [`keys_page`] and a
+/// consistent batch read of the items (`operation` names it in the logs).
+pub(crate) async fn items_page(
+    db: &Db,
+    list: &KeyList,
+    fields: &'static Projection,
+    limit: usize,
+    after: Option<u64>,
+    operation: &'static str,
+) -> Result<Page<Item>, DbError> {
+    if let Cow::Borrowed(_) = db.layout().readable(list.index, fields) {
+        let query = IndexQuery {
+            index: list.index,
+            partition: list.partition.clone(),
+            sharded: None,
+            descending: true,
+            filter: None,
+            projection: fields,
+        };
+        return db.query_page(query, limit, after).await;
+    }
+    let page = keys_page(db, list, limit, after).await?;
+    let items = db
+        .batch_get_consistent(operation, page.items, Some(fields))
+        .await?;
+    Ok(Page {
+        items,
+        next_after: page.next_after,
+    })
 }
 
 /// Up to `limit` keys (`PK`, `SK`) below `after`, newest first, and the id
