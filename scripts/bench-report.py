@@ -258,10 +258,10 @@ def webhooks(f):
     early = basis.get("early_receive_read_units")
     out += (f"\n\nThe fan-out runs in the events function, on the stream batch it reads to publish "
             f"to the bus: no SQS request or invocation per event; its messages go ten to a "
-            f"`SendMessageBatch` (priced at the messages of one fan-out line, its batch's), its time "
+            f"`SendMessageBatch` (priced at a full stream batch's, {basis['events_batch']} events), its time "
             f"is billed once inside the handling time. At the template's settings: "
             f"{basis['memory_mb']} MB, batches of {basis['deliveries_batch']} deliveries (full, as "
-            f"under load; at a trickle, batches of one, the deliveries queue's receives and deletes "
+            f"under load; at a trickle, batches of one, the fan-out's sends and the deliveries queue's receives and deletes "
             f"and Lambda's invocations are up to that many times more); Lambda's own lines {num(basis['platform_log_bytes'], 0)} bytes an invocation; "
             f"{100 * basis['traced_share']:.0f}% of invocations traced. The deployed schedule waits "
             f"{', '.join(str(w) for w in waits)} s ({len(waits) + 1} attempts); the run's "

@@ -13,8 +13,9 @@
 //! queue stands in for it), so its requests are those counts applied to the
 //! code path of `shared/src/webhooks/deliver/sqs.rs` and the mappings: no
 //! request per event (no bus rule, no events queue: the events function
-//! fans out from its stream batch); a `SendMessageBatch` per 10 messages a
-//! fan-out line enqueued (its batch's);
+//! fans out from its stream batch); a `SendMessageBatch` per 10 messages
+//! the fan-out of a full stream batch enqueues (the mapping's `BatchSize`
+//! events, as under load; the run places its orders one at a time);
 //! per batch of the deliveries queue a receive per message received, a
 //! delete per message done; a `ChangeMessageVisibility` per message handed
 //! back. A batch's messages are handled side by side (`handle_batch`), so an
@@ -78,7 +79,21 @@ pub fn early_receives(waits: &[u64]) -> f64 {
 /// `Queue: !GetAtt <queue>.Arn` line, then the first `BatchSize:` of that
 /// event's properties).
 pub fn mapping_batch(template: &str, queue: &str) -> Option<u32> {
-    let anchor = format!("Queue: !GetAtt {queue}.Arn");
+    source_batch(template, &format!("Queue: !GetAtt {queue}.Arn"))
+}
+
+/// The `BatchSize` of the events function's mapping on the table's stream:
+/// the events its fan-out sees at once, and so groups into its
+/// `SendMessageBatch` calls.
+pub fn stream_batch(template: &str) -> Option<u32> {
+    source_batch(
+        template,
+        "Stream: !If [AdoptsDataTable, !Ref DataTableStreamArn, !GetAtt DataTable.StreamArn]",
+    )
+}
+
+/// The first `BatchSize:` of the event source whose `anchor` line opens it.
+fn source_batch(template: &str, anchor: &str) -> Option<u32> {
     let mut lines = template.lines().skip_while(|l| l.trim() != anchor);
     let indent = lines.next().map(|l| l.len() - l.trim_start().len())?;
     lines
@@ -94,6 +109,12 @@ pub fn costs(mut webhooks: Webhooks, template: &str, basis: &CostBasis) -> Webho
     let Some(mut webhook_basis) = webhooks.basis.take() else {
         return webhooks;
     };
+    webhook_basis.events_batch = stream_batch(template).unwrap_or_else(|| {
+        let note =
+            "no BatchSize on the events function's stream mapping in template.yaml: batches of 1";
+        webhooks.notes.push(note.to_string());
+        1
+    });
     let mut batch = |queue: &str| {
         mapping_batch(template, queue).unwrap_or_else(|| {
             let note = format!("no event source mapping on {queue} in template.yaml: batches of 1");
@@ -101,7 +122,7 @@ pub fn costs(mut webhooks: Webhooks, template: &str, basis: &CostBasis) -> Webho
             1
         })
     };
-    webhook_basis.events_batch = batch("WebhookEventsQueue");
+
     webhook_basis.deliveries_batch = batch("WebhookDeliveriesQueue");
     webhook_basis.memory_mb = basis.memory_mb;
     webhook_basis.platform_log_bytes = basis.platform_log_bytes;
@@ -161,13 +182,13 @@ pub fn price(case: &Case<'_>, basis: &WebhookBasis) -> DeliveryCost {
         f64::from(basis.events_batch.max(1)),
         f64::from(basis.deliveries_batch.max(1)),
     );
-    // The events queue's batch is the release before's path, drained only.
-    let _ = events_batch;
     let early = case.early_receives;
     let received = m.attempts_per_delivery + early;
     // A fan-out that enqueued nothing never touches the deliveries queue.
     let deliveries_queue = if m.enqueued_per_fan_out > 0.0 {
-        let enqueued = m.enqueued_per_fan_out;
+        // The events function fans out a whole stream batch at once (full,
+        // as under load), its messages ten a `SendMessageBatch`.
+        let enqueued = m.enqueued_per_fan_out * events_batch;
         (enqueued / SEND_BATCH).ceil() / enqueued
             + received / deliveries_batch
             + (m.handed_back_per_delivery + early)
@@ -298,6 +319,10 @@ mod tests {
         assert_eq!(mapping_batch(template, "WebhookEventsQueue"), Some(7));
         assert_eq!(mapping_batch(template, "WebhookDeliveriesQueue"), Some(10));
         assert_eq!(mapping_batch(template, "Missing"), None);
+        // The template's own stream mapping is found (its fan-out's batch).
+        let deployed = include_str!("../../template.yaml");
+        assert!(stream_batch(deployed).is_some_and(|batch| batch > 1));
+        assert_eq!(stream_batch(template), None);
     }
 
     #[test]
@@ -357,14 +382,15 @@ mod tests {
             from: String::new(),
         };
         let cost = price(&case, &basis);
-        // Nothing per event (the events function fans out): one
-        // SendMessageBatch, a tenth of a receive and of a delete.
-        assert!((cost.sqs_requests - 1.2).abs() < 1e-9);
+        // Nothing per event (the events function fans out its stream batch
+        // of 10 at once): a tenth of a SendMessageBatch, of a receive and of
+        // a delete.
+        assert!((cost.sqs_requests - 0.3).abs() < 1e-9);
         // A tenth of a deliveries batch's invocation; none of its own.
         assert!((cost.invocations - 0.1).abs() < 1e-9);
         // Its 0.1 invocation lasts its 19.5 ms, rounded up.
         assert!((cost.billed_ms - 2.0).abs() < 1e-9);
-        assert!((cost.usd_per_million.sqs - 0.48).abs() < 1e-9);
+        assert!((cost.usd_per_million.sqs - 0.12).abs() < 1e-9);
         assert!((cost.usd_per_million.dynamodb - (0.25 + 3.75)).abs() < 1e-9);
         let total = cost.usd_per_million;
         let sum = total.sqs + total.lambda + total.dynamodb + total.logs + total.xray;
