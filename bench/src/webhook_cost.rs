@@ -115,15 +115,12 @@ pub fn costs(mut webhooks: Webhooks, template: &str, basis: &CostBasis) -> Webho
         webhooks.notes.push(note.to_string());
         1
     });
-    let mut batch = |queue: &str| {
-        mapping_batch(template, queue).unwrap_or_else(|| {
-            let note = format!("no event source mapping on {queue} in template.yaml: batches of 1");
-            webhooks.notes.push(note);
-            1
-        })
-    };
-
-    webhook_basis.deliveries_batch = batch("WebhookDeliveriesQueue");
+    let queue = "WebhookDeliveriesQueue";
+    webhook_basis.deliveries_batch = mapping_batch(template, queue).unwrap_or_else(|| {
+        let note = format!("no event source mapping on {queue} in template.yaml: batches of 1");
+        webhooks.notes.push(note);
+        1
+    });
     webhook_basis.memory_mb = basis.memory_mb;
     webhook_basis.platform_log_bytes = basis.platform_log_bytes;
     webhook_basis.traced_share = basis.traced_share;
