@@ -189,6 +189,41 @@ impl Db {
         Ok(merge(reads, limit, query.descending))
     }
 
+    /// Every item of the table that `filter` keeps (`values` its
+    /// placeholders' strings), read with a strongly consistent scan of
+    /// `projection`, handed to `each` a page at a time: the table's upkeep
+    /// (backfills, the reshard), never a request.
+    pub(crate) async fn scan_each(
+        &self,
+        filter: &str,
+        values: &[(&str, &str)],
+        projection: &str,
+        mut each: impl AsyncFnMut(Item) -> Result<(), DbError>,
+    ) -> Result<(), DbError> {
+        let mut start = None;
+        loop {
+            let mut scan = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .filter_expression(filter)
+                .projection_expression(projection)
+                .set_exclusive_start_key(start);
+            for (placeholder, value) in values {
+                scan = scan.expression_attribute_values(*placeholder, s(*value));
+            }
+            let out = scan.send().await.map_err(|e| classify(&self.table, e))?;
+            for item in out.items.unwrap_or_default() {
+                each(item).await?;
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(());
+            }
+        }
+    }
+
     /// One query of one partition: up to `entries` index entries after
     /// `after` examined, in order, and those of them the filter keeps.
     async fn query_once(

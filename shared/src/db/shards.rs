@@ -135,7 +135,7 @@ pub fn shard_of(id: u64, count: u16) -> u16 {
 /// a second round on 0.4% of pages, by simulation). A page left short is
 /// not wrong, only dearer: the next round asks each shard that may still
 /// add for a page's worth, as before.
-pub(crate) fn first_round_entries(limit: usize, shards: usize) -> usize {
+pub fn first_round_entries(limit: usize, shards: usize) -> usize {
     let page = limit + 1;
     if shards <= 1 {
         return page;
