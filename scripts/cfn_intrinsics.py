@@ -16,6 +16,8 @@ NO_VALUE = object()
 
 class Intrinsics:
     conditions: dict[str, Any] = {}
+    # The template's Mappings, for `Fn::FindInMap` (OrderRate's Capacity).
+    mappings: dict[str, Any] = {}
     # Refuse an intrinsic this resolver does not know, rather than keep it
     # as a map (the rehearsal must not create a resource from one).
     strict = False
@@ -50,6 +52,9 @@ class Intrinsics:
             if key == "Fn::Split":
                 separator, text = arg
                 return str(self.resolve(text)).split(separator)
+            if key == "Fn::FindInMap":
+                name, top, second = (self.resolve(a) for a in arg)
+                return self.mappings[name][str(top)][str(second)]
             if key == "Fn::If":
                 name, yes, no = arg
                 return self.resolve(yes if self.condition(name) else no)

@@ -51,6 +51,7 @@ class Stack(Intrinsics):
     def __init__(self, stack: str, translated: dict, overrides: dict[str, str]):
         self.stack, self.resources = stack, translated["Resources"]
         self.conditions = translated.get("Conditions", {})
+        self.mappings = translated.get("Mappings", {})
         self.parameters = {name: overrides.get(name, str(spec.get("Default", "")))
                            for name, spec in translated.get("Parameters", {}).items()}
 

@@ -188,6 +188,7 @@ class Resolver(Intrinsics):
     def __init__(self, template: dict, parameters: dict[str, str], stack_name: str) -> None:
         self.template = template
         self.conditions = template.get("Conditions", {})
+        self.mappings = template.get("Mappings", {})
         self.parameters = parameters
         self.physical: dict[str, str] = {}
         self.attributes: dict[tuple[str, str], Callable[[], str]] = {}
@@ -791,7 +792,10 @@ def check_api(emulator: Emulator, resolver: Resolver, sam: dict, created: dict, 
         settings = stage.get("DefaultRouteSettings", {})
         checks.equal(
             (settings.get("ThrottlingRateLimit"), settings.get("ThrottlingBurstLimit")),
-            (float(resolver.ref("ApiThrottlingRateLimit")), int(resolver.ref("ApiThrottlingBurstLimit"))),
+            tuple(
+                cast(resolver.resolve(sam["Resources"]["HttpApi"]["Properties"]["DefaultRouteSettings"][setting]))
+                for cast, setting in ((float, "ThrottlingRateLimit"), (int, "ThrottlingBurstLimit"))
+            ),
             "the stage's throttle (rate, burst)",
         )
     policies = {}

@@ -53,6 +53,7 @@ class Roles(Intrinsics):
         stacks = stage_stacks()
         self.parameters = {"GitHubRepository": REPO, "ProdStackName": stacks["prod"], "OidcProviderArn": ""}
         self.conditions = template.get("Conditions", {})
+        self.mappings = template.get("Mappings", {})
         self.boundaries = {"DevBoundary": boundary_arn(f"{stacks['prod']}-dev"),
                            "ProdBoundary": boundary_arn(stacks["prod"])}
 

@@ -295,6 +295,7 @@ class Stack(Intrinsics):
             name: p.get("Default") for name, p in cfn.get("Parameters", {}).items()
         }
         self.conditions = cfn.get("Conditions", {})
+        self.mappings = cfn.get("Mappings", {})
 
     def physical_name(self, logical):
         props = self.resources[logical].get("Properties", {})

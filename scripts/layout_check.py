@@ -120,6 +120,7 @@ class Rendered(Intrinsics):
                            template.get("Parameters", {}).items()}
         self.parameters.update(overrides)
         self.conditions = template.get("Conditions", {})
+        self.mappings = template.get("Mappings", {})
         self.resources = {}
         for name, resource in template.get("Resources", {}).items():
             if "Condition" in resource and not self.condition(resource["Condition"]):

@@ -21,5 +21,17 @@ SKIPS = "--no-confirm-changeset"
 assert SKIPS not in upgrade.deploy_command("prod", "t.yaml", "2", yes=False), "prod deployed without asking"
 assert SKIPS in upgrade.deploy_command("prod", "t.yaml", "2", yes=True)
 assert SKIPS in upgrade.deploy_command("dev", "t.yaml", "2", yes=False)
-print("test-upgrade-confirm: upgrade.py asks before each prod change set unless --yes")
+assert "DrainingOrderRate=10000" in upgrade.deploy_command("dev", "t.yaml", "done", yes=False, draining="10000")
+
+# Lowering the order lists' shards drains the old ones until a reshard.
+template = (ROOT / "template.yaml").read_text()
+default, rates = upgrade.capacity(template)
+assert rates[default] == (4, 4), rates[default]
+released = {"DataLayoutStep": "done", "OrderListShards": "32", "PetListShards": "1"}
+assert upgrade.draining_rate(released, template) == "10000", "1.1.0's 32 shards drained"
+assert upgrade.draining_rate({"OrderRate": default, "DrainingOrderRate": "none"}, template) is None
+assert upgrade.draining_rate({"OrderRate": "100", "DrainingOrderRate": "none"}, template) is None, "raising needs none"
+assert upgrade.draining_rate({"OrderRate": "2500"}, template) == "2500"
+assert upgrade.draining_rate({"OrderRate": default, "DrainingOrderRate": "5000"}, template) == "5000", "under way"
+print("test-upgrade-confirm: upgrade.py asks before each prod change set unless --yes, and drains lowered shards")
 sys.exit(0)

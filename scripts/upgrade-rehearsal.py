@@ -139,7 +139,10 @@ class Stack:
         self.table = resolver.physical["DataTable"]
         self.env = dict(os.environ, AWS_ENDPOINT_URL_DYNAMODB=emulator.endpoint, TABLE_NAME=self.table,
                         RATE_LIMIT_TABLE_NAME=resolver.physical["RateLimitTable"], AWS_REGION="us-east-1",
-                        AWS_ACCESS_KEY_ID="rehearsal", AWS_SECRET_ACCESS_KEY="rehearsal", RUST_LOG="warn")
+                        AWS_ACCESS_KEY_ID="rehearsal", AWS_SECRET_ACCESS_KEY="rehearsal", RUST_LOG="warn",
+                        # The walk deploys as scripts/upgrade.py does over a stack whose order
+                        # lists had 32 shards: DrainingOrderRate=10000 until `data reshard`.
+                        **DRAINING)
 
     def admin(self, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
         return subprocess.run([str(ADMIN), *args], env=self.env, capture_output=True, text=True, timeout=timeout)
@@ -158,13 +161,22 @@ class Stack:
             start = {"ExclusiveStartKey": page["LastEvaluatedKey"]}
 
 
-class Server:
-    """`petstore-local` on the stack's tables with one template state's DATA_LAYOUT."""
+# The released stack's 32 order list shards (and 1 pet list shard) read
+# beside this template's OrderRate's while the lists are resharded
+# (Capacity of DrainingOrderRate=10000: 32 and 32).
+DRAINING = {"ORDER_LIST_SHARDS_DRAINING": "32", "PET_LIST_SHARDS_DRAINING": "32"}
 
-    def __init__(self, stack: Stack, layout: str) -> None:
+
+class Server:
+    """`petstore-local` on the stack's tables with one template state's DATA_LAYOUT
+    (`drained`: the release's own deploy after the reshard, DrainingOrderRate=none)."""
+
+    def __init__(self, stack: Stack, layout: str, drained: bool = False) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = dict(stack.env, PORT=str(self.port), DATA_LAYOUT=layout, HOLD_DAYS="30")
+        if drained:
+            env = {k: v for k, v in env.items() if k not in DRAINING}
         self.process = subprocess.Popen([str(LOCAL)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                         text=True, start_new_session=True)
         deadline = time.monotonic() + 60
@@ -372,10 +384,21 @@ def rehearse(emulator, dr, steps: Steps, skip_backfills: bool) -> None:
                 server.stop()
             server, server_layout = new_server, layout
             steps.step(f"this release's code serves with DATA_LAYOUT={layout}", started)
+    # The lists keyed under 32 shards moved under the template's OrderRate
+    # while the shoppers go on; then the release's own deploy drops the
+    # draining count, and finish() lists through it.
+    started = time.monotonic()
+    resharded = stack.admin("data", "reshard")
+    steps.step("data reshard (petstore-admin) while the shoppers go on", started, resharded.returncode == 0,
+               (resharded.stdout.strip().splitlines() or [resharded.stderr.strip()])[-1])
+    drained = Server(stack, "2", drained=True)
+    shoppers.switch(drained)
+    time.sleep(1)
+    server.stop()
     time.sleep(1)
     shoppers.stop()
-    finish(stack, server, shoppers, staff, steps)
-    server.stop()
+    finish(stack, drained, shoppers, staff, steps)
+    drained.stop()
 
 
 def create_released(emulator, dr, checks):

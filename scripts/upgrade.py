@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -45,14 +46,50 @@ def confirms_changesets(stage: str) -> bool:
     return bool(config.get("deploy", {}).get("parameters", {}).get("confirm_changeset", False))
 
 
-def deploy_command(stage: str, template_file: str, step: str, yes: bool) -> list[str]:
+def deploy_command(stage: str, template_file: str, step: str, yes: bool, draining: str | None = None) -> list[str]:
     """The `sam deploy` of one template state; it asks before its change set
-    where samconfig.toml asks, unless the operator said --yes."""
+    where samconfig.toml asks, unless the operator said --yes. `draining`:
+    the DrainingOrderRate to deploy it with while the lists are resharded."""
+    overrides = [f"DataLayoutStep={step}"] + ([f"DrainingOrderRate={draining}"] if draining else [])
     command = ["sam", "deploy", "--config-env", stage, "--template-file", template_file,
-               "--parameter-overrides", f"DataLayoutStep={step}", "--no-fail-on-empty-changeset"]
+               "--parameter-overrides", *overrides, "--no-fail-on-empty-changeset"]
     if yes or not confirms_changesets(stage):
         command.append("--no-confirm-changeset")
     return command
+
+
+def capacity(template: str) -> tuple[str, dict[str, tuple[int, int]]]:
+    """template.yaml's default OrderRate and its Capacity mapping: each
+    rate's (order list shards, pet list shards)."""
+    default = re.search(r'^  OrderRate:\n(?:    .*\n)*?    Default: "?(\w+)"?', template, re.M)
+    rows = re.findall(r'^    "?(\w+)"?: \{ OrderListShards: (\d+), PetListShards: (\d+),', template, re.M)
+    if default is None or not rows:
+        raise SystemExit("upgrade: template.yaml has no OrderRate and Capacity")
+    return default.group(1), {rate: (int(orders), int(pets)) for rate, orders, pets in rows}
+
+
+def draining_rate(stack: dict[str, str], template: str) -> str | None:
+    """The DrainingOrderRate the walk deploys with, or None when the stack's
+    list entries are all under the template's default shard counts already.
+
+    A stack keyed its lists under OrderListShards and PetListShards (1.1.0
+    and before: 32 and 1 by default) or under its OrderRate's; while a
+    reshard is under way (its DrainingOrderRate set) under that rate's. The
+    walk drains the smallest rate whose counts cover what the stack has, so
+    no order is hidden before `data reshard` has moved it (docs/upgrade.md,
+    "Changing OrderRate")."""
+    default, rates = capacity(template)
+    if stack.get("DrainingOrderRate", "none") != "none":
+        return stack["DrainingOrderRate"]
+    if "OrderRate" in stack:
+        had = rates[stack["OrderRate"]]
+    else:
+        had = (int(stack.get("OrderListShards", "32")), int(stack.get("PetListShards", "1")))
+    new = rates[default]
+    if had[0] <= new[0] and had[1] <= new[1]:
+        return None
+    covering = [r for r, c in rates.items() if r != "none" and c[0] >= had[0] and c[1] >= had[1]]
+    return min(covering, key=lambda r: rates[r]) if covering else None
 
 
 def aws(*args: str) -> dict:
@@ -62,14 +99,10 @@ def aws(*args: str) -> dict:
     return json.loads(done.stdout or "{}")
 
 
-def current_step(stack: str) -> str | None:
-    """The stack's DataLayoutStep; None for a stack of a release before
-    layouts were declared (layout 1)."""
+def stack_parameters(stack: str) -> dict[str, str]:
+    """The deployed stack's parameters, by name."""
     described = aws("cloudformation", "describe-stacks", "--stack-name", stack)["Stacks"][0]
-    for parameter in described.get("Parameters", []):
-        if parameter["ParameterKey"] == "DataLayoutStep":
-            return parameter["ParameterValue"]
-    return None
+    return {p["ParameterKey"]: p["ParameterValue"] for p in described.get("Parameters", [])}
 
 
 def pending(migration: dict, step: str | None) -> list[dict]:
@@ -106,17 +139,27 @@ def main() -> int:
     args = parser.parse_args()
     stack = stack_name(args.stage)
     try:
-        step = current_step(stack)
+        parameters = stack_parameters(stack)
     except LookupError:
         print(f"upgrade: no stack {stack}: a new stack is created at the template's layout, nothing to walk")
         return 0
+    # None: a stack of a release before layouts were declared (layout 1).
+    step = parameters.get("DataLayoutStep")
     migration = the_migration()
     todo = [] if step == "done" else pending(migration, step)
+    draining = draining_rate(parameters, (ROOT / "template.yaml").read_text())
     if args.pending:
         if todo:
             print(f"::error::{stack} is at DataLayoutStep={step or '(layout 1)'}: run scripts/upgrade.py "
                   f"{args.stage} first (docs/upgrade.md); this deploy would fail or break its lists")
-        return 1 if todo else 0
+        # A stack already draining has had the walk's reshard (upgrade.py
+        # runs it right after that deploy, and stops when it fails).
+        draining = draining if parameters.get("DrainingOrderRate", "none") == "none" else None
+        if draining:
+            print(f"::error::{stack}'s lists are keyed over more shards than this template's OrderRate: run "
+                  f"scripts/upgrade.py {args.stage} first (DrainingOrderRate={draining}, data reshard; "
+                  "docs/upgrade.md, \"Changing OrderRate\"); this deploy would hide orders until a reshard")
+        return 1 if todo or draining else 0
     table = aws("cloudformation", "describe-stack-resource", "--stack-name", stack,
                 "--logical-resource-id", "DataTable")["StackResourceDetail"]["PhysicalResourceId"]
     print(f"upgrade: {stack} ({table}) at DataLayoutStep={step or '(layout 1)'}; "
@@ -127,7 +170,12 @@ def main() -> int:
             continue
         if entry.get("switch"):  # the functions read the new layout: only once every backfill is done
             run([*ADMIN, "data", "migrate", "status", "--table", table, "--require-done"], args.dry_run)
-        run(deploy_command(args.stage, args.template_file, entry["step"], args.yes), args.dry_run)
+        run(deploy_command(args.stage, args.template_file, entry["step"], args.yes, draining), args.dry_run)
+    if draining:
+        # Writers under the new counts, readers over the old ones too; then
+        # every entry moved; the release's own deploy drops the old shards.
+        run(deploy_command(args.stage, args.template_file, "done", args.yes, draining), args.dry_run)
+        run([*ADMIN, "data", "reshard"], args.dry_run)
     print(f"upgrade: {stack} is ready for the release's own deploy (DataLayoutStep=done)")
     return 0
 

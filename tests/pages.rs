@@ -313,3 +313,76 @@ async fn order_lists_page_within_bounded_round_trips_however_sparse_their_filter
     let sharded = "/store/orders?complete=true&limit=1";
     assert_bounded(&staff, sharded, "id", &completed, (1, order_shards, 1)).await;
 }
+
+/// What DynamoDB bills the queries of a staff order page at the defaults:
+/// each shard's first query, as the page sends it, asked again with
+/// `ReturnConsumedCapacity`.
+async fn read_units_of_a_staff_order_page(app: &TestApp, limit: usize) -> f64 {
+    let db = &app.app.db;
+    let shards = Shards::default().orders;
+    let entries = petstore::db::shards::first_round_entries(limit, usize::from(shards));
+    let mut units = 0.0;
+    for shard in 0..shards {
+        let out = db
+            .client()
+            .query()
+            .table_name(db.table())
+            .index_name("GSI1v2")
+            .key_condition_expression("GSI1PK = :pk")
+            .expression_attribute_values(
+                ":pk",
+                aws_sdk_dynamodb::types::AttributeValue::S(format!("ORDER#{shard}")),
+            )
+            .scan_index_forward(false)
+            .limit(i32::try_from(entries).unwrap_or(i32::MAX))
+            .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .expect("query a shard");
+        units += out
+            .consumed_capacity
+            .and_then(|c| c.capacity_units)
+            .unwrap_or(0.0);
+    }
+    units
+}
+
+#[tokio::test]
+async fn a_staff_order_page_at_the_default_order_rate_is_five_calls_and_at_most_two_and_a_half_read_units(
+) {
+    // Given a store at the template's default OrderRate (4 order shards)
+    // with many more orders than a page
+    let app = TestApp::spawn().await;
+    let category = app.create_category("Busy").await;
+    let pet = app.create_pet("Popular", category, "available").await;
+    app.put(
+        &format!("/store/inventory/{pet}"),
+        json!({ "quantity": 1000 }),
+    )
+    .await
+    .assert_status(200);
+    for _ in 0..80 {
+        // Staff's orders: counted, never capped by a plan's holds.
+        app.post("/store/orders", json!({ "petId": pet }))
+            .await
+            .assert_status(201);
+    }
+    let (staff, proxy) = counted(&app).await;
+    staff.get("/store/orders?limit=1").await.assert_status(200); // the key, cached
+
+    // When staff reads a page of 20
+    let before = proxy.calls().len();
+    let page = staff.get("/store/orders?limit=20").await;
+    page.assert_status(200);
+    let calls: Vec<String> = proxy.calls()[before..]
+        .iter()
+        .map(|call| call.operation.clone())
+        .collect();
+
+    // Then it is 20 orders for 4 queries and the counter's write: 5 calls,
+    // and DynamoDB bills the queries at most 2.5 read units
+    assert_eq!(field_of(&page, "id").len(), 20);
+    assert_eq!(calls.len(), 5, "{calls:?}");
+    let units = read_units_of_a_staff_order_page(&app, 20).await;
+    assert!(units <= 2.5, "{units} read units");
+}

@@ -356,3 +356,152 @@ async fn raising_the_shard_counts_keeps_every_stored_record_in_its_lists() {
     )
     .await;
 }
+
+/// Every order's `GSI1PK` and `GSI2PK` shard, as stored.
+async fn order_shards(app: &TestApp) -> Vec<u16> {
+    let db = &app.app.db;
+    let scanned = db
+        .client()
+        .scan()
+        .table_name(db.table())
+        .filter_expression("SK = :order")
+        .expression_attribute_values(":order", AttributeValue::S("ORDER".into()))
+        .send()
+        .await
+        .expect("scan the orders");
+    scanned
+        .items
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|item| ["GSI1PK", "GSI2PK"].map(|name| item.get(name).cloned()))
+        .filter_map(|key| match key {
+            Some(AttributeValue::S(key)) => key.rsplit_once('#')?.1.parse().ok(),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn lowering_the_order_shard_count_hides_no_order_before_during_or_after_the_reshard() {
+    // Given orders stored over 32 shards (the order lists of 1.1.0), two complete
+    let before = TestApp::spawn_with(|name| match name {
+        "ORDER_LIST_SHARDS" => Some("32".into()),
+        _ => None,
+    })
+    .await;
+    let category = before.create_category("Cats").await;
+    let mut orders = Vec::new();
+    for i in 0..16 {
+        let pet = before
+            .create_pet(&format!("Old {i}"), category, "available")
+            .await;
+        let order = before.post("/store/orders", json!({ "petId": pet })).await;
+        orders.push(order.id());
+    }
+    for order in &orders[..2] {
+        let path = format!("/store/orders/{order}");
+        before
+            .patch(&path, json!({ "complete": true }))
+            .await
+            .assert_status(200);
+    }
+    // (32 shards: some of them are in shards 4 to 31)
+    assert!(order_shards(&before).await.iter().any(|s| *s >= 4));
+
+    // When OrderRate is lowered to 4 shards, 32 draining
+    let draining = before
+        .another_instance_with(|config| {
+            config.shards.orders = 4;
+            config.shards.orders_draining = 32;
+        })
+        .await;
+    // Then before the reshard every order is listed; without the draining
+    // count some would be hidden
+    let (open, complete) = (orders[2..].to_vec(), orders[..2].to_vec());
+    let lists = [
+        ("/store/orders?limit=3", orders.clone()),
+        ("/store/orders?complete=false&limit=3", open.clone()),
+        ("/store/orders?complete=true&limit=3", complete.clone()),
+    ];
+    for (path, expected) in &lists {
+        assert_lists(&draining, path, "id", expected, true).await;
+    }
+    let undrained = before
+        .another_instance_with(|config| config.shards.orders = 4)
+        .await;
+    let listed = page_through(&undrained, "/store/orders?limit=3", "id").await;
+    assert!(listed.len() < orders.len(), "4 shards alone hide some");
+
+    // And while the reshard runs, orders are placed and completed under the
+    // new count, and every list read meanwhile misses none of what it held
+    let writer = draining.clone();
+    let category_of_new = category;
+    let writes = async move {
+        let mut placed = Vec::new();
+        for i in 0..6 {
+            let pet = writer
+                .create_pet(&format!("New {i}"), category_of_new, "available")
+                .await;
+            placed.push(
+                writer
+                    .post("/store/orders", json!({ "petId": pet }))
+                    .await
+                    .id(),
+            );
+        }
+        let path = format!("/store/orders/{}", orders[2]);
+        writer
+            .patch(&path, json!({ "complete": true }))
+            .await
+            .assert_status(200);
+        placed
+    };
+    let reader = draining.clone();
+    let expected_all = lists[0].1.clone();
+    let reads = async move {
+        for _ in 0..3 {
+            let listed = page_through(&reader, "/store/orders?limit=3", "id").await;
+            let missing: Vec<u64> = expected_all
+                .iter()
+                .copied()
+                .filter(|id| !listed.contains(id))
+                .collect();
+            assert!(missing.is_empty(), "hidden during the reshard: {missing:?}");
+        }
+    };
+    let (moved, placed, ()) = tokio::join!(draining.app.db.reshard_lists(), writes, reads);
+    assert!(moved.expect("reshard") > 0);
+    let mut all = lists[0].1.clone();
+    all.extend(&placed);
+    let complete_now: Vec<u64> = lists[2].1.iter().copied().chain([lists[1].1[0]]).collect();
+    let open_now: Vec<u64> = all
+        .iter()
+        .copied()
+        .filter(|id| !complete_now.contains(id))
+        .collect();
+
+    // Then after it (a second run moves nothing), every entry is under 4
+    // shards, and the lists without the draining count hold every order once
+    assert_eq!(draining.app.db.reshard_lists().await.ok(), Some(0));
+    assert!(order_shards(&draining).await.iter().all(|s| *s < 4));
+    let settled = before
+        .another_instance_with(|config| config.shards.orders = 4)
+        .await;
+    assert_lists(&settled, "/store/orders?limit=3", "id", &all, true).await;
+    assert_lists(
+        &settled,
+        "/store/orders?complete=false&limit=3",
+        "id",
+        &open_now,
+        true,
+    )
+    .await;
+    assert_lists(
+        &settled,
+        "/store/orders?complete=true&limit=3",
+        "id",
+        &complete_now,
+        true,
+    )
+    .await;
+}

@@ -102,8 +102,17 @@ pub async fn old_table_with_new_indexes() -> (TestApp, Keys) {
     with_fixture_keys(app)
 }
 
+/// The stack of 1.0.0 upgraded as `scripts/upgrade.py` walks it: layout 1
+/// read, and its lists keyed over 32 order shards (1 pet shard) drained
+/// while the template's OrderRate keys new entries over fewer
+/// (`DrainingOrderRate=10000`, docs/upgrade.md, "Changing OrderRate").
 async fn layout_1_app() -> TestApp {
-    let app = TestApp::spawn_with(|name| (name == "DATA_LAYOUT").then(|| "1".to_string())).await;
+    let app = TestApp::spawn_with(|name| match name {
+        "DATA_LAYOUT" => Some("1".to_string()),
+        "ORDER_LIST_SHARDS_DRAINING" | "PET_LIST_SHARDS_DRAINING" => Some("32".to_string()),
+        _ => None,
+    })
+    .await;
     assert_eq!(app.app.db.layout(), Layout::V1);
     app
 }

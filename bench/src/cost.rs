@@ -261,9 +261,42 @@ pub fn template_setting(template: &str, name: &str) -> Option<String> {
         .map(str::trim)
         .find(|value| !value.is_empty())?
         .to_string();
+    if let Some(lookup) = raw.strip_prefix("!FindInMap [") {
+        return find_in_map(template, lookup.trim_end_matches(']'));
+    }
     let Some(parameter) = raw.strip_prefix("!Ref ") else {
         return Some(raw);
     };
+    parameter_default(template, parameter)
+}
+
+/// `!FindInMap [Map, !Ref Parameter, Key]` at the parameter's default: the
+/// one-line entry `"<default>": { ..., Key: value, ... }` of the template's
+/// Mappings (OrderRate's Capacity).
+pub fn find_in_map(template: &str, lookup: &str) -> Option<String> {
+    let parts: Vec<&str> = lookup.split(',').map(str::trim).collect();
+    let [_, chosen, key] = parts.as_slice() else {
+        return None;
+    };
+    let chosen = match chosen.strip_prefix("!Ref ") {
+        Some(parameter) => parameter_default(template, parameter)?,
+        None => chosen.trim_matches('"').to_string(),
+    };
+    let entry = format!("\"{chosen}\": {{");
+    let line = template
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with(&entry))?;
+    line.trim_start_matches(&entry)
+        .trim_end_matches('}')
+        .split(',')
+        .filter_map(|pair| pair.split_once(':'))
+        .find(|(name, _)| name.trim() == *key)
+        .map(|(_, value)| value.trim().to_string())
+}
+
+/// The `Default:` of the template's parameter `parameter`.
+fn parameter_default(template: &str, parameter: &str) -> Option<String> {
     // `  Name:` under `Parameters:`, then its `Default:`.
     let heading = format!("  {}:", parameter.trim());
     let lines = template.lines().skip_while(|line| *line != heading).skip(1);

@@ -165,14 +165,14 @@ fn use_per_request(
 }
 
 /// The stage's throttle: the first limit on every mix, and the template's
-/// own (`ApiThrottlingRateLimit`).
+/// own (`OrderRate`'s `ThrottleRate`).
 fn stage_throttle(template: &str) -> Option<Quota> {
     let rate = template_setting(template, "ThrottlingRateLimit")?
         .parse()
         .ok()?;
     Some(Quota {
         service: "API Gateway",
-        name: "Stage throttle (template: ApiThrottlingRateLimit)",
+        name: "Stage throttle (template: OrderRate)",
         code: None,
         default: rate,
         unit: "requests/s",
@@ -315,7 +315,20 @@ mod tests {
             .collect()
     }
 
-    const TEMPLATE: &str = "Parameters:\n  ApiThrottlingRateLimit:\n    Type: Number\n    Default: 1000\nResources:\n  Api:\n    Properties:\n        ThrottlingRateLimit: !Ref ApiThrottlingRateLimit\n";
+    const TEMPLATE: &str = "Parameters:\n  OrderRate:\n    Type: String\n    Default: \"1000\"\nMappings:\n  Capacity:\n    \"100\": { ThrottleRate: 100, ThrottleBurst: 200 }\n    \"1000\": { ThrottleRate: 1000, ThrottleBurst: 2000 }\nResources:\n  Api:\n    Properties:\n        ThrottlingRateLimit: !FindInMap [Capacity, !Ref OrderRate, ThrottleRate]\n";
+
+    #[test]
+    fn the_stage_throttle_is_the_templates_order_rate_at_its_default() {
+        let template = include_str!("../../template.yaml");
+        assert_eq!(
+            template_setting(template, "ThrottlingRateLimit").as_deref(),
+            Some("1000")
+        );
+        assert_eq!(
+            template_setting(template, "ThrottlingBurstLimit").as_deref(),
+            Some("2000")
+        );
+    }
 
     #[test]
     fn the_stage_throttle_binds_first_then_the_account_throttle() {
@@ -331,7 +344,7 @@ mod tests {
         assert_eq!(
             order,
             [
-                "Stage throttle (template: ApiThrottlingRateLimit)",
+                "Stage throttle (template: OrderRate)",
                 "Throttle rate (account, per region)",
                 "Table-level write throughput limit (rate-limit table)",
                 "Concurrent executions",

@@ -23,7 +23,9 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// How many partitions each kind's lists are spread over
     /// (`PET_LIST_SHARDS`, `ORDER_LIST_SHARDS`, `CATEGORY_LIST_SHARDS`; see
-    /// [`crate::db::shards`]). Raise them freely; lowering one needs a backfill.
+    /// [`crate::db::shards`]), and while a lowered count is resharded the
+    /// count its entries may still be under (`PET_LIST_SHARDS_DRAINING`,
+    /// `ORDER_LIST_SHARDS_DRAINING`; template.yaml's `OrderRate` sets them).
     pub shards: Shards,
     /// The origins whose pages may call the API from a browser
     /// (`ALLOWED_ORIGINS`, comma-separated, e.g.
@@ -101,6 +103,8 @@ impl Config {
                 pets: vars.shards("PET_LIST_SHARDS", defaults.pets)?,
                 orders: vars.shards("ORDER_LIST_SHARDS", defaults.orders)?,
                 categories: vars.shards("CATEGORY_LIST_SHARDS", defaults.categories)?,
+                pets_draining: vars.draining("PET_LIST_SHARDS_DRAINING")?,
+                orders_draining: vars.draining("ORDER_LIST_SHARDS_DRAINING")?,
             },
             table_name: vars.text("TABLE_NAME", "petstore"),
             rate_limit_table_name: vars.text("RATE_LIMIT_TABLE_NAME", "petstore-ratelimits"),
@@ -158,6 +162,14 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
                 name,
                 reason: format!("a shard count is 1 to {MAX_SHARDS}, got {count}"),
             })
+    }
+
+    /// A draining shard count: unset, empty or 0 for none.
+    fn draining(&self, name: &'static str) -> Result<u16, ConfigError> {
+        match self.number(name, 0)? {
+            0 => Ok(0),
+            _ => self.shards(name, 0),
+        }
     }
 
     fn fail_open(&self) -> Result<bool, ConfigError> {
@@ -285,6 +297,17 @@ mod tests {
             let err = Config::from_lookup(|n| (n == "ORDER_LIST_SHARDS").then(|| bad.to_string()))
                 .unwrap_err();
             assert!(err.to_string().contains("ORDER_LIST_SHARDS"), "{bad}");
+            let err = Config::from_lookup(|n| {
+                (n == "ORDER_LIST_SHARDS_DRAINING").then(|| bad.to_string())
+            })
+            .map(|c| c.shards.orders_draining.to_string())
+            .unwrap_or_else(|e| e.to_string());
+            let expected = if bad == "0" {
+                "0"
+            } else {
+                "ORDER_LIST_SHARDS_DRAINING"
+            };
+            assert!(err.contains(expected), "{bad}: {err}");
         }
         for bad in [
             "*",

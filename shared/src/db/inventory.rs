@@ -131,52 +131,38 @@ impl Db {
     /// there and still without it. Safe to run again, and beside traffic.
     pub async fn backfill_inventory_index(&self) -> Result<usize, DbError> {
         let mut written = 0;
-        let mut start = None;
-        loop {
-            let out = self
+        let filter = "SK = :pet AND attribute_not_exists(GSI5PK)";
+        self.scan_each(filter, &[(":pet", pets::SK)], "PK", async |item| {
+            let Some(pk) = item.get("PK").cloned() else {
+                return Ok(());
+            };
+            let key = HashMap::from([
+                ("PK".to_string(), pk.clone()),
+                ("SK".to_string(), s(pets::SK)),
+            ]);
+            let update = self
                 .client
-                .scan()
+                .update_item()
                 .table_name(&self.table)
-                .filter_expression("SK = :pet AND attribute_not_exists(GSI5PK)")
-                .expression_attribute_values(":pet", s(pets::SK))
-                .projection_expression("PK")
-                .set_exclusive_start_key(start)
+                .set_key(Some(key))
+                .update_expression("SET GSI5PK = :pk")
+                .condition_expression("attribute_exists(PK) AND attribute_not_exists(GSI5PK)")
+                .expression_attribute_values(":pk", pk)
                 .send()
-                .await
-                .map_err(|e| classify(&self.table, e))?;
-            for item in out.items.unwrap_or_default() {
-                let Some(pk) = item.get("PK").cloned() else {
-                    continue;
-                };
-                let key = HashMap::from([
-                    ("PK".to_string(), pk.clone()),
-                    ("SK".to_string(), s(pets::SK)),
-                ]);
-                let update = self
-                    .client
-                    .update_item()
-                    .table_name(&self.table)
-                    .set_key(Some(key))
-                    .update_expression("SET GSI5PK = :pk")
-                    .condition_expression("attribute_exists(PK) AND attribute_not_exists(GSI5PK)")
-                    .expression_attribute_values(":pk", pk)
-                    .send()
-                    .await;
-                match update {
-                    Ok(_) => written += 1,
-                    // Deleted, or given its entry meanwhile: nothing to do.
-                    Err(err)
-                        if err
-                            .as_service_error()
-                            .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
-                    Err(err) => return Err(classify(&self.table, err)),
-                }
+                .await;
+            match update {
+                Ok(_) => written += 1,
+                // Deleted, or given its entry meanwhile: nothing to do.
+                Err(err)
+                    if err
+                        .as_service_error()
+                        .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
+                Err(err) => return Err(classify(&self.table, err)),
             }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                return Ok(written);
-            }
-        }
+            Ok(())
+        })
+        .await?;
+        Ok(written)
     }
 }
 

@@ -55,6 +55,7 @@ pub mod orders;
 mod page;
 pub mod pets;
 pub mod query;
+mod reshard;
 mod shape;
 pub mod shards;
 pub mod stored;

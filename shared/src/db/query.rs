@@ -2,7 +2,7 @@
 //! bounded number of round trips, and the opaque cursor that continues them.
 
 use super::page::Page;
-use super::shards::{item_id, merge, next_round, Kind, PartitionRead};
+use super::shards::{first_round_entries, item_id, merge, next_round, Kind, PartitionRead};
 use super::{classify, n, s, shape, Db, DbError, Item};
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::de::DeserializeOwned;
@@ -165,14 +165,21 @@ impl Db {
         };
         let query = &query;
         let mut reads: Vec<PartitionRead> = partitions.iter().map(|_| Default::default()).collect();
-        for _ in 0..round_trips.max(1) {
+        for round in 0..round_trips.max(1) {
             let wanted = next_round(&reads, limit, query.descending);
             if wanted.is_empty() {
                 break;
             }
+            // A sharded list's first round asks each shard for its share of
+            // the page (`first_round_entries`); a filtered or later query
+            // for a page's worth.
+            let entries = match (round, &query.filter) {
+                (0, None) => first_round_entries(limit, partitions.len()),
+                _ => limit + 1,
+            };
             let answers = wanted.iter().map(|i| {
                 let from = reads[*i].resume_after(after);
-                self.query_once(query, &partitions[*i], limit + 1, from)
+                self.query_once(query, &partitions[*i], entries, from)
             });
             let answers = futures::future::try_join_all(answers).await?;
             for (i, answer) in wanted.into_iter().zip(answers) {
@@ -180,6 +187,41 @@ impl Db {
             }
         }
         Ok(merge(reads, limit, query.descending))
+    }
+
+    /// Every item of the table that `filter` keeps (`values` its
+    /// placeholders' strings), read with a strongly consistent scan of
+    /// `projection`, handed to `each` a page at a time: the table's upkeep
+    /// (backfills, the reshard), never a request.
+    pub(crate) async fn scan_each(
+        &self,
+        filter: &str,
+        values: &[(&str, &str)],
+        projection: &str,
+        mut each: impl AsyncFnMut(Item) -> Result<(), DbError>,
+    ) -> Result<(), DbError> {
+        let mut start = None;
+        loop {
+            let mut scan = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .filter_expression(filter)
+                .projection_expression(projection)
+                .set_exclusive_start_key(start);
+            for (placeholder, value) in values {
+                scan = scan.expression_attribute_values(*placeholder, s(*value));
+            }
+            let out = scan.send().await.map_err(|e| classify(&self.table, e))?;
+            for item in out.items.unwrap_or_default() {
+                each(item).await?;
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(());
+            }
+        }
     }
 
     /// One query of one partition: up to `entries` index entries after

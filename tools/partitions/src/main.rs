@@ -19,6 +19,7 @@ mod records;
 mod replay;
 
 use petstore_bench::client::Error;
+use petstore_bench::cost::find_in_map;
 use petstore_bench::processes::DynamoDbLocal;
 use petstore_bench::results::{PARTITIONS_FILE, PARTITIONS_TABLE_FILE};
 use std::path::PathBuf;
@@ -29,6 +30,17 @@ async fn main() {
         eprintln!("partitions: {e}");
         std::process::exit(1);
     }
+}
+
+/// OrderRate's `Default:` in template.yaml's Parameters.
+fn default_order_rate(template: &str) -> Option<String> {
+    template
+        .lines()
+        .skip_while(|line| *line != "  OrderRate:")
+        .skip(1)
+        .take_while(|line| line.starts_with("    "))
+        .find_map(|line| line.trim().strip_prefix("Default:"))
+        .map(|value| value.trim().trim_matches('"').to_string())
 }
 
 async fn run() -> Result<(), Error> {
@@ -54,7 +66,22 @@ async fn run() -> Result<(), Error> {
             return Err(missing.into());
         }
     }
-    eprintln!("partitions: the model, {orders} orders of the mix");
+    // The shard counts of the order rate the stack is built for
+    // (template.yaml's OrderRate, or BENCH_ORDER_RATE), so the ceiling
+    // printed is that value's; BENCH_PARTITION_ENV still overrides them.
+    let template = std::fs::read_to_string(root.join("template.yaml"))?;
+    let order_rate = std::env::var("BENCH_ORDER_RATE")
+        .ok()
+        .or_else(|| default_order_rate(&template))
+        .ok_or("template.yaml has no OrderRate")?;
+    let derived =
+        |name: &str| find_in_map(&template, &format!("Capacity, \"{order_rate}\", {name}"));
+    let (Some(order_shards), Some(pet_shards)) =
+        (derived("OrderListShards"), derived("PetListShards"))
+    else {
+        return Err(format!("OrderRate {order_rate} is not in template.yaml's Capacity").into());
+    };
+    eprintln!("partitions: the model, {orders} orders of the mix, OrderRate {order_rate}");
     let mut dynamodb = DynamoDbLocal::start(&root).await?;
     let setup = replay::Setup {
         admin: &admin,
@@ -62,12 +89,19 @@ async fn run() -> Result<(), Error> {
         dynamodb: dynamodb.addr,
         log: &out.join("petstore-local-partitions.log"),
         orders,
-        env: std::env::var("BENCH_PARTITION_ENV")
-            .unwrap_or_default()
-            .split(',')
-            .filter(|pair| pair.contains('='))
-            .map(str::to_string)
-            .collect(),
+        env: [
+            format!("ORDER_LIST_SHARDS={order_shards}"),
+            format!("PET_LIST_SHARDS={pet_shards}"),
+        ]
+        .into_iter()
+        .chain(
+            std::env::var("BENCH_PARTITION_ENV")
+                .unwrap_or_default()
+                .split(',')
+                .filter(|pair| pair.contains('='))
+                .map(str::to_string),
+        )
+        .collect(),
     };
     let measured = replay::measure(&setup).await;
     dynamodb.stop().await;
@@ -76,7 +110,18 @@ async fn run() -> Result<(), Error> {
         out.join(PARTITIONS_FILE),
         serde_json::to_vec_pretty(&model)?,
     )?;
-    let table = records::table(&model);
+    let ceiling = model.ceiling_orders_per_second.unwrap_or(0.0);
+    let stated: f64 = order_rate.parse().unwrap_or(0.0);
+    let verdict = if ceiling >= stated {
+        "at or above"
+    } else {
+        "BELOW"
+    };
+    let table = format!(
+        "OrderRate {order_rate} (order lists {order_shards} shards, pet lists {pet_shards}): \
+         ceiling {ceiling:.0} orders/s, {verdict} the stated rate\n{}",
+        records::table(&model)
+    );
     std::fs::write(out.join(PARTITIONS_TABLE_FILE), &table)?;
     print!("{table}");
     Ok(())

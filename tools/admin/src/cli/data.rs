@@ -11,6 +11,10 @@ pub enum DataCommand {
     /// Give every pet without one its inventory index entry (GSI5PK): for a
     /// table whose pets were written before that index existed.
     BackfillInventory,
+    /// Move every pet's, order's and category's list keys under the stage's
+    /// shard counts (ORDER_LIST_SHARDS, ...): after a lowered OrderRate,
+    /// before its draining count goes (docs/upgrade.md).
+    Reshard,
     /// Read the whole table and report every item that breaks an invariant
     /// the service keeps (exit status 1 if any does).
     Check(CheckArgs),
@@ -82,6 +86,7 @@ pub struct CheckArgs {
 #[derive(Debug, PartialEq)]
 pub enum Data {
     BackfillInventory,
+    Reshard,
     Check {
         table: Option<String>,
         segments: u32,
@@ -106,6 +111,7 @@ pub enum Data {
 pub fn parsed(command: DataCommand) -> Data {
     match command {
         DataCommand::BackfillInventory => Data::BackfillInventory,
+        DataCommand::Reshard => Data::Reshard,
         DataCommand::Check(check) => Data::Check {
             table: check.table,
             segments: check.segments,

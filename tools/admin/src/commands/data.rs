@@ -27,6 +27,10 @@ pub async fn run(app: &App, command: Data) -> Result<ExitCode, BoxError> {
             let backfilled = app.db.backfill_inventory_index().await?;
             println!("{}", json!({ "backfilled": backfilled }));
         }
+        Data::Reshard => {
+            let moved = app.db.reshard_lists().await?;
+            println!("{}", json!({ "moved": moved }));
+        }
         Data::Check { table, segments } => {
             let table = table.unwrap_or_else(stage_table);
             return check(app, &table, segments).await;
