@@ -37,7 +37,7 @@ enum Resolved {
 
 /// What `value` is with every parameter at its default. Knows the
 /// intrinsics that reservations and conditions are written with (`!Ref`,
-/// `!If`, `!Equals`, `!Not`, `!And`, `!Or`, `!Condition`); any other panics,
+/// `!If`, `!Equals`, `!Not`, `!And`, `!Or`, `!Condition`, `!FindInMap`); any other panics,
 /// so a new way of writing them is looked at rather than passed.
 #[track_caller]
 fn at_defaults(template: &Value, value: &Value) -> Resolved {
@@ -63,6 +63,21 @@ fn at_defaults(template: &Value, value: &Value) -> Resolved {
     }
     if let Some(name) = tagged(value, "Condition").and_then(Value::as_str) {
         return at_defaults(template, &conditions[name]);
+    }
+    if let Some(args) = branches("FindInMap") {
+        // `!FindInMap [Map, key, attribute]`: the key at the defaults, as
+        // text (CloudFormation reads a mapping's keys as strings).
+        let key = match at_defaults(template, &args[1]) {
+            Resolved::Number(n) => n.to_string(),
+            Resolved::Text(t) => t,
+            other => panic!("!FindInMap key {other:?}"),
+        };
+        let map = args[0].as_str().expect("!FindInMap names its map");
+        let attribute = args[2].as_str().expect("!FindInMap names its attribute");
+        return at_defaults(
+            template,
+            &template["Mappings"][map][key.as_str()][attribute],
+        );
     }
     if let Some(args) = branches("If") {
         let condition = args[0].as_str().expect("!If names its condition");

@@ -1,6 +1,6 @@
 //! The deployed stack's outer shield (contract section 4), held in
-//! `template.yaml`: the HTTP API stage throttles (rate and burst), each a
-//! template parameter; and no serving function's policy lets it write an
+//! `template.yaml`: the HTTP API stage throttles (rate and burst), each set
+//! by the capacity knob (`OrderRate`, through the `Capacity` mapping); and no serving function's policy lets it write an
 //! API key item, while the items a request does write (idempotency records,
 //! pets, orders, ...) stay writable. The pre-traffic hook puts one key of
 //! its own per run, and only that: a customer's, short-lived, in no list. Each function's reserved concurrency, the
@@ -20,18 +20,49 @@ const WRITES: [&str; 4] = [
     "dynamodb:BatchWriteItem",
 ];
 
-/// The Number parameter `value` refers to (`!Ref P`), with its default.
+/// The values `value` takes: `!FindInMap [Capacity, !Ref OrderRate, X]`,
+/// the capacity knob's row for each rate the parameter allows (the
+/// `none` row, a draining rate's, sets no throttle), the default's first.
 #[track_caller]
-fn number_parameter(template: &Value, value: &Value, what: &str) -> (String, u64) {
-    let name = tagged(value, "Ref")
+fn capacity_values(template: &Value, value: &Value, what: &str) -> Vec<(String, u64)> {
+    let args = tagged(value, "FindInMap")
+        .and_then(Value::as_sequence)
+        .unwrap_or_else(|| panic!("{what} follows the capacity knob (!FindInMap): {value:?}"));
+    assert_eq!(args[0].as_str(), Some("Capacity"), "{what}");
+    let knob = tagged(&args[1], "Ref")
         .and_then(Value::as_str)
-        .unwrap_or_else(|| panic!("{what} is a template parameter (!Ref): {value:?}"));
-    let parameter = &template["Parameters"][name];
-    assert_eq!(parameter["Type"].as_str(), Some("Number"), "{name}");
-    let default = parameter["Default"]
-        .as_u64()
-        .unwrap_or_else(|| panic!("{name} has a numeric default"));
-    (name.to_string(), default)
+        .unwrap_or_else(|| panic!("{what} is keyed by a parameter: {value:?}"));
+    let attribute = args[2].as_str().unwrap_or_default();
+    let parameter = &template["Parameters"][knob];
+    let text = |v: &Value| {
+        v.as_str()
+            .map(str::to_string)
+            .or_else(|| v.as_u64().map(|n| n.to_string()))
+            .unwrap_or_default()
+    };
+    let default = text(&parameter["Default"]);
+    let mut allowed: Vec<String> = parameter["AllowedValues"]
+        .as_sequence()
+        .unwrap_or_else(|| panic!("{knob} lists the rates it allows"))
+        .iter()
+        .map(text)
+        .collect();
+    allowed.sort_by_key(|rate| rate != &default);
+    assert_eq!(
+        allowed.first(),
+        Some(&default),
+        "{knob}'s default is allowed"
+    );
+    allowed
+        .into_iter()
+        .map(|rate| {
+            let got = &template["Mappings"]["Capacity"][rate.as_str()][attribute];
+            let n = got
+                .as_u64()
+                .unwrap_or_else(|| panic!("{what} at {knob}={rate} is a number: {got:?}"));
+            (rate, n)
+        })
+        .collect()
 }
 
 /// Every `AWS::Serverless::Function` of the template, by logical name.
@@ -95,16 +126,22 @@ fn like(pattern: &str, text: &str) -> bool {
 }
 
 #[test]
-fn the_stage_throttles_as_parameters() {
+fn the_stage_throttles_follow_the_capacity_knob_at_every_rate() {
     let template = read_yaml("template.yaml");
     let settings = &template["Resources"]["HttpApi"]["Properties"]["DefaultRouteSettings"];
-    let (_, rate) = number_parameter(
+    let rates = capacity_values(
         &template,
         &settings["ThrottlingRateLimit"],
         "the stage rate",
     );
-    let (_, burst) = number_parameter(&template, &settings["ThrottlingBurstLimit"], "the burst");
-    assert!(rate >= 1 && burst >= rate, "rate {rate}, burst {burst}");
+    let bursts = capacity_values(&template, &settings["ThrottlingBurstLimit"], "the burst");
+    assert!(rates.len() > 1, "{rates:?}");
+    for ((at, rate), (_, burst)) in rates.iter().zip(&bursts) {
+        assert!(
+            *rate >= 1 && *burst >= *rate,
+            "at {at}: rate {rate}, burst {burst}"
+        );
+    }
 }
 
 #[tokio::test]
