@@ -112,6 +112,11 @@ impl PetstoreLocal {
         Ok(PetstoreLocal { child, addr })
     }
 
+    /// Its process id, while it runs (`petstore-read-mix` reads its CPU).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     pub async fn stop(&mut self) {
         terminate(&mut self.child).await;
     }

@@ -105,7 +105,14 @@ async fn serve(endpoint: &str) -> Result<(), BoxError> {
         &app.config,
         std::sync::Arc::new(petstore::webhooks::address::SystemResolver),
     )?;
-    let events_file = follow_events(endpoint, &app.config.table_name, deliverer.clone());
+    // LOCAL_FOLLOW_STREAM=0: no stream follower (no events, no webhooks),
+    // to measure what following the stream costs the local read mix.
+    let following = std::env::var("LOCAL_FOLLOW_STREAM").map_or(true, |v| v != "0");
+    let events_file = if following {
+        follow_events(endpoint, &app.config.table_name, deliverer.clone())
+    } else {
+        "nowhere (LOCAL_FOLLOW_STREAM=0)".to_string()
+    };
     sweep_holds(app.db.clone())?;
     let origins = app.config.allowed_origins.join(", ");
     // Every function's routes on one port, as API Gateway presents them: the
