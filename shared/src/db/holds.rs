@@ -135,7 +135,15 @@ impl Db {
     async fn open_orders_placed_by(&self, placed_by: DateTime<Utc>) -> Result<Vec<Id>, DbError> {
         let last = last_id_at(placed_by);
         let mut ids = Vec::new();
-        for partition in self.shards.keys(Kind::Order, &completion_list(false)) {
+        // Highest shard first: while a lowered count is resharded, entries
+        // move only downwards (from a draining shard to one below the
+        // count), so each is read before it leaves or after it arrives.
+        for partition in self
+            .shards
+            .keys(Kind::Order, &completion_list(false))
+            .into_iter()
+            .rev()
+        {
             let mut start = None;
             loop {
                 let out = self

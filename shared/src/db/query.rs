@@ -163,6 +163,16 @@ impl Db {
             Some(kind) => self.shards.keys(kind, &query.partition),
             None => vec![query.partition.clone()],
         };
+        // While a lowered count is resharded, entries move from the shards
+        // at or above the count (`shard_of(id, 32) = r` goes to `r % 4`)
+        // into those below it, each in one write. A page that reads the
+        // shards they leave before those they reach, each for a whole
+        // page's worth in one round, finds every entry once: in its old
+        // shard if read before it moved, else in its new one.
+        let draining_from = query
+            .sharded
+            .map(|kind| usize::from(self.shards.count(kind)))
+            .filter(|count| *count < partitions.len());
         let query = &query;
         let mut reads: Vec<PartitionRead> = partitions.iter().map(|_| Default::default()).collect();
         for round in 0..round_trips.max(1) {
@@ -171,19 +181,24 @@ impl Db {
                 break;
             }
             // A sharded list's first round asks each shard for its share of
-            // the page (`first_round_entries`); a filtered or later query
-            // for a page's worth.
-            let entries = match (round, &query.filter) {
-                (0, None) => first_round_entries(limit, partitions.len()),
+            // the page (`first_round_entries`); a filtered, later or
+            // draining query for a page's worth.
+            let entries = match (round, &query.filter, draining_from) {
+                (0, None, None) => first_round_entries(limit, partitions.len()),
                 _ => limit + 1,
             };
-            let answers = wanted.iter().map(|i| {
-                let from = reads[*i].resume_after(after);
-                self.query_once(query, &partitions[*i], entries, from)
-            });
-            let answers = futures::future::try_join_all(answers).await?;
-            for (i, answer) in wanted.into_iter().zip(answers) {
-                reads[i].add(answer.items, answer.examined_to)?;
+            let (leaving, staying): (Vec<usize>, Vec<usize>) = wanted
+                .into_iter()
+                .partition(|i| draining_from.is_some_and(|count| *i >= count));
+            for wave in [leaving, staying] {
+                let answers = wave.iter().map(|i| {
+                    let from = reads[*i].resume_after(after);
+                    self.query_once(query, &partitions[*i], entries, from)
+                });
+                let answers = futures::future::try_join_all(answers).await?;
+                for (i, answer) in wave.into_iter().zip(answers) {
+                    reads[i].add(answer.items, answer.examined_to)?;
+                }
             }
         }
         Ok(merge(reads, limit, query.descending))
