@@ -36,12 +36,7 @@ async fn run() -> Result<(), Error> {
     let admin = target.join("debug/petstore-admin");
     let out = target.join("bench");
     std::fs::create_dir_all(&out)?;
-    let b_env: Vec<String> = std::env::var("READ_MIX_B_ENV")
-        .unwrap_or_default()
-        .split(',')
-        .filter(|pair| pair.contains('='))
-        .map(str::to_string)
-        .collect();
+    let b_env = b_environment();
     let rounds: usize = env_or("READ_MIX_ROUNDS", 3);
     let concurrency: usize = env_or("BENCH_CONCURRENCY", 16);
     let seconds: u64 = env_or("BENCH_SECONDS", 10);
@@ -59,14 +54,7 @@ async fn run() -> Result<(), Error> {
             let mut local = PetstoreLocal::start(&service, &dynamodb.url(), &log, env).await?;
             let seeded = match fixture.take() {
                 Some(seeded) => seeded,
-                None => {
-                    let shape = Shape {
-                        categories: 1,
-                        pets: 100,
-                        stock: None,
-                    };
-                    load::seed(local.addr, key.clone(), shape).await?
-                }
+                None => load::seed(local.addr, key.clone(), SHAPE).await?,
             };
             let pid = local.pid().ok_or("petstore-local has no pid")?;
             let warm = Duration::from_secs(warmup);
@@ -114,6 +102,24 @@ async fn run() -> Result<(), Error> {
     }
     dynamodb.stop().await;
     Ok(())
+}
+
+/// The store the read mix reads: make bench's (one category, 100 pets).
+const SHAPE: Shape = Shape {
+    categories: 1,
+    pets: 100,
+    stock: None,
+};
+
+/// Run B's service environment: `READ_MIX_B_ENV`, `NAME=value` pairs
+/// separated by commas (run A's is empty).
+fn b_environment() -> Vec<String> {
+    std::env::var("READ_MIX_B_ENV")
+        .unwrap_or_default()
+        .split(',')
+        .filter(|pair| pair.contains('='))
+        .map(str::to_string)
+        .collect()
 }
 
 /// utime + stime of `pid`, in seconds (0 if it is gone).
