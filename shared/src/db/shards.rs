@@ -34,6 +34,10 @@ pub enum Kind {
     Pet,
     Order,
     Category,
+    /// A webhook endpoint's deliveries (base-table partitions
+    /// `WEBHOOK#<id>#<shard>`): the count an endpoint is registered with,
+    /// kept on it for its life (`deliveryShards`), so never drained.
+    Delivery,
 }
 
 /// How many shards each kind's lists have.
@@ -58,6 +62,11 @@ pub struct Shards {
     pub pets_draining: u16,
     /// The same for orders (`ORDER_LIST_SHARDS_DRAINING`); 0: none.
     pub orders_draining: u16,
+    /// The delivery partitions a new webhook endpoint gets
+    /// (`WEBHOOK_DELIVERY_SHARDS`): a delivery is 2 writes on its
+    /// partition (made, attempted), so 8 take 4,000 deliveries a second, a
+    /// staff endpoint's every event at 1,000 orders a second with room.
+    pub deliveries: u16,
 }
 
 /// The most shards a list may have: a page queries every one of them.
@@ -71,6 +80,7 @@ impl Default for Shards {
             categories: 1,
             pets_draining: 0,
             orders_draining: 0,
+            deliveries: 8,
         }
     }
 }
@@ -82,6 +92,7 @@ impl Shards {
             Kind::Pet => self.pets,
             Kind::Order => self.orders,
             Kind::Category => self.categories,
+            Kind::Delivery => self.deliveries,
         };
         count.clamp(1, MAX_SHARDS)
     }
@@ -92,7 +103,7 @@ impl Shards {
         let draining = match kind {
             Kind::Pet => self.pets_draining,
             Kind::Order => self.orders_draining,
-            Kind::Category => 0,
+            Kind::Category | Kind::Delivery => 0,
         };
         self.count(kind).max(draining.min(MAX_SHARDS))
     }
@@ -152,24 +163,47 @@ pub(crate) fn item_id(item: &Item) -> Result<u64, DbError> {
     }
 }
 
+/// Where an item sits in the list a page merges: what the list sorts on
+/// and a cursor names. The index lists sort on the numeric `id`; an
+/// endpoint's deliveries, on the base table, on their sort key.
+pub(crate) trait Position: Ord + Clone {
+    fn of(item: &Item) -> Result<Self, DbError>;
+}
+
+impl Position for u64 {
+    fn of(item: &Item) -> Result<u64, DbError> {
+        item_id(item)
+    }
+}
+
 /// What the queries of one page found in one partition so far: its matches
 /// in the list's order, and how far they have looked.
-#[derive(Debug, Default)]
-pub(crate) struct PartitionRead {
-    /// The matches found, in the list's order, each with its id.
-    matches: Vec<(u64, Item)>,
-    /// The id of the last index entry examined (DynamoDB's
+#[derive(Debug)]
+pub(crate) struct PartitionRead<K = u64> {
+    /// The matches found, in the list's order, each with its position.
+    matches: Vec<(K, Item)>,
+    /// The position of the last entry examined (DynamoDB's
     /// `LastEvaluatedKey`), once a query stopped before the partition's end.
-    examined_to: Option<u64>,
+    examined_to: Option<K>,
     /// Whether the queries reached the partition's end.
     done: bool,
 }
 
-impl PartitionRead {
+impl<K> Default for PartitionRead<K> {
+    fn default() -> Self {
+        PartitionRead {
+            matches: Vec::new(),
+            examined_to: None,
+            done: false,
+        }
+    }
+}
+
+impl<K: Position> PartitionRead<K> {
     /// Where this partition's next query starts: after the last entry
     /// examined, or after the page's cursor before any query.
-    pub(crate) fn resume_after(&self, cursor: Option<u64>) -> Option<u64> {
-        self.examined_to.or(cursor)
+    pub(crate) fn resume_after(&self, cursor: Option<K>) -> Option<K> {
+        self.examined_to.clone().or(cursor)
     }
 
     /// Whether another query of this partition could still add to the page:
@@ -179,18 +213,14 @@ impl PartitionRead {
         !self.done && self.matches.len() <= limit
     }
 
-    /// Adds one query's answer: the `items` that matched, and the id of the
-    /// last entry it examined if it stopped before the partition's end.
-    pub(crate) fn add(
-        &mut self,
-        items: Vec<Item>,
-        examined_to: Option<u64>,
-    ) -> Result<(), DbError> {
+    /// Adds one query's answer: the `items` that matched, and the position
+    /// of the last entry it examined if it stopped before the partition's end.
+    pub(crate) fn add(&mut self, items: Vec<Item>, examined_to: Option<K>) -> Result<(), DbError> {
         for item in items {
-            self.matches.push((item_id(&item)?, item));
+            self.matches.push((K::of(&item)?, item));
         }
         match examined_to {
-            Some(id) => self.examined_to = Some(id),
+            Some(position) => self.examined_to = Some(position),
             None => self.done = true,
         }
         Ok(())
@@ -198,14 +228,14 @@ impl PartitionRead {
 }
 
 /// How far every partition has been examined: the least advanced examined
-/// id of those not at their end; `None` once all are at their end. Every
-/// match up to it, in the list's order, is known. Read only after each
+/// position of those not at their end; `None` once all are at their end.
+/// Every match up to it, in the list's order, is known. Read only after each
 /// partition had its first query (each needs one: [`PartitionRead::needs_more`]).
-fn frontier(partitions: &[PartitionRead], descending: bool) -> Option<u64> {
+fn frontier<K: Position>(partitions: &[PartitionRead<K>], descending: bool) -> Option<K> {
     let open = partitions
         .iter()
         .filter(|p| !p.done)
-        .filter_map(|p| p.examined_to);
+        .filter_map(|p| p.examined_to.clone());
     if descending {
         open.max()
     } else {
@@ -215,24 +245,24 @@ fn frontier(partitions: &[PartitionRead], descending: bool) -> Option<u64> {
 
 /// The matches known so far, in the list's order: those up to the
 /// [`frontier`], the only ones no partition can still add to.
-fn known<T>(
-    matches: impl Iterator<Item = (u64, T)>,
-    frontier: Option<u64>,
+fn known<K: Position, T>(
+    matches: impl Iterator<Item = (K, T)>,
+    frontier: Option<&K>,
     descending: bool,
-) -> Vec<(u64, T)> {
-    let reached = |id: u64| match frontier {
+) -> Vec<(K, T)> {
+    let reached = |position: &K| match frontier {
         None => true,
-        Some(f) if descending => id >= f,
-        Some(f) => id <= f,
+        Some(f) if descending => position >= f,
+        Some(f) => position <= f,
     };
-    let mut items: Vec<(u64, T)> = matches.filter(|(id, _)| reached(*id)).collect();
-    items.sort_by_key(|(id, _)| *id);
+    let mut items: Vec<(K, T)> = matches.filter(|(position, _)| reached(position)).collect();
+    items.sort_by(|(a, _), (b, _)| a.cmp(b));
     if descending {
         items.reverse();
     }
-    // An entry moving between shards (never within one list today) would
-    // show twice for a moment: once is enough.
-    items.dedup_by_key(|(id, _)| *id);
+    // An entry moving between shards (a reshard's) shows twice for a
+    // moment: once is enough.
+    items.dedup_by(|(a, _), (b, _)| a == b);
     items
 }
 
@@ -240,16 +270,16 @@ fn known<T>(
 /// settle the page (every partition at its end, or more than `limit`
 /// matches known: one more proves a next page); else those that may still
 /// add to it.
-pub(crate) fn next_round(
-    partitions: &[PartitionRead],
+pub(crate) fn next_round<K: Position>(
+    partitions: &[PartitionRead<K>],
     limit: usize,
     descending: bool,
 ) -> Vec<usize> {
     let frontier = frontier(partitions, descending);
     let matches = partitions
         .iter()
-        .flat_map(|p| p.matches.iter().map(|(id, _)| (*id, ())));
-    if known(matches, frontier, descending).len() > limit {
+        .flat_map(|p| p.matches.iter().map(|(position, _)| (position.clone(), ())));
+    if known(matches, frontier.as_ref(), descending).len() > limit {
         return Vec::new();
     }
     (0..partitions.len())
@@ -263,12 +293,18 @@ pub(crate) fn next_round(
 /// [`frontier`], up to which every partition has been examined, so the next
 /// page resumes each partition with nothing skipped and nothing returned
 /// twice; none once every partition is at its end.
-pub(crate) fn merge(partitions: Vec<PartitionRead>, limit: usize, descending: bool) -> Page<Item> {
+pub(crate) fn merge<K: Position>(
+    partitions: Vec<PartitionRead<K>>,
+    limit: usize,
+    descending: bool,
+) -> Page<Item, K> {
     let frontier = frontier(&partitions, descending);
     let matches = partitions.into_iter().flat_map(|p| p.matches);
-    let mut items = known(matches, frontier, descending);
+    let mut items = known(matches, frontier.as_ref(), descending);
     let next_after = match items.len() > limit {
-        true => items.get(limit.saturating_sub(1)).map(|(id, _)| *id),
+        true => items
+            .get(limit.saturating_sub(1))
+            .map(|(position, _)| position.clone()),
         false => frontier,
     };
     items.truncate(limit);
@@ -330,7 +366,7 @@ mod tests {
         rounds: usize,
         desc: bool,
     ) -> Result<(Page<Item>, usize), DbError> {
-        let mut reads: Vec<PartitionRead> =
+        let mut reads: Vec<PartitionRead<u64>> =
             shards.iter().map(|_| PartitionRead::default()).collect();
         let mut queries = 0;
         for round in 0..rounds {
