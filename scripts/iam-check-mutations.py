@@ -192,9 +192,10 @@ MUTATIONS = [
     ),
     (
         "WebhooksRole",
-        '"WEBHOOKDELIVERY#*", ',
-        "WebhooksFunction: dynamodb:Query on DataTable/index/GSI3v2 ",
-        "one list gone: an endpoint's deliveries (GSI3)",
+        '                    dynamodb:LeadingKeys: ["WEBHOOK#*#*"]\n',
+        "WebhooksFunction: dynamodb:Query on ",
+        "one list gone: an endpoint's deliveries (its delivery partitions, on the table)",
+        '                    dynamodb:LeadingKeys: ["WEBHOOKOWNER#*#*"]\n',
     ),
 ]
 

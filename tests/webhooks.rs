@@ -70,6 +70,21 @@ pub async fn set_attributes(
         .expect("DynamoDB Local takes the update");
 }
 
+/// Sets attributes of the delivery of `event_id` to `webhook_id`.
+pub async fn set_delivery_attributes(
+    app: &TestApp,
+    webhook_id: u64,
+    event_id: &str,
+    values: &[(&str, AttributeValue)],
+) {
+    let key = crate::webhooks_delivery::delivery_key(app, webhook_id, event_id).await;
+    let text = |name: &str| match key.get(name) {
+        Some(AttributeValue::S(text)) => text.clone(),
+        _ => String::new(),
+    };
+    set_attributes(app, text("PK"), text("SK"), values).await;
+}
+
 /// An endpoint and a delivery with every optional field set, each read back
 /// (for `responses`: every documented optional property is sent).
 pub async fn every_kind_of_webhook_record(staff: &TestApp) {
@@ -123,8 +138,7 @@ pub async fn every_kind_of_webhook_record(staff: &TestApp) {
             ("manual", AttributeValue::Bool(true)),
         ]),
     ]);
-    let delivery = format!("DELIVERY#{event_id}");
-    set_attributes(staff, pk, delivery, &[("attempts", attempts)]).await;
+    set_delivery_attributes(staff, id, &event_id, &[("attempts", attempts)]).await;
     let listed = staff.get(&format!("/webhooks/{id}/deliveries")).await;
     listed.assert_status(200);
     staff.hooks.queue.take();

@@ -161,10 +161,79 @@ pub async fn register(
         .item("enabled", AttributeValue::Bool(true))
         .item("secrets", AttributeValue::L(secrets))
         .item("createdAt", s("2026-11-26T20:00:00.000Z"))
+        .item(
+            "deliveryShards",
+            AttributeValue::N(DELIVERY_SHARDS.to_string()),
+        )
         .send()
         .await
         .expect("the endpoint is stored");
     id
+}
+
+/// The delivery partitions of the endpoints stored here: several, so that
+/// every test finds each delivery where its shard puts it.
+pub const DELIVERY_SHARDS: u16 = 4;
+
+/// The delivery partitions endpoint `webhook_id` has (`deliveryShards`);
+/// a deleted one's, registered through the API, had the stack's count.
+async fn delivery_shards(app: &TestApp, webhook_id: u64) -> u16 {
+    use petstore::db::shards::Kind;
+    match item(app, webhook_id, "ENDPOINT").await {
+        Some(endpoint) => endpoint["deliveryShards"]
+            .as_u64()
+            .and_then(|n| u16::try_from(n).ok())
+            .unwrap_or(1),
+        None => app.app.config.shards.count(Kind::Delivery),
+    }
+}
+
+/// The key of the delivery of `event_id` to `webhook_id`.
+pub async fn delivery_key(
+    app: &TestApp,
+    webhook_id: u64,
+    event_id: &str,
+) -> std::collections::HashMap<String, AttributeValue> {
+    let shards = delivery_shards(app, webhook_id).await;
+    let shard = petstore::webhooks::deliveries::shard_of_event(event_id, shards);
+    petstore::webhooks::deliveries::key(webhook_id, shard, event_id)
+}
+
+/// The delivery of `event_id` to `webhook_id` as stored, as JSON.
+pub async fn delivery_item(app: &TestApp, webhook_id: u64, event_id: &str) -> Option<Value> {
+    item_at(app, delivery_key(app, webhook_id, event_id).await).await
+}
+
+/// The deliveries queue's message for the delivery of `event_id` to
+/// endpoint `webhook_id`, wherever it was registered (its `deliveryShards`
+/// read), as a ping or a retry by hand (`manual`) sends it.
+pub async fn message_to(
+    app: &TestApp,
+    webhook_id: u64,
+    event_id: &str,
+    manual: bool,
+) -> petstore::webhooks::queue::DeliveryMessage {
+    let shards = delivery_shards(app, webhook_id).await;
+    petstore::webhooks::queue::DeliveryMessage {
+        shard: petstore::webhooks::deliveries::shard_of_event(event_id, shards),
+        ..message(webhook_id, event_id, manual)
+    }
+}
+
+/// The deliveries queue's message for the delivery of `event_id` to
+/// endpoint `webhook_id` stored here ([`register`], [`DELIVERY_SHARDS`]),
+/// as the fan-out or a retry by hand (`manual`) sends it.
+pub fn message(
+    webhook_id: u64,
+    event_id: &str,
+    manual: bool,
+) -> petstore::webhooks::queue::DeliveryMessage {
+    petstore::webhooks::queue::DeliveryMessage {
+        webhook_id,
+        shard: petstore::webhooks::deliveries::shard_of_event(event_id, DELIVERY_SHARDS),
+        event_id: event_id.to_string(),
+        manual,
+    }
 }
 
 /// The endpoint's owner as a live key: `owner_id` when a key has that id,
@@ -191,16 +260,31 @@ async fn live_owner(app: &TestApp, endpoint: &NewEndpoint<'_>) -> u64 {
     issued.record.id.get()
 }
 
-/// A stored item as JSON (`webhookId`'s endpoint or one of its deliveries).
+/// A stored item of endpoint `webhook_id`'s partition as JSON (the
+/// endpoint, `ENDPOINT`, or one of its slots).
 pub async fn item(app: &TestApp, webhook_id: u64, sort: &str) -> Option<Value> {
+    let key = std::collections::HashMap::from([
+        (
+            "PK".to_string(),
+            AttributeValue::S(format!("WEBHOOK#{webhook_id}")),
+        ),
+        ("SK".to_string(), AttributeValue::S(sort.to_string())),
+    ]);
+    item_at(app, key).await
+}
+
+/// The item under `key`, read consistently, as JSON.
+async fn item_at(
+    app: &TestApp,
+    key: std::collections::HashMap<String, AttributeValue>,
+) -> Option<Value> {
     let got = app
         .app
         .db
         .client()
         .get_item()
         .table_name(&app.app.config.table_name)
-        .key("PK", AttributeValue::S(format!("WEBHOOK#{webhook_id}")))
-        .key("SK", AttributeValue::S(sort.to_string()))
+        .set_key(Some(key))
         .consistent_read(true)
         .send()
         .await
@@ -216,10 +300,9 @@ pub async fn delivery_when(
     event_id: &str,
     done: impl Fn(&Value) -> bool,
 ) -> Value {
-    let sort = format!("DELIVERY#{event_id}");
     let deadline = tokio::time::Instant::now() + WITHIN;
     loop {
-        let delivery = item(app, webhook_id, &sort).await;
+        let delivery = delivery_item(app, webhook_id, event_id).await;
         match delivery {
             Some(delivery) if done(&delivery) => return delivery,
             last if tokio::time::Instant::now() > deadline => {

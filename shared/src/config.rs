@@ -25,7 +25,9 @@ pub struct Config {
     /// (`PET_LIST_SHARDS`, `ORDER_LIST_SHARDS`, `CATEGORY_LIST_SHARDS`; see
     /// [`crate::db::shards`]), and while a lowered count is resharded the
     /// count its entries may still be under (`PET_LIST_SHARDS_DRAINING`,
-    /// `ORDER_LIST_SHARDS_DRAINING`; template.yaml's `OrderRate` sets them).
+    /// `ORDER_LIST_SHARDS_DRAINING`); and how many delivery partitions a new
+    /// webhook endpoint gets (`WEBHOOK_DELIVERY_SHARDS`; template.yaml's
+    /// `OrderRate` sets them all).
     pub shards: Shards,
     /// The origins whose pages may call the API from a browser
     /// (`ALLOWED_ORIGINS`, comma-separated, e.g.
@@ -105,6 +107,7 @@ impl Config {
                 categories: vars.shards("CATEGORY_LIST_SHARDS", defaults.categories)?,
                 pets_draining: vars.draining("PET_LIST_SHARDS_DRAINING")?,
                 orders_draining: vars.draining("ORDER_LIST_SHARDS_DRAINING")?,
+                deliveries: vars.shards("WEBHOOK_DELIVERY_SHARDS", defaults.deliveries)?,
             },
             table_name: vars.text("TABLE_NAME", "petstore"),
             rate_limit_table_name: vars.text("RATE_LIMIT_TABLE_NAME", "petstore-ratelimits"),

@@ -12,7 +12,6 @@ use chrono::Utc;
 use petstore::webhooks::address::UrlPolicy;
 use petstore::webhooks::attempt::Attempter;
 use petstore::webhooks::deliver::{slots, Deliverer};
-use petstore::webhooks::queue::DeliveryMessage;
 use petstore::webhooks::receiving::KeyStates;
 use petstore::webhooks::schedule::RetrySchedule;
 use serde_json::json;
@@ -95,11 +94,7 @@ async fn attempt_refused(app: &TestApp, webhook_id: u64, event_id: &str) {
         queue: app.hooks.queue.clone(),
         keys: std::sync::Arc::new(KeyStates::of(app.app.db.client().clone(), &app.app.config)),
     };
-    let message = DeliveryMessage {
-        webhook_id,
-        event_id: event_id.to_string(),
-        manual: false,
-    };
+    let message = crate::webhooks_delivery::message_to(app, webhook_id, event_id, false).await;
     deliverer.deliver(&message, 1).await.expect("handled");
 }
 
@@ -107,8 +102,14 @@ fn endpoint(id: u64) -> String {
     format!("WEBHOOK#{id}")
 }
 
-fn delivery(event_id: &str) -> String {
-    format!("DELIVERY#{event_id}")
+/// The key (`PK`, `SK`) of the delivery of `event_id` to `webhook_id`.
+async fn delivery(hooks: &Webhooks, webhook_id: u64, event_id: &str) -> (String, String) {
+    let key = crate::webhooks_delivery::delivery_key(&hooks.store.app, webhook_id, event_id).await;
+    let text = |name: &str| match key.get(name) {
+        Some(AttributeValue::S(text)) => text.clone(),
+        other => panic!("a delivery key's {name}: {other:?}"),
+    };
+    (text("PK"), text("SK"))
 }
 
 fn owner(id: u64) -> String {
@@ -119,9 +120,8 @@ fn owner(id: u64) -> String {
 async fn webhooks_the_service_wrote_are_sound() {
     let hooks = Webhooks::new().await;
     let store = &hooks.store;
-    let attempted = store
-        .item(&endpoint(hooks.staff_endpoint), &delivery(&hooks.attempted))
-        .await;
+    let (pk, sk) = delivery(&hooks, hooks.staff_endpoint, &hooks.attempted).await;
+    let attempted = store.item(&pk, &sk).await;
     assert_eq!(
         attempted.get("attemptCount"),
         Some(&n(1)),
@@ -193,12 +193,12 @@ async fn an_endpoint_or_a_delivery_the_service_cannot_read() {
         )
         .await;
     let hooks = Webhooks::new().await;
-    let (id, attempted) = (hooks.staff_endpoint, delivery(&hooks.attempted));
+    let (pk, attempted) = delivery(&hooks, hooks.staff_endpoint, &hooks.attempted).await;
     hooks
         .store
         .reported_after_setting(
-            (&endpoint(id), &attempted, "state", Some(s("lost"))),
-            ("reads-as-record", &endpoint(id)),
+            (&pk, &attempted, "state", Some(s("lost"))),
+            ("reads-as-record", &pk),
         )
         .await;
 }
@@ -258,28 +258,25 @@ async fn an_owner_count_that_misses_an_endpoint() {
 }
 
 #[tokio::test]
-async fn a_delivery_out_of_its_endpoint_s_list() {
+async fn a_delivery_in_an_index_or_under_another_endpoint_s_key() {
     let hooks = Webhooks::new().await;
-    let (id, attempted) = (hooks.staff_endpoint, delivery(&hooks.attempted));
-    let anothers = Some(s(format!("WEBHOOKDELIVERY#{}", hooks.customer_endpoint)));
+    let id = hooks.staff_endpoint;
+    let (pk, attempted) = delivery(&hooks, id, &hooks.attempted).await;
+    let listed = Some(s(format!("WEBHOOKDELIVERY#{id}")));
     hooks
         .store
         .reported_after_setting(
-            (&endpoint(id), &attempted, "GSI3PK", anothers),
-            ("webhook-delivery-index-keys", &endpoint(id)),
+            (&pk, &attempted, "GSI3PK", listed),
+            ("webhook-delivery-keys", &pk),
         )
         .await;
     let (gone, event) = &hooks.orphan;
+    let (pk, sk) = delivery(&hooks, *gone, event).await;
     hooks
         .store
         .reported_after_setting(
-            (
-                &endpoint(*gone),
-                &delivery(event),
-                "GSI1PK",
-                Some(s("WEBHOOK")),
-            ),
-            ("webhook-delivery-index-keys", &endpoint(*gone)),
+            (&pk, &sk, "webhookId", Some(n(*gone as i64 + 1))),
+            ("webhook-delivery-keys", &pk),
         )
         .await;
 }
@@ -287,12 +284,12 @@ async fn a_delivery_out_of_its_endpoint_s_list() {
 #[tokio::test]
 async fn a_delivery_or_a_slot_that_never_expires() {
     let hooks = Webhooks::new().await;
-    let (id, attempted) = (hooks.staff_endpoint, delivery(&hooks.attempted));
+    let (pk, attempted) = delivery(&hooks, hooks.staff_endpoint, &hooks.attempted).await;
     hooks
         .store
         .reported_after_setting(
-            (&endpoint(id), &attempted, "expiresAt", None),
-            ("webhook-items-expire", &endpoint(id)),
+            (&pk, &attempted, "expiresAt", None),
+            ("webhook-items-expire", &pk),
         )
         .await;
     let hooks = Webhooks::new().await;
@@ -331,7 +328,7 @@ async fn a_slot_or_an_owner_count_in_an_index() {
 #[tokio::test]
 async fn a_pending_delivery_no_message_carries_any_more() {
     let hooks = Webhooks::new().await;
-    let (id, attempted) = (hooks.staff_endpoint, delivery(&hooks.attempted));
+    let (pk, attempted) = delivery(&hooks, hooks.staff_endpoint, &hooks.attempted).await;
     let at = |minutes: i64| {
         let at = Utc::now() - chrono::Duration::minutes(minutes);
         Some(s(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)))
@@ -339,15 +336,15 @@ async fn a_pending_delivery_no_message_carries_any_more() {
     // Late within the bound: slot waits and hand-backs make it so.
     hooks
         .store
-        .set(&endpoint(id), &attempted, "nextAttemptAt", at(50))
+        .set(&pk, &attempted, "nextAttemptAt", at(50))
         .await;
     let report = check(&hooks.store.app).await;
     assert!(report.sound(), "{:#?}", report.findings);
     hooks
         .store
         .reported_after_setting(
-            (&endpoint(id), &attempted, "nextAttemptAt", at(61)),
-            ("webhook-delivery-not-overdue", &endpoint(id)),
+            (&pk, &attempted, "nextAttemptAt", at(61)),
+            ("webhook-delivery-not-overdue", &pk),
         )
         .await;
 }

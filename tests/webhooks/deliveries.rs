@@ -1,10 +1,10 @@
 //! A ping and a retry put the right message on the deliveries queue; an
 //! endpoint's deliveries list newest first, paged.
 
-use super::{register_default, set_attributes};
+use super::{register_default, set_delivery_attributes};
 use crate::helpers::TestApp;
+use crate::webhooks_delivery::{delivery_key, message_to};
 use aws_sdk_dynamodb::types::AttributeValue;
-use petstore::webhooks::queue::DeliveryMessage;
 use serde_json::{json, Value};
 
 /// Pings `id`; answers the delivery the ping made.
@@ -24,16 +24,17 @@ async fn a_ping_makes_a_pending_delivery_and_sends_its_message() {
         .as_str()
         .expect("an eventId")
         .to_string();
-    assert!(event_id.starts_with("ping_"), "{event_id}");
+    // Its time first (11 hex digits of Unix milliseconds), as every event id.
+    let (time, ping) = event_id.split_once('-').expect("time-ping");
+    assert!(time.len() == 11 && ping.starts_with("ping_"), "{event_id}");
+    let millis = i64::from_str_radix(time, 16).expect("hex milliseconds");
+    let age = chrono::Utc::now().timestamp_millis() - millis;
+    assert!((0..60_000).contains(&age), "{event_id}: {age} ms old");
     assert_eq!(delivery["type"], "webhook.ping");
     assert_eq!(delivery["state"], "pending");
     assert_eq!(delivery["webhookId"], id);
     let sent = customer.hooks.queue.take();
-    let expected = DeliveryMessage {
-        webhook_id: id,
-        event_id: event_id.clone(),
-        manual: false,
-    };
+    let expected = message_to(&staff, id, &event_id, false).await;
     assert_eq!(sent, vec![expected]);
     let body = stored_body(&staff, id, &event_id).await;
     let body: Value = serde_json::from_str(&body).expect("the body is JSON");
@@ -50,8 +51,7 @@ async fn stored_body(app: &TestApp, id: u64, event_id: &str) -> String {
         .client()
         .get_item()
         .table_name(&app.app.config.table_name)
-        .key("PK", AttributeValue::S(format!("WEBHOOK#{id}")))
-        .key("SK", AttributeValue::S(format!("DELIVERY#{event_id}")))
+        .set_key(Some(delivery_key(app, id, event_id).await))
         .send()
         .await
         .expect("DynamoDB Local answers")
@@ -80,10 +80,10 @@ async fn a_retry_sends_a_manual_message_and_leaves_a_failed_delivery_failed_unti
         .await
         .assert_error(404, "NOT_FOUND");
     assert!(staff.queue_is_empty(), "an unknown delivery sends nothing");
-    set_attributes(
+    set_delivery_attributes(
         &staff,
-        format!("WEBHOOK#{id}"),
-        format!("DELIVERY#{event_id}"),
+        id,
+        &event_id,
         &[
             ("state", AttributeValue::S("failed".into())),
             ("attemptCount", AttributeValue::N("10".into())),
@@ -100,11 +100,7 @@ async fn a_retry_sends_a_manual_message_and_leaves_a_failed_delivery_failed_unti
     // Not `pending`: no scheduled message would carry it if the retry failed.
     assert_eq!(retried.json()["state"], "failed");
     let sent = staff.hooks.queue.take();
-    let expected = DeliveryMessage {
-        webhook_id: id,
-        event_id,
-        manual: true,
-    };
+    let expected = message_to(&staff, id, &event_id, true).await;
     assert_eq!(sent, vec![expected]);
 }
 

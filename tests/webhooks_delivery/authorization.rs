@@ -12,7 +12,6 @@ use petstore::ratelimit::Plan;
 use petstore::records::{Id, Role};
 use petstore::webhooks::deliver::Disposition;
 use petstore::webhooks::endpoints::follow_role;
-use petstore::webhooks::queue::DeliveryMessage;
 
 /// A key of `role`, an endpoint of it on a receiver answering 200, and a
 /// deliverer (its queue kept, each message handed over by the test) whose
@@ -55,16 +54,12 @@ impl Owned {
     }
 
     async fn deliver(&self, event_id: &str) -> Disposition {
-        let message = DeliveryMessage {
-            webhook_id: self.endpoint,
-            event_id: event_id.to_string(),
-            manual: false,
-        };
+        let message = message(self.endpoint, event_id, false);
         self.deliverer.deliver(&message, 1).await.expect("handled")
     }
 
     async fn delivery(&self, app: &TestApp, event_id: &str) -> Option<Value> {
-        item(app, self.endpoint, &format!("DELIVERY#{event_id}")).await
+        delivery_item(app, self.endpoint, event_id).await
     }
 
     /// `receiving` and `notReceivingReason` as staff's `GET /webhooks/{id}` shows them.

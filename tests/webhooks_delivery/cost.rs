@@ -10,7 +10,6 @@ use crate::idempotency::proxy::{FaultMix, FaultProxy};
 use petstore::ratelimit::Plan;
 use petstore::records::Role;
 use petstore::webhooks::deliver::Disposition;
-use petstore::webhooks::queue::DeliveryMessage;
 use std::collections::BTreeMap;
 
 const WRITES: [&str; 4] = ["PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"];
@@ -45,11 +44,7 @@ async fn a_delivery_at_its_first_attempt_is_three_calls_and_two_writes() {
         keys: key_states(&app, Duration::from_secs(30)),
     };
     let deliver = |event_id: &str| {
-        let message = DeliveryMessage {
-            webhook_id: id,
-            event_id: event_id.to_string(),
-            manual: false,
-        };
+        let message = message(id, event_id, false);
         let deliverer = &deliverer;
         async move { deliverer.deliver(&message, 1).await.expect("handled") }
     };

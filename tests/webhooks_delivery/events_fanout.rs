@@ -90,16 +90,12 @@ async fn a_fan_out_that_fails_leaves_its_record_to_be_read_again_and_makes_one_d
         placed.iter().all(|e| *e == event_id),
         "one event, however often published"
     );
-    let delivery = item(&staff, id, &format!("DELIVERY#{event_id}"))
+    let delivery = delivery_item(&staff, id, &event_id)
         .await
         .expect("its delivery");
     assert_eq!(delivery["state"], "pending");
     // The one delivery's message went once the queue took it: the refused
     // sends kept nothing, the record read again sent it.
-    let message = DeliveryMessage {
-        webhook_id: id,
-        event_id: event_id.clone(),
-        manual: false,
-    };
+    let message = message(id, &event_id, false);
     assert_eq!(*queue.kept.0.lock().expect("kept"), [message]);
 }

@@ -4,7 +4,6 @@ use super::receivers::{python_receiver, rust_receiver, Answer};
 use super::*;
 use crate::domain_events::{reader, Collect};
 use events::WithWebhooks;
-use petstore::webhooks::queue::DeliveryMessage;
 use petstore::webhooks::sign::new_secret;
 
 #[tokio::test]
@@ -62,10 +61,7 @@ async fn a_placed_order_reaches_its_owner_signed_and_never_another_customer() {
     let delivered = delivery_when(&staff, mine, &event_id, |d| d["state"] == "delivered").await;
     assert_eq!(delivered["attempts"][0]["statusCode"], 200);
     // The fan-out made every delivery before sending any: none for the other customer.
-    assert_eq!(
-        item(&staff, theirs, &format!("DELIVERY#{event_id}")).await,
-        None
-    );
+    assert_eq!(delivery_item(&staff, theirs, &event_id).await, None);
     assert!(elsewhere.so_far().is_empty());
 }
 
@@ -129,7 +125,7 @@ async fn a_410_disables_the_endpoint_at_once() {
         .fan_out(&stock_event("evt-after"))
         .await
         .expect("fanned out");
-    assert_eq!(item(&app, id, "DELIVERY#evt-after").await, None);
+    assert_eq!(delivery_item(&app, id, "evt-after").await, None);
 }
 
 #[tokio::test]
@@ -165,11 +161,7 @@ async fn a_failed_delivery_retried_by_hand_gets_one_more_attempt() {
         "the shortened schedule's 4 attempts"
     );
 
-    let by_hand = DeliveryMessage {
-        webhook_id: id,
-        event_id: "evt-by-hand".into(),
-        manual: true,
-    };
+    let by_hand = message(id, "evt-by-hand", true);
     deliverer.queue.send(vec![by_hand]).await.expect("queued");
     let delivered = delivery_when(&app, id, "evt-by-hand", |d| d["state"] == "delivered").await;
     assert_eq!(delivered["attemptCount"], 5);
@@ -247,7 +239,7 @@ async fn a_hanging_receiver_does_not_delay_another_endpoint() {
     hanging.next().await;
     answering.next().await;
     delivery_when(&app, quick, "evt-isolated", |d| d["state"] == "delivered").await;
-    let stuck = item(&app, slow, "DELIVERY#evt-isolated")
+    let stuck = delivery_item(&app, slow, "evt-isolated")
         .await
         .expect("its delivery");
     assert_eq!(

@@ -43,8 +43,7 @@ async fn set_delivery(
         .client()
         .update_item()
         .table_name(&app.app.config.table_name)
-        .key("PK", s(&format!("WEBHOOK#{id}")))
-        .key("SK", s(&format!("DELIVERY#{event_id}")))
+        .set_key(Some(delivery_key(app, id, event_id).await))
         .update_expression(expression);
     if expression.contains("#state") {
         update = update.expression_attribute_names("#state", "state");
@@ -96,7 +95,7 @@ async fn a_batch_is_told_apart_by_queue_and_only_what_failed_is_handed_back() {
         record("fan", "petstore-webhook-events", &stock_event("evt-batch").to_string()),
         record("bad", "petstore-webhook-events", "{not json"),
         record("gone", deliveries, &json!({"webhookId": id, "eventId": "evt-none"}).to_string()),
-        record("later", deliveries, &json!({"webhookId": id, "eventId": "evt-first"}).to_string()),
+        record("later", deliveries, &json!(message(id, "evt-first", false)).to_string()),
     ]});
     assert!(is_sqs_event(&event));
     assert!(!is_sqs_event(
@@ -209,22 +208,18 @@ async fn an_event_fanned_out_twice_makes_one_delivery_and_resends_only_an_unatte
     };
     let event = stock_event("evt-twice");
     deliverer.fan_out(&event).await.expect("fanned out");
-    let created = item(&app, id, "DELIVERY#evt-twice")
+    let created = delivery_item(&app, id, "evt-twice")
         .await
         .expect("its delivery");
     // Again, as SQS may hand the event over again: the first run may have
     // stopped before sending, so the unattempted delivery's message goes again.
     deliverer.fan_out(&event).await.expect("fanned out again");
     assert_eq!(
-        item(&app, id, "DELIVERY#evt-twice").await,
+        delivery_item(&app, id, "evt-twice").await,
         Some(created),
         "one delivery, unchanged"
     );
-    let message = DeliveryMessage {
-        webhook_id: id,
-        event_id: "evt-twice".into(),
-        manual: false,
-    };
+    let message = message(id, "evt-twice", false);
     assert_eq!(
         *kept.0.lock().expect("kept"),
         [message.clone(), message.clone()]

@@ -11,7 +11,6 @@ use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
 use petstore::webhooks::deliver::Disposition;
-use petstore::webhooks::queue::DeliveryMessage;
 
 /// A deliverer on `client` whose queue keeps its messages, handling none:
 /// the test hands each to the handler itself.
@@ -47,16 +46,8 @@ async fn fanned_out(
     (receiver, id)
 }
 
-fn message(webhook_id: u64, event_id: &str, manual: bool) -> DeliveryMessage {
-    DeliveryMessage {
-        webhook_id,
-        event_id: event_id.to_string(),
-        manual,
-    }
-}
-
 async fn stored(app: &TestApp, id: u64, event_id: &str) -> Value {
-    item(app, id, &format!("DELIVERY#{event_id}"))
+    delivery_item(app, id, event_id)
         .await
         .expect("the delivery")
 }

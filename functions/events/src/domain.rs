@@ -13,8 +13,11 @@
 //! | order marked `lapsing` | none (its removal follows) |
 //! | anything else (API keys, idempotency records, name guards) | none |
 //!
-//! Each event's `eventId` is the stream record's `eventID` and the event's
-//! index in that record; its `sequence` is the record's `SequenceNumber`
+//! Each event's `eventId` is the change's time (11 hex digits of Unix
+//! milliseconds, the record's approximate creation time), the stream
+//! record's `eventID` and the event's index in that record: the time first
+//! so that an endpoint's deliveries, keyed by it, sort newest first
+//! (`petstore::webhooks::deliveries`); its `sequence` is the record's `SequenceNumber`
 //! followed by that index (one digit: a record yields at most two events).
 //! Sequence numbers rise per item, so for one record (a pet, and its stock,
 //! are one item) a later event has a larger `sequence`, compared as integers.
@@ -25,6 +28,7 @@ use petstore::db::pets::StoredPet;
 use petstore::db::stored::Stored;
 use petstore::db::DbError;
 use petstore::db::{categories::StoredCategory, orders::StoredOrder};
+use petstore::webhooks::deliveries::timed_event_id;
 use serde_json::{json, Map, Value};
 
 /// The `source` of every event.
@@ -80,9 +84,10 @@ pub fn events_of(change: &Change) -> Result<Vec<DomainEvent>, DbError> {
         .into_iter()
         .enumerate()
         .map(|(index, (detail_type, mut detail))| {
+            let in_record = format!("{}-{index}", change.event_id);
             detail.insert(
                 "eventId".into(),
-                Value::String(format!("{}-{index}", change.event_id)),
+                Value::String(timed_event_id(change.at, &in_record)),
             );
             detail.insert("occurredAt".into(), Value::String(occurred_at.clone()));
             detail.insert(

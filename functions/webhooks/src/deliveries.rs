@@ -10,11 +10,11 @@ use axum::{Extension, Router};
 use chrono::Utc;
 use http::StatusCode;
 use petstore::http::error::ApiError;
-use petstore::http::extract::{next_link, QueryParams};
+use petstore::http::extract::{next_link_with_cursor, QueryParams};
 use petstore::http::respond::{json, list_page};
-use petstore::records::{Caller, Id};
-use petstore::webhooks::deliveries::{self, NewDelivery};
-use petstore::webhooks::endpoints::time;
+use petstore::records::{Caller, Id, ValidationError};
+use petstore::webhooks::deliveries::{self, ListPosition, NewDelivery};
+use petstore::webhooks::endpoints::{time, Endpoint};
 use petstore::webhooks::queue::DeliveryMessage;
 use petstore::webhooks::types::EventType;
 use petstore::App;
@@ -37,13 +37,22 @@ async fn list_deliveries(
     query: QueryParams,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "webhookId")?;
-    let page = query.page_request("deliveries")?;
-    app.db.visible_webhook(id, &caller).await?;
-    let found = deliveries::list_page(&app.db, id, page.limit, page.after).await?;
+    let limit = query.page_limit()?;
+    let after = query
+        .get("cursor")
+        .map(|raw| {
+            ListPosition::from_cursor(raw).ok_or_else(|| {
+                ApiError::Validation(ValidationError::new("cursor is not valid for this list"))
+            })
+        })
+        .transpose()?;
+    let endpoint = app.db.visible_webhook(id, &caller).await?;
+    let shards = endpoint.delivery_shards;
+    let found = deliveries::list_page(&app.db, id, shards, limit, after).await?;
     let path = format!("/webhooks/{id}/deliveries");
     let next = found
         .next_after
-        .map(|after| next_link(&path, &[], &page, after));
+        .map(|after| next_link_with_cursor(&path, &[], limit, after.cursor()));
     Ok(list_page(&found.items, next))
 }
 
@@ -72,9 +81,11 @@ async fn ping(
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "webhookId")?;
-    app.db.visible_webhook(id, &caller).await?;
+    let endpoint = app.db.visible_webhook(id, &caller).await?;
     let now = Utc::now();
-    let event_id = format!("ping_{:032x}", rand::random::<u128>());
+    // Its time first, as every event id (`deliveries::timed_event_id`).
+    let ping = format!("ping_{:032x}", rand::random::<u128>());
+    let event_id = deliveries::timed_event_id(now, &ping);
     let occurred_at = time(now);
     let body = serde_json::to_string(&PingPayload {
         event_type: EventType::Ping.as_str(),
@@ -88,14 +99,15 @@ async fn ping(
     .map_err(ApiError::internal)?;
     let new = NewDelivery {
         webhook_id: id.get(),
+        shards: endpoint.delivery_shards,
         event_id: &event_id,
         event_type: EventType::Ping,
         body: &body,
     };
     let (client, table) = (app.db.client(), app.db.table());
     deliveries::create(client, table, &new, now).await?;
-    enqueue(&webhooks, id, &event_id, false).await?;
-    accepted(&app, id, &event_id).await
+    enqueue(&webhooks, &endpoint, &event_id, false).await?;
+    accepted(&app, &endpoint, &event_id).await
 }
 
 /// One more attempt now, whatever the delivery's state. The state changes
@@ -109,26 +121,27 @@ async fn retry(
     Path((raw, event_id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "webhookId")?;
-    app.db.visible_webhook(id, &caller).await?;
+    let endpoint = app.db.visible_webhook(id, &caller).await?;
     let (client, table) = (app.db.client(), app.db.table());
-    if deliveries::get(client, table, id.get(), &event_id)
-        .await?
-        .is_none()
-    {
+    let shards = endpoint.delivery_shards;
+    let stored = deliveries::get(client, table, id.get(), shards, &event_id).await?;
+    if stored.is_none() {
         return Err(ApiError::not_found("delivery", &event_id));
     }
-    enqueue(&webhooks, id, &event_id, true).await?;
-    accepted(&app, id, &event_id).await
+    enqueue(&webhooks, &endpoint, &event_id, true).await?;
+    accepted(&app, &endpoint, &event_id).await
 }
 
+/// One message for the delivery of `event_id` to `endpoint`.
 async fn enqueue(
     webhooks: &Webhooks,
-    id: Id,
+    endpoint: &Endpoint,
     event_id: &str,
     manual: bool,
 ) -> Result<(), ApiError> {
     let message = DeliveryMessage {
-        webhook_id: id.get(),
+        webhook_id: endpoint.id.get(),
+        shard: deliveries::shard_of_event(event_id, endpoint.delivery_shards),
         event_id: event_id.to_string(),
         manual,
     };
@@ -139,10 +152,11 @@ async fn enqueue(
         .map_err(ApiError::internal)
 }
 
-/// 202 and the delivery as it stands.
-async fn accepted(app: &App, id: Id, event_id: &str) -> Result<Response, ApiError> {
+/// 202 and the delivery of `event_id` to `endpoint` as it stands.
+async fn accepted(app: &App, endpoint: &Endpoint, event_id: &str) -> Result<Response, ApiError> {
     let (client, table) = (app.db.client(), app.db.table());
-    let delivery = deliveries::get(client, table, id.get(), event_id)
+    let (id, shards) = (endpoint.id.get(), endpoint.delivery_shards);
+    let delivery = deliveries::get(client, table, id, shards, event_id)
         .await?
         .ok_or_else(|| ApiError::not_found("delivery", event_id))?;
     Ok(json(StatusCode::ACCEPTED, &delivery))

@@ -124,6 +124,11 @@ impl Db {
         Db { shards, ..self }
     }
 
+    /// How its lists are sharded, and a new webhook endpoint's deliveries.
+    pub fn shards(&self) -> Shards {
+        self.shards
+    }
+
     /// The handle one request's change goes through, writing `recording`
     /// with it (one change per request, so one record).
     pub fn recording(&self, recording: Arc<Recording>) -> Changes {

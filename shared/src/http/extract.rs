@@ -126,14 +126,7 @@ impl QueryParams {
 
     /// `limit` (1–100, default 20) and `cursor`, for the list named `list`.
     pub fn page_request(&self, list: &'static str) -> Result<PageRequest, ApiError> {
-        let limit = match self.get("limit") {
-            None => 20,
-            Some(raw) => raw
-                .parse::<usize>()
-                .ok()
-                .filter(|l| (1..=100).contains(l))
-                .ok_or_else(|| invalid("limit must be an integer from 1 to 100"))?,
-        };
+        let limit = self.page_limit()?;
         let after = self
             .get("cursor")
             .map(|raw| {
@@ -143,6 +136,18 @@ impl QueryParams {
             })
             .transpose()?;
         Ok(PageRequest { list, limit, after })
+    }
+
+    /// `limit`: 1 to 100, 20 when absent.
+    pub fn page_limit(&self) -> Result<usize, ApiError> {
+        match self.get("limit") {
+            None => Ok(20),
+            Some(raw) => raw
+                .parse::<usize>()
+                .ok()
+                .filter(|l| (1..=100).contains(l))
+                .ok_or_else(|| invalid("limit must be an integer from 1 to 100")),
+        }
     }
 }
 
@@ -162,9 +167,20 @@ pub fn next_link(
     page: &PageRequest,
     next_after: u64,
 ) -> String {
+    let cursor = Cursor::new(page.list, next_after).encode();
+    next_link_with_cursor(path, filters, page.limit, cursor)
+}
+
+/// The same, for a list whose cursor is its own (`cursor`, encoded).
+pub fn next_link_with_cursor(
+    path: &str,
+    filters: &[(&str, String)],
+    limit: usize,
+    cursor: String,
+) -> String {
     let mut query = filters.to_vec();
-    query.push(("limit", page.limit.to_string()));
-    query.push(("cursor", Cursor::new(page.list, next_after).encode()));
+    query.push(("limit", limit.to_string()));
+    query.push(("cursor", cursor));
     let encoded = serde_urlencoded::to_string(&query).unwrap_or_default();
     format!("<{path}?{encoded}>; rel=\"next\"")
 }

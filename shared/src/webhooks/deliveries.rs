@@ -1,20 +1,34 @@
 //! Delivery items: one per (endpoint, event), made by the fan-out (or a
 //! ping), attempted by the delivery handler, listed newest first.
 //!
-//! | PK | SK | GSI3PK | id | attributes |
-//! |---|---|---|---|---|
-//! | `WEBHOOK#<webhookId>` | `DELIVERY#<eventId>` | `WEBHOOKDELIVERY#<webhookId>` | creation order (an id from the allocator) | `webhookId`, `eventId`, `type`, `body`, `state`, `attempts`, `attemptCount`, `scheduleStep`, `nextAttemptAt`, `createdAt`, `expiresAt` |
+//! | PK | SK | attributes |
+//! |---|---|---|
+//! | `WEBHOOK#<webhookId>#<shard>` | `DELIVERY#<eventId>` | `webhookId`, `eventId`, `type`, `body`, `state`, `attempts`, `attemptCount`, `scheduleStep`, `nextAttemptAt`, `createdAt`, `expiresAt` |
 //!
-//! `eventId`s are not in time order, so the list runs on GSI3 (an existing
-//! index, sorted on the numeric `id`), where each delivery's `id` is an id
-//! the service's allocator made at its creation: highest first is newest
-//! first ([`crate::db::new_id`]).
+//! Deliveries are in no index. Every change of an indexed item rewrites its
+//! index entry, and a delivery changes at every attempt: listed on an index
+//! it would cost 4 writes at its first attempt (made and attempted, each on
+//! the table and the index) where 2 are the record itself. So the list is
+//! the base table's own order: an `eventId` begins with the event's time
+//! (11 hex digits of Unix milliseconds, `events::event_id` and the ping's),
+//! so a partition's sort keys run oldest to newest and a query read
+//! backwards is newest first; and the key is the event's, so the fan-out's
+//! conditional put still makes one delivery per event however often it runs.
+//!
+//! An endpoint's deliveries spread over `deliveryShards` partitions (the
+//! count it was registered with, [`Kind::Delivery`]), the event's shard a
+//! fixed hash of its id ([`shard_of_event`]): one partition takes about
+//! 1,000 writes a second, 500 deliveries, and a staff endpoint takes every
+//! event. A page of the list merges them as the sharded index lists do
+//! ([`crate::db::shards::merge`]).
 
 use super::endpoints::time;
-use super::list::{keys_page, KeyList};
 use super::records::WebhookDelivery;
 use super::types::EventType;
-use crate::db::{classify, from_item, n, new_id, s, Db, DbError, Item, Page};
+use crate::db::shards::{
+    first_round_entries, merge, next_round, shard_of, PartitionRead, Position,
+};
+use crate::db::{classify, from_item, n, s, Db, DbError, Item, Page};
 use crate::records::Id;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
@@ -25,15 +39,109 @@ use std::collections::HashMap;
 /// How long a delivery is kept after its last change (contract 9).
 pub const KEPT_DAYS: i64 = 30;
 
-pub fn key(webhook_id: u64, event_id: &str) -> Item {
+/// The sort keys' common start: a delivery partition holds nothing else.
+const SORT_PREFIX: &str = "DELIVERY#";
+
+/// Where an endpoint's delivery of `event_id` is: its shard among the
+/// endpoint's `shards`, a fixed hash of the id (FNV-1a, then
+/// [`shard_of`]'s mix). Part of the stored layout: changing it loses every
+/// delivery's key.
+pub fn shard_of_event(event_id: &str, shards: u16) -> u16 {
+    let hash = event_id
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        });
+    shard_of(hash, shards)
+}
+
+/// An endpoint's `deliveryShards` when the item has none: one partition.
+pub fn one_shard() -> u16 {
+    1
+}
+
+/// The partition key of shard `shard` of an endpoint's deliveries.
+pub fn partition(webhook_id: u64, shard: u16) -> String {
+    format!("WEBHOOK#{webhook_id}#{shard}")
+}
+
+/// The delivery item's key: `shard` as [`shard_of_event`] gives it.
+pub fn key(webhook_id: u64, shard: u16, event_id: &str) -> Item {
+    key_in(&partition(webhook_id, shard), event_id)
+}
+
+/// The key of the delivery of `event_id` in delivery partition `partition`.
+pub fn key_in(partition: &str, event_id: &str) -> Item {
     HashMap::from([
-        ("PK".to_string(), s(format!("WEBHOOK#{webhook_id}"))),
-        ("SK".to_string(), s(format!("DELIVERY#{event_id}"))),
+        ("PK".to_string(), s(partition)),
+        ("SK".to_string(), s(format!("{SORT_PREFIX}{event_id}"))),
     ])
 }
 
-fn list(webhook_id: u64) -> KeyList {
-    KeyList::new("GSI3", format!("WEBHOOKDELIVERY#{webhook_id}"))
+/// An event id that starts with its time, as every `eventId` does: 11
+/// lower-case hex digits of `at`'s Unix milliseconds, then `-` and `rest`.
+/// Fixed width, so ids sort as their times do (until the year 2527).
+pub fn timed_event_id(at: DateTime<Utc>, rest: &str) -> String {
+    let millis = u64::try_from(at.timestamp_millis()).unwrap_or(0);
+    format!("{millis:011x}-{rest}")
+}
+
+/// A delivery's place in its endpoint's list: its sort key, the newest
+/// (the greatest) first. A page's cursor names it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ListPosition(String);
+
+impl ListPosition {
+    /// The position of the delivery of `event_id`.
+    pub fn of_event(event_id: &str) -> ListPosition {
+        ListPosition(format!("{SORT_PREFIX}{event_id}"))
+    }
+
+    /// The event id it names.
+    pub fn event_id(&self) -> &str {
+        self.0.strip_prefix(SORT_PREFIX).unwrap_or(&self.0)
+    }
+
+    /// The cursor sent to clients: `d` and the event id's bytes in hex.
+    /// Opaque by contract; exact enough that `openapi.yaml` gives its
+    /// pattern.
+    pub fn cursor(&self) -> String {
+        let hex: String = self
+            .event_id()
+            .bytes()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        format!("d{hex}")
+    }
+
+    /// Reads a cursor [`ListPosition::cursor`] made; `None` for any other.
+    pub fn from_cursor(raw: &str) -> Option<ListPosition> {
+        let hex = raw.strip_prefix('d')?.as_bytes();
+        if hex.is_empty() || hex.len() % 2 != 0 || hex.len() > 2 * MAX_EVENT_ID {
+            return None;
+        }
+        let bytes = hex
+            .chunks(2)
+            .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+            .collect::<Option<Vec<u8>>>()?;
+        if hex.iter().any(u8::is_ascii_uppercase) {
+            return None;
+        }
+        String::from_utf8(bytes).ok().map(|id| Self::of_event(&id))
+    }
+}
+
+/// The longest event id a cursor may carry (a stream record's id, about
+/// 60 characters, is well within it).
+const MAX_EVENT_ID: usize = 128;
+
+impl Position for ListPosition {
+    fn of(item: &Item) -> Result<ListPosition, DbError> {
+        match item.get("SK") {
+            Some(AttributeValue::S(sort)) => Ok(ListPosition(sort.clone())),
+            _ => Err(DbError::internal("a delivery item without its sort key")),
+        }
+    }
 }
 
 /// The table's TTL attribute for an item last changed at `now`.
@@ -44,10 +152,19 @@ pub fn expires_at(now: DateTime<Utc>) -> i64 {
 /// A delivery to create.
 pub struct NewDelivery<'a> {
     pub webhook_id: u64,
+    /// The endpoint's `deliveryShards`.
+    pub shards: u16,
     pub event_id: &'a str,
     pub event_type: EventType,
     /// The exact compact JSON signed on every attempt.
     pub body: &'a str,
+}
+
+impl NewDelivery<'_> {
+    /// The shard its item is in.
+    pub fn shard(&self) -> u16 {
+        shard_of_event(self.event_id, self.shards)
+    }
 }
 
 /// Whether the caller must enqueue a message for the delivery.
@@ -72,10 +189,8 @@ pub async fn create(
     new: &NewDelivery<'_>,
     now: DateTime<Utc>,
 ) -> Result<Created, DbError> {
-    let mut item = key(new.webhook_id, new.event_id);
+    let mut item = key(new.webhook_id, new.shard(), new.event_id);
     item.extend([
-        ("GSI3PK".to_string(), s(list(new.webhook_id).partition)),
-        ("id".to_string(), n(new_id(now))),
         ("webhookId".to_string(), n(new.webhook_id)),
         ("eventId".to_string(), s(new.event_id)),
         ("type".to_string(), s(new.event_type.as_str())),
@@ -124,17 +239,20 @@ pub async fn create(
     }
 }
 
-/// A delivery of endpoint `webhook_id`, read consistently.
+/// A delivery of endpoint `webhook_id` (its `deliveryShards` `shards`),
+/// read consistently.
 pub async fn get(
     client: &Client,
     table: &str,
     webhook_id: u64,
+    shards: u16,
     event_id: &str,
 ) -> Result<Option<WebhookDelivery>, DbError> {
+    let shard = shard_of_event(event_id, shards);
     let got = client
         .get_item()
         .table_name(table)
-        .set_key(Some(key(webhook_id, event_id)))
+        .set_key(Some(key(webhook_id, shard, event_id)))
         .consistent_read(true)
         .send()
         .await
@@ -142,29 +260,128 @@ pub async fn get(
     got.item.map(from_item).transpose()
 }
 
-/// A page of an endpoint's deliveries, newest first.
+/// How many round trips a page of deliveries may take: as the index
+/// lists' ([`crate::db::query::PAGE_ROUND_TRIPS`]); without a filter the
+/// first settles all but a few pages in a thousand.
+const PAGE_ROUND_TRIPS: usize = 10;
+
+/// A page of an endpoint's deliveries (its `deliveryShards` `shards`),
+/// newest first, after `after`: each shard queried backwards from the
+/// cursor for its share of the page, then as the index lists' pages go on
+/// ([`next_round`]), merged by sort key.
 pub async fn list_page(
     db: &Db,
     webhook_id: Id,
+    shards: u16,
     limit: usize,
-    after: Option<u64>,
-) -> Result<Page<WebhookDelivery>, DbError> {
-    let page = keys_page(db, &list(webhook_id.get()), limit, after).await?;
-    let order: Vec<Item> = page.items.clone();
-    let items = db
-        .batch_get_consistent("list deliveries", page.items, None)
-        .await?;
-    let mut by_key: Vec<(usize, WebhookDelivery)> = Vec::with_capacity(items.len());
-    for item in items {
-        let position = order
-            .iter()
-            .position(|k| k.get("SK") == item.get("SK"))
-            .unwrap_or(usize::MAX);
-        by_key.push((position, from_item(item)?));
+    after: Option<ListPosition>,
+) -> Result<Page<WebhookDelivery, ListPosition>, DbError> {
+    let partitions: Vec<String> = (0..shards.max(1))
+        .map(|shard| partition(webhook_id.get(), shard))
+        .collect();
+    let mut reads: Vec<PartitionRead<ListPosition>> = partitions
+        .iter()
+        .map(|_| PartitionRead::default())
+        .collect();
+    for round in 0..PAGE_ROUND_TRIPS {
+        let wanted = next_round(&reads, limit, true);
+        if wanted.is_empty() {
+            break;
+        }
+        let entries = match round {
+            0 => first_round_entries(limit, partitions.len()),
+            _ => limit + 1,
+        };
+        let answers = wanted.iter().map(|i| {
+            let from = reads[*i].resume_after(after.clone());
+            query_shard(db, &partitions[*i], entries, from)
+        });
+        let answers = futures::future::try_join_all(answers).await?;
+        for (i, (items, examined_to)) in wanted.into_iter().zip(answers) {
+            reads[i].add(items, examined_to)?;
+        }
     }
-    by_key.sort_by_key(|(position, _)| *position);
-    Ok(Page {
-        items: by_key.into_iter().map(|(_, delivery)| delivery).collect(),
-        next_after: page.next_after,
-    })
+    merge(reads, limit, true).try_map(from_item)
+}
+
+/// One query of one delivery partition, newest first: up to `entries`
+/// deliveries older than `after`, and the position it stopped at when it
+/// stopped before the partition's end.
+async fn query_shard(
+    db: &Db,
+    partition: &str,
+    entries: usize,
+    after: Option<ListPosition>,
+) -> Result<(Vec<Item>, Option<ListPosition>), DbError> {
+    let (condition, bound) = match after {
+        Some(after) => ("PK = :pk AND SK < :sk", after.0),
+        None => ("PK = :pk AND begins_with(SK, :sk)", SORT_PREFIX.to_string()),
+    };
+    let out = db
+        .client()
+        .query()
+        .table_name(db.table())
+        .key_condition_expression(condition)
+        .expression_attribute_values(":pk", s(partition))
+        .expression_attribute_values(":sk", s(bound))
+        .scan_index_forward(false)
+        .limit(i32::try_from(entries).unwrap_or(i32::MAX))
+        .send()
+        .await
+        .map_err(|e| classify(db.table(), e))?;
+    let examined_to = out
+        .last_evaluated_key
+        .map(|key| ListPosition::of(&key))
+        .transpose()?;
+    Ok((out.items.unwrap_or_default(), examined_to))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn a_cursor_names_one_event_and_is_refused_in_any_other_form() {
+        let position = ListPosition::of_event("19f1d8ce200-e1-0");
+        let cursor = position.cursor();
+        assert_eq!(cursor, "d31396631643863653230302d65312d30");
+        assert_eq!(ListPosition::from_cursor(&cursor), Some(position));
+        for refused in [
+            "",
+            "d",
+            "d3",
+            "d313",
+            "D3139",
+            "d31Z9",
+            "d3A39",
+            "p0000000000003039",
+        ] {
+            let read = ListPosition::from_cursor(refused);
+            assert!(read.is_none(), "{refused}: {read:?}");
+        }
+        assert_eq!(ListPosition::from_cursor("dff"), None, "not UTF-8");
+        let long = format!("d{}", "61".repeat(MAX_EVENT_ID + 1));
+        assert_eq!(ListPosition::from_cursor(&long), None);
+    }
+
+    #[test]
+    fn event_ids_sort_as_their_times_and_keep_their_shard() {
+        let at = |seconds| Utc.timestamp_opt(seconds, 0).single().unwrap_or_default();
+        let earlier = timed_event_id(at(1_700_000_000), "ffff-9");
+        let later = timed_event_id(at(1_700_000_001), "0000-0");
+        assert!(earlier < later, "{earlier} < {later}");
+        assert_eq!(earlier, "18bcfe56800-ffff-9");
+        // Part of the stored layout: a delivery's key depends on these.
+        let shards: Vec<u16> = ["a", "b", "19f1d8ce200-e1-0"]
+            .iter()
+            .map(|id| shard_of_event(id, 8))
+            .collect();
+        assert_eq!(shards, [0, 5, 5]);
+        assert_eq!(shard_of_event("anything", 1), 0);
+        let spread: std::collections::HashSet<u16> = (0..200)
+            .map(|i| shard_of_event(&format!("19f1d8ce200-e{i}-0"), 8))
+            .collect();
+        assert_eq!(spread.len(), 8, "every shard is used");
+    }
 }

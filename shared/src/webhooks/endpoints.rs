@@ -105,6 +105,12 @@ pub struct Endpoint {
     pub created_at: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failing_since: Option<String>,
+    /// How many partitions its deliveries spread over: the stack's count
+    /// when it was registered (`WEBHOOK_DELIVERY_SHARDS`), kept for its
+    /// life, since a delivery's key depends on it
+    /// ([`super::deliveries::shard_of_event`]).
+    #[serde(default = "super::deliveries::one_shard")]
+    pub delivery_shards: u16,
 }
 
 #[derive(Serialize)]
@@ -139,6 +145,7 @@ impl Endpoint {
             secrets: _,
             created_at,
             failing_since,
+            delivery_shards: _,
         } = self.clone();
         WebhookEndpoint {
             id,

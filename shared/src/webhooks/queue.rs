@@ -10,6 +10,11 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase")]
 pub struct DeliveryMessage {
     pub webhook_id: u64,
+    /// The delivery's shard among its endpoint's partitions
+    /// (`deliveries::shard_of_event`), so that the attempt reads the
+    /// delivery and its endpoint in one call.
+    #[serde(default)]
+    pub shard: u16,
     pub event_id: String,
     /// A retry by hand (`POST .../retry`): one attempt now, whatever the state.
     #[serde(default)]

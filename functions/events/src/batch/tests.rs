@@ -74,38 +74,41 @@ async fn calls_hold_at_most_ten_entries_in_stream_order() {
     assert_eq!(outcome.first_unpublished, None);
     let sent = publisher.sent();
     assert_eq!(sent.iter().map(Vec::len).collect::<Vec<_>>(), [10, 2]);
-    assert_eq!(sent[0][0], "e1-0");
-    assert_eq!(sent[1], ["e6-0", "e6-1"]);
+    assert_eq!(sent[0][0], "19f1d8ce200-e1-0");
+    assert_eq!(sent[1], ["19f1d8ce200-e6-0", "19f1d8ce200-e6-1"]);
 }
 
 #[tokio::test]
 async fn only_the_failed_entries_are_sent_again() {
     let changes: Vec<Change> = (1..=3).map(created_pet).collect();
-    let publisher = Flaky::failing("e2-1", 2);
+    let publisher = Flaky::failing("19f1d8ce200-e2-1", 2);
     let outcome = publish_changes(&changes, &publisher, QUICK).await;
     assert_eq!(outcome.first_unpublished, None);
     assert_eq!(outcome.published, 6);
     assert_eq!((outcome.calls, outcome.retried), (3, 2));
     let sent = publisher.sent();
-    assert_eq!(sent[1], ["e2-1"]);
-    assert_eq!(sent[2], ["e2-1"]);
+    assert_eq!(sent[1], ["19f1d8ce200-e2-1"]);
+    assert_eq!(sent[2], ["19f1d8ce200-e2-1"]);
 }
 
 #[tokio::test]
 async fn what_keeps_failing_leaves_its_record_and_the_later_ones_for_redelivery() {
     let changes: Vec<Change> = (1..=8).map(created_pet).collect();
-    let publisher = Flaky::failing("e3-1", 10);
+    let publisher = Flaky::failing("19f1d8ce200-e3-1", 10);
     let outcome = publish_changes(&changes, &publisher, QUICK).await;
     assert_eq!(outcome.first_unpublished.as_deref(), Some("103"));
     assert!(outcome.failure.unwrap_or_default().contains("Throttling"));
     // The calls after the failing one were not made: records 6..8 wait.
     let sent: HashSet<String> = publisher.sent().into_iter().flatten().collect();
-    assert!(!sent.contains("e6-0"), "{sent:?}");
+    assert!(!sent.contains("19f1d8ce200-e6-0"), "{sent:?}");
     // Delivered again from record 3, the same events go out, with the same ids.
     let again = Flaky::default();
     let outcome = publish_changes(&changes[2..], &again, QUICK).await;
     assert_eq!(outcome.first_unpublished, None);
-    assert_eq!(again.sent()[0][..2], ["e3-0", "e3-1"]);
+    assert_eq!(
+        again.sent()[0][..2],
+        ["19f1d8ce200-e3-0", "19f1d8ce200-e3-1"]
+    );
 }
 
 #[tokio::test]

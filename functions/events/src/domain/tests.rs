@@ -59,7 +59,7 @@ fn a_new_pet_is_created_with_its_first_stock_level() -> TestResult {
         events[0].detail,
         json!({
             "pet": {"id": 5, "name": "Rex", "categoryId": 2, "status": "available"},
-            "eventId": "e1-0", "occurredAt": "2026-07-01T12:00:00.000Z", "sequence": "42000"
+            "eventId": "19f1d8ce200-e1-0", "occurredAt": "2026-07-01T12:00:00.000Z", "sequence": "42000"
         })
     );
     assert_eq!(events[1].detail_type, "StockChanged");
@@ -67,7 +67,7 @@ fn a_new_pet_is_created_with_its_first_stock_level() -> TestResult {
     assert_eq!(events[1].detail["previousQuantity"], 0);
     assert_eq!(
         (events[1].event_id(), events[1].sequence()),
-        ("e1-1", "42001")
+        ("19f1d8ce200-e1-1", "42001")
     );
     Ok(())
 }

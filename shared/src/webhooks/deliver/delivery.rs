@@ -43,9 +43,7 @@ impl Deliverer {
         receives: u32,
     ) -> Result<Disposition, DeliverError> {
         let (client, table) = (&self.client, self.table.as_str());
-        let (delivery, endpoint) =
-            items::delivery_and_endpoint(client, table, message.webhook_id, &message.event_id)
-                .await?;
+        let (delivery, endpoint) = items::delivery_and_endpoint(client, table, message).await?;
         let Some(delivery) = delivery else {
             return Ok(Disposition::Done); // expired
         };
@@ -199,7 +197,7 @@ impl Deliverer {
                 }
                 Err(error) => return Err(error),
             }
-            let fresh = items::delivery(client, table, seen.webhook_id, &seen.event_id).await?;
+            let fresh = items::delivery(client, table, &seen.partition, &seen.event_id).await?;
             let Some(fresh) = fresh else {
                 return Ok(Disposition::Done); // expired meanwhile
             };

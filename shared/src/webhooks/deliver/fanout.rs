@@ -130,6 +130,7 @@ impl Deliverer {
             for endpoint in &endpoints {
                 let new = NewDelivery {
                     webhook_id: endpoint.id,
+                    shards: endpoint.delivery_shards,
                     event_id,
                     event_type,
                     body: &body,
@@ -137,6 +138,7 @@ impl Deliverer {
                 match items::create(&self.client, &self.table, &new, now).await? {
                     Created::New | Created::Unattempted => messages.push(DeliveryMessage {
                         webhook_id: endpoint.id,
+                        shard: new.shard(),
                         event_id: event_id.to_string(),
                         manual: false,
                     }),

@@ -8,6 +8,7 @@
 //! conditional `UpdateItem`s on the item's key.
 
 use super::DeliverError;
+use crate::webhooks::queue::DeliveryMessage;
 use crate::webhooks::receiving::KeyStates;
 use crate::webhooks::types::EventType;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
@@ -23,9 +24,10 @@ pub fn endpoint_key(webhook_id: u64) -> Item {
     crate::webhooks::endpoints::key(webhook_id)
 }
 
-/// The delivery item's key, as the stored deliveries spell it.
-pub fn delivery_key(webhook_id: u64, event_id: &str) -> Item {
-    crate::webhooks::deliveries::key(webhook_id, event_id)
+/// The delivery item's key, as the stored deliveries spell it: its
+/// partition (`WEBHOOK#<id>#<shard>`) and its event.
+pub fn delivery_key(partition: &str, event_id: &str) -> Item {
+    crate::webhooks::deliveries::key_in(partition, event_id)
 }
 
 pub(super) fn key(webhook_id: u64, sort: String) -> Item {
@@ -64,6 +66,9 @@ pub struct Endpoint {
     #[serde(default)]
     pub secrets: Vec<StoredSecret>,
     pub failing_since: Option<DateTime<Utc>>,
+    /// The partitions its deliveries spread over (`deliveries::shard_of_event`).
+    #[serde(default = "crate::webhooks::deliveries::one_shard")]
+    pub delivery_shards: u16,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -89,6 +94,9 @@ impl Endpoint {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Delivery {
+    /// Its partition key (`WEBHOOK#<id>#<shard>`): where its updates go.
+    #[serde(rename = "PK")]
+    pub partition: String,
     pub webhook_id: u64,
     pub event_id: String,
     /// Section 9's type (`order.placed`, `webhook.ping`, ...).
@@ -200,15 +208,17 @@ pub async fn create(
         .map_err(stored_error)
 }
 
-/// The delivery item and its endpoint's, read consistently in one call.
+/// The delivery item of `message` and its endpoint's, read consistently
+/// in one call.
 pub async fn delivery_and_endpoint(
     client: &Client,
     table: &str,
-    webhook_id: u64,
-    event_id: &str,
+    message: &DeliveryMessage,
 ) -> Result<(Option<Delivery>, Option<Endpoint>), DeliverError> {
+    let webhook_id = message.webhook_id;
+    let partition = crate::webhooks::deliveries::partition(webhook_id, message.shard);
     let keys = KeysAndAttributes::builder()
-        .keys(delivery_key(webhook_id, event_id))
+        .keys(delivery_key(&partition, &message.event_id))
         .keys(endpoint_key(webhook_id))
         .consistent_read(true)
         .build()
@@ -255,17 +265,17 @@ pub async fn signing_secrets(
         .map_err(|e| DeliverError::Item(e.to_string()))
 }
 
-/// The delivery item, read consistently.
+/// The delivery item in `partition`, read consistently.
 pub async fn delivery(
     client: &Client,
     table: &str,
-    webhook_id: u64,
+    partition: &str,
     event_id: &str,
 ) -> Result<Option<Delivery>, DeliverError> {
     let got = client
         .get_item()
         .table_name(table)
-        .set_key(Some(delivery_key(webhook_id, event_id)))
+        .set_key(Some(delivery_key(partition, event_id)))
         .consistent_read(true)
         .send()
         .await

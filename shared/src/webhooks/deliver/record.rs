@@ -56,7 +56,7 @@ pub async fn record_attempt(
     let mut update = client
         .update_item()
         .table_name(table)
-        .set_key(Some(delivery_key(delivery.webhook_id, &delivery.event_id)))
+        .set_key(Some(delivery_key(&delivery.partition, &delivery.event_id)))
         .condition_expression("attemptCount = :seen")
         .expression_attribute_names("#state", "state")
         .expression_attribute_values(":seen", n(delivery.attempt_count))
@@ -111,7 +111,7 @@ async fn unattempted<const N: usize>(
     let mut update = client
         .update_item()
         .table_name(table)
-        .set_key(Some(delivery_key(delivery.webhook_id, &delivery.event_id)))
+        .set_key(Some(delivery_key(&delivery.partition, &delivery.event_id)))
         .condition_expression("attemptCount = :seen AND #state = :pending")
         .update_expression(expression)
         .expression_attribute_names("#state", "state")

@@ -3,6 +3,7 @@
 
 use super::{count_key, key, time, Endpoint, StoredSecret};
 use crate::db::expr::Expr;
+use crate::db::shards::Kind;
 use crate::db::write::{Check, OnFailure, Step, Write};
 use crate::db::{n, new_id, s, to_item, Changes, DbError};
 use crate::records::{Caller, Description, Id};
@@ -67,6 +68,7 @@ impl Changes {
                 }],
                 created_at: time(now),
                 failing_since: None,
+                delivery_shards: self.shards().count(Kind::Delivery),
             };
             let cap = caller.webhooks_cap;
             let count = Expr::new()

@@ -23,7 +23,7 @@ pub enum Kind {
     /// A key identity's count of its webhook endpoints
     /// (`WEBHOOKOWNER#<ownerId>`, `WEBHOOKS`): its plan's cap, made exact.
     WebhookCount,
-    /// One event's delivery to one endpoint (`WEBHOOK#<id>`, `DELIVERY#<eventId>`).
+    /// One event's delivery to one endpoint (`WEBHOOK#<id>#<shard>`, `DELIVERY#<eventId>`).
     WebhookDelivery,
     /// A lease on one of an endpoint's attempts in flight (`WEBHOOK#<id>`, `SLOT#<n>`).
     DeliverySlot,

@@ -4,6 +4,7 @@ use crate::webhooks::deliver::items::DeliveryState;
 
 fn delivery() -> Delivery {
     Delivery {
+        partition: "WEBHOOK#1#0".into(),
         webhook_id: 1,
         event_id: "e".into(),
         event_type: "stock.changed".into(),
