@@ -165,3 +165,31 @@ fn next_page(reply: &Reply) -> Option<String> {
             .to_string()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply_with_link(link: Option<&str>) -> Reply {
+        let mut headers = http::HeaderMap::new();
+        if let Some(link) = link {
+            headers.insert(http::header::LINK, link.parse().expect("a header value"));
+        }
+        Reply {
+            status: http::StatusCode::OK,
+            headers,
+            body: bytes::Bytes::from_static(b"[]"),
+        }
+    }
+
+    #[test]
+    fn the_next_page_is_the_link_s_target() {
+        let link = "</webhooks/7/deliveries?limit=100&cursor=abc>; rel=\"next\"";
+        let next = next_page(&reply_with_link(Some(link)));
+        assert_eq!(
+            next.as_deref(),
+            Some("/webhooks/7/deliveries?limit=100&cursor=abc")
+        );
+        assert_eq!(next_page(&reply_with_link(None)), None);
+    }
+}

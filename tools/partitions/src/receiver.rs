@@ -112,3 +112,43 @@ async fn answer(
     }
     Ok(Response::new(Full::new(Bytes::new())))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// One attempt, as the service sends it, on a connection of its own.
+    async fn attempt(addr: SocketAddr, path: &str, id: &str) -> String {
+        let mut stream = tokio::net::TcpStream::connect(addr)
+            .await
+            .expect("connects");
+        let body = "{}";
+        let request = format!(
+            "POST /{path} HTTP/1.1\r\nhost: {addr}\r\nwebhook-id: {id}\r\n\
+             content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await.expect("sends");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.expect("answered");
+        answer
+    }
+
+    #[tokio::test]
+    async fn a_delivery_is_counted_once_however_many_attempts_it_takes() {
+        let receiver = Receiver::start().await.expect("listens");
+        let answer = attempt(receiver.addr, "staff", "evt_1").await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        attempt(receiver.addr, "staff", "evt_1").await;
+        attempt(receiver.addr, "customer/3", "evt_1").await;
+        let received = receiver.received();
+        assert_eq!((received.attempts, received.deliveries), (3, 2));
+        let by_path: Vec<(&str, usize)> = received
+            .by_path
+            .iter()
+            .map(|(path, n)| (path.as_str(), *n))
+            .collect();
+        assert_eq!(by_path, [("customer/3", 1), ("staff", 1)]);
+    }
+}
