@@ -10,7 +10,9 @@
 //! stream follower and in-process deliveries queue, as the events and
 //! webhooks functions do in AWS; the replay waits for every delivery to be
 //! attempted before it takes what the capture saw, so their calls are
-//! attributed with the mix's.
+//! attributed with the mix's. Each delivery's writes are on its own item,
+//! one after the other (created at the fan-out, then its attempt
+//! recorded), so the capture's before and after images stay each write's.
 //!
 //! Pets are ordered in turn and customers take turns, so every pet and every
 //! customer has the same share: what the model finds uneven is the layout's
