@@ -105,6 +105,7 @@ async fn run() -> Result<(), Error> {
         log: &out.join("petstore-local-partitions.log"),
         events: &events,
         retry_schedule: schedule,
+        webhooks: std::env::var("BENCH_PARTITION_WEBHOOKS").map_or(true, |v| v != "0"),
         orders,
         env: [
             format!("ORDER_LIST_SHARDS={order_shards}"),

@@ -71,6 +71,9 @@ pub struct Setup<'a> {
     pub events: &'a Path,
     /// `WEBHOOK_RETRY_SCHEDULE` for the service, if any.
     pub retry_schedule: Option<String>,
+    /// Whether to register the endpoints (`BENCH_PARTITION_WEBHOOKS=0`: no
+    /// endpoint, so no delivery; the fan-out still reads who subscribes).
+    pub webhooks: bool,
     /// Orders to replay.
     pub orders: usize,
     /// Added to the service's environment (`NAME=value`).
@@ -150,7 +153,11 @@ async fn replay_and_model(
     // The endpoints before any event: the fan-out's view of who subscribes
     // is then never one read before they were registered.
     let receiver = Receiver::start().await?;
-    let registered = endpoints::register(addr, &staff, &customers, &receiver).await?;
+    let registered = if setup.webhooks {
+        endpoints::register(addr, &staff, &customers, &receiver).await?
+    } else {
+        Vec::new()
+    };
     let shape = Shape {
         categories: CATEGORIES,
         pets: PETS,
@@ -160,7 +167,7 @@ async fn replay_and_model(
     // The seed's events delivered (to the staff endpoint) before the capture
     // is attached: its deliveries are not the mix's.
     let seeded = endpoints::settle(setup.events, &receiver).await?;
-    if seeded.by_path.get("staff").copied().unwrap_or(0) == 0 {
+    if setup.webhooks && seeded.by_path.get("staff").copied().unwrap_or(0) == 0 {
         return Err("the staff endpoint was sent none of the seed's events".into());
     }
     let capture = Arc::new(Capture::new(
