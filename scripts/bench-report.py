@@ -326,6 +326,33 @@ def partitions(f):
             f"{model.get('first_limit') or '-'}.")
     return head + table(["scope", "busiest write partition (share)", "write units",
                          "orders/s at 1,000 WCU", "busiest read partition (share)",
+                         "orders/s at 3,000 RCU"], rows) + tail + webhook_partitions(model)
+
+
+def webhook_partitions(model):
+    """The webhooks' partitions (keyed `WEBHOOK…`), which the store's rows leave out."""
+    hooks = model.get("webhooks")
+    if not hooks:
+        return "\n\n*The webhooks' partitions: not modelled in this run.*"
+
+    def hot(h):
+        return "-" if not h else f"`{h['partition']}` ({100 * h['share']:.1f}%)"
+
+    rows = [[p["scope"], f"`{p['pattern']}`", num(p["partitions_written"]), hot(p.get("hottest_write")),
+             num(p["write_units"]), num(p.get("write_ceiling_orders_per_second"), 0),
+             num(p["partitions_read"]), hot(p.get("hottest_read")),
+             num(p.get("read_ceiling_orders_per_second"), 0)] for p in hooks["partitions"]]
+    head = (f"\n\n**Webhooks**: {hooks['staff_endpoints']} staff endpoint (every type) and "
+            f"{hooks['customer_endpoints']} customer endpoints (each its own orders' events), "
+            f"registered through the API before the mix at a receiver answering 200 at once; "
+            f"{num(hooks['deliveries'])} deliveries in {num(hooks['attempts'])} attempts while the mix ran "
+            f"({num(hooks['deliveries_per_order'], 2)} an order), every one attempted before the model "
+            f"was taken ({num(hooks['listed'])} listed at the end, {num(hooks['undelivered'])} not "
+            f"delivered). Their partitions, by pattern of key:\n\n")
+    tail = (f"\n\n**Webhooks' first limit**: {num(hooks.get('ceiling_orders_per_second'), 0)} orders/s; "
+            f"{hooks.get('first_limit') or '-'}.")
+    return head + table(["scope", "partitions", "written", "busiest write partition (share)",
+                         "write units", "orders/s at 1,000 WCU", "read", "busiest read partition (share)",
                          "orders/s at 3,000 RCU"], rows) + tail
 
 

@@ -6,7 +6,10 @@
 //! and read to the partition it landed on, with its units by DynamoDB's
 //! rules and the table's layout as DynamoDB describes it
 //! ([`petstore_bench::capacity`]), and finds the order rate at which the
-//! busiest partition reaches a limit.
+//! busiest partition reaches a limit. The webhooks' partitions (keyed
+//! `WEBHOOK…`: the endpoints the replay registers, at a [`receiver`] of its
+//! own, and their deliveries) are modelled apart, with a first limit of
+//! their own.
 //!
 //! `bench/run.sh` runs it before the runner: it starts its own DynamoDB Local,
 //! writes its [`records`] to `target/bench/partitions.json` and its section
@@ -14,7 +17,9 @@
 //! `results.json` and its table.
 //! `BENCH_ONLY=partitions make bench` runs it alone.
 
+mod endpoints;
 mod model;
+mod receiver;
 mod records;
 mod replay;
 
@@ -22,6 +27,7 @@ use petstore_bench::client::Error;
 use petstore_bench::cost::find_in_map;
 use petstore_bench::processes::DynamoDbLocal;
 use petstore_bench::results::{PARTITIONS_FILE, PARTITIONS_TABLE_FILE};
+use petstore_bench::webhook_cost::deployed_schedule;
 use std::path::PathBuf;
 
 #[tokio::main]
@@ -81,13 +87,25 @@ async fn run() -> Result<(), Error> {
     else {
         return Err(format!("OrderRate {order_rate} is not in template.yaml's Capacity").into());
     };
+    // As many retries as the deployed schedule has, each a second after
+    // the last (as the bench's webhooks step runs it).
+    let schedule = std::fs::read_to_string(root.join("shared/src/webhooks/schedule.rs"))
+        .ok()
+        .and_then(|source| deployed_schedule(&source))
+        .map(|waits| vec!["1"; waits.len()].join(","));
     eprintln!("partitions: the model, {orders} orders of the mix, OrderRate {order_rate}");
+    // The follower appends: the count of events must be this run's alone.
+    let events = out.join("partitions-events.jsonl");
+    let _ = std::fs::remove_file(&events);
     let mut dynamodb = DynamoDbLocal::start(&root).await?;
     let setup = replay::Setup {
         admin: &admin,
         service: &service,
         dynamodb: dynamodb.addr,
         log: &out.join("petstore-local-partitions.log"),
+        events: &events,
+        retry_schedule: schedule,
+        webhooks: std::env::var("BENCH_PARTITION_WEBHOOKS").map_or(true, |v| v != "0"),
         orders,
         env: [
             format!("ORDER_LIST_SHARDS={order_shards}"),
@@ -110,16 +128,21 @@ async fn run() -> Result<(), Error> {
         out.join(PARTITIONS_FILE),
         serde_json::to_vec_pretty(&model)?,
     )?;
-    let ceiling = model.ceiling_orders_per_second.unwrap_or(0.0);
     let stated: f64 = order_rate.parse().unwrap_or(0.0);
-    let verdict = if ceiling >= stated {
-        "at or above"
-    } else {
-        "BELOW"
+    let verdict = |ceiling: Option<f64>| {
+        let ceiling = ceiling.unwrap_or(0.0);
+        let verdict = if ceiling >= stated {
+            "at or above"
+        } else {
+            "BELOW"
+        };
+        format!("{ceiling:.0} orders/s, {verdict} the stated rate")
     };
     let table = format!(
         "OrderRate {order_rate} (order lists {order_shards} shards, pet lists {pet_shards}): \
-         ceiling {ceiling:.0} orders/s, {verdict} the stated rate\n{}",
+         ceiling {}; webhooks' first limit {}\n{}",
+        verdict(model.ceiling_orders_per_second),
+        verdict(model.webhooks.ceiling_orders_per_second),
         records::table(&model)
     );
     std::fs::write(out.join(PARTITIONS_TABLE_FILE), &table)?;

@@ -11,9 +11,13 @@ use std::fmt::Write;
 #[derive(Debug, Serialize)]
 pub struct PartitionModel {
     pub mix: MixRun,
-    /// The table, then each index.
+    /// The table, then each index: the store's partitions, every one not
+    /// keyed `WEBHOOK…`.
     pub scopes: Vec<ScopeLoad>,
-    /// Orders a second at which the first partition reaches a limit.
+    /// The webhooks' partitions, which `scopes` leaves out.
+    pub webhooks: WebhookLoad,
+    /// Orders a second at which the first of the store's partitions reaches
+    /// a limit.
     pub ceiling_orders_per_second: Option<f64>,
     /// The mix's reads a second at that order rate.
     pub ceiling_reads_per_second: Option<f64>,
@@ -54,6 +58,41 @@ pub struct ScopeLoad {
     /// units a second (`None`: no writes), and 3,000 read units.
     pub write_ceiling_orders_per_second: Option<f64>,
     pub read_ceiling_orders_per_second: Option<f64>,
+}
+
+/// The webhooks' part of the replay: the endpoints it registered, what
+/// they were sent, and the load on the webhooks' partitions (keyed
+/// `WEBHOOK…`: an endpoint's items and deliveries, their index entries,
+/// the lists the fan-out reads).
+#[derive(Debug, Serialize)]
+pub struct WebhookLoad {
+    /// Endpoints registered before the mix: the staff key's (every type)
+    /// and one per customer key (its own orders' events).
+    pub staff_endpoints: usize,
+    pub customer_endpoints: usize,
+    /// What the receiver was sent while the mix ran: deliveries (one
+    /// endpoint, one event) and requests (every attempt).
+    pub deliveries: usize,
+    pub attempts: usize,
+    pub deliveries_per_order: f64,
+    /// Deliveries the endpoints' lists showed at the end (`GET
+    /// /webhooks/{id}/deliveries`, the seed's too), and those not `delivered`.
+    pub listed: usize,
+    pub undelivered: usize,
+    /// Each scope's webhook partitions by pattern of key.
+    pub partitions: Vec<PatternLoad>,
+    /// Orders a second at which the first webhook partition reaches a limit.
+    pub ceiling_orders_per_second: Option<f64>,
+    /// Which limit, on which partition (its pattern, and whose it is).
+    pub first_limit: Option<String>,
+}
+
+/// The partitions of one pattern of key (`WEBHOOK#<id>`) in one scope.
+#[derive(Debug, Serialize)]
+pub struct PatternLoad {
+    pub pattern: String,
+    #[serde(flatten)]
+    pub load: ScopeLoad,
 }
 
 /// A scope's busiest partition, and its share of the scope's units.
@@ -129,7 +168,62 @@ pub fn table(model: &PartitionModel) -> String {
         rate(model.ceiling_reads_per_second),
         model.first_limit.as_deref().unwrap_or("none")
     );
+    webhooks_table(&mut out, &model.webhooks);
     out
+}
+
+/// The webhooks' lines of the table.
+fn webhooks_table(out: &mut String, webhooks: &WebhookLoad) {
+    let _ = writeln!(
+        out,
+        "\nWebhooks: {} staff endpoint (every type) and {} customer endpoints (own orders); \
+         {} deliveries in {} attempts while the mix ran ({:.2} an order); \
+         {} listed at the end, {} not delivered",
+        webhooks.staff_endpoints,
+        webhooks.customer_endpoints,
+        webhooks.deliveries,
+        webhooks.attempts,
+        webhooks.deliveries_per_order,
+        webhooks.listed,
+        webhooks.undelivered,
+    );
+    let _ = writeln!(
+        out,
+        "  {:<6} {:<22} {:>5} {:>8}  {:<34} {:>5} {:>8}  {:<34} {:>10} {:>10}",
+        "scope",
+        "partitions",
+        "parts",
+        "WCU",
+        "hottest write partition, share",
+        "parts",
+        "RCU",
+        "hottest read partition, share",
+        "W orders/s",
+        "R orders/s"
+    );
+    for row in &webhooks.partitions {
+        let scope = &row.load;
+        let _ = writeln!(
+            out,
+            "  {:<6} {:<22} {:>5} {:>8}  {:<34} {:>5} {:>8}  {:<34} {:>10} {:>10}",
+            scope.scope,
+            row.pattern,
+            scope.partitions_written,
+            whole(scope.write_units),
+            hot(&scope.hottest_write),
+            scope.partitions_read,
+            whole(scope.read_units),
+            hot(&scope.hottest_read),
+            rate(scope.write_ceiling_orders_per_second),
+            rate(scope.read_ceiling_orders_per_second),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  webhooks' first limit: {} orders/s; {}",
+        rate(webhooks.ceiling_orders_per_second),
+        webhooks.first_limit.as_deref().unwrap_or("none")
+    );
 }
 
 /// A whole number; `-` where there is none.

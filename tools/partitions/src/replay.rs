@@ -4,12 +4,24 @@
 //! It runs against its own tables through the bench's counting proxy with a
 //! [`Capture`] attached, and hands what it saw to [`crate::model`].
 //!
+//! Before the mix, the staff key and every customer key register a webhook
+//! endpoint ([`crate::endpoints`]) at a receiver of the model's own, so the
+//! events the mix makes are fanned out and delivered by the service's
+//! stream follower and in-process deliveries queue, as the events and
+//! webhooks functions do in AWS; the replay waits for every delivery to be
+//! attempted before it takes what the capture saw, so their calls are
+//! attributed with the mix's. Each delivery's writes are on its own item,
+//! one after the other (created at the fan-out, then its attempt
+//! recorded), so the capture's before and after images stay each write's.
+//!
 //! Pets are ordered in turn and customers take turns, so every pet and every
 //! customer has the same share: what the model finds uneven is the layout's
 //! doing, not the mix's. A single pet's own ceiling is the flash sale's
 //! (README, "Flash sale").
 
-use crate::model;
+use crate::endpoints::{self, Endpoint, Owner};
+use crate::model::{self, WebhookRun};
+use crate::receiver::Receiver;
 use crate::records::{MixRun, PartitionModel};
 use http::Method;
 use petstore_bench::api_key;
@@ -43,7 +55,9 @@ pub const DESCRIPTION: &str = "each order: one list page (in turn: pets of a cat
 available x3, available pets x2, pets of a category, all pets, categories, available inventory, \
 open orders (staff)), 5 pets by ids, the pet's stock, the order (1 unit), the order read back, \
 the customer's own orders; then 8 in 10 orders completed (staff), 1 cancelled, 1 left open; \
-every 10 orders one new pet and one restock (staff)";
+every 10 orders one new pet and one restock (staff); a webhook endpoint for the staff key (every \
+type) and for each customer key (its own orders' events), each delivery attempted before the \
+model is taken";
 
 /// What the model needs to run.
 pub struct Setup<'a> {
@@ -53,6 +67,13 @@ pub struct Setup<'a> {
     pub service: &'a Path,
     pub dynamodb: SocketAddr,
     pub log: &'a Path,
+    /// Where the service's stream follower appends the events it read.
+    pub events: &'a Path,
+    /// `WEBHOOK_RETRY_SCHEDULE` for the service, if any.
+    pub retry_schedule: Option<String>,
+    /// Whether to register the endpoints (`BENCH_PARTITION_WEBHOOKS=0`: no
+    /// endpoint, so no delivery; the fan-out still reads who subscribes).
+    pub webhooks: bool,
     /// Orders to replay.
     pub orders: usize,
     /// Added to the service's environment (`NAME=value`).
@@ -84,10 +105,22 @@ impl Tally {
 /// models what it put on each partition.
 pub async fn measure(setup: &Setup<'_>) -> Result<PartitionModel, Error> {
     let proxy = Proxy::start(setup.dynamodb).await?;
+    // The receiver is on 127.0.0.1 over http, as under `make run`. A
+    // retry, should an attempt fail, comes after a second, not minutes, so
+    // the wait for every delivery stays short; the attempts are counted
+    // the same.
     let mut env = vec![
         format!("TABLE_NAME={TABLE}"),
         format!("RATE_LIMIT_TABLE_NAME={TABLE}-limits"),
+        format!("EVENTS_FILE={}", setup.events.display()),
+        "WEBHOOKS_ALLOW_LOOPBACK=1".to_string(),
     ];
+    env.extend(
+        setup
+            .retry_schedule
+            .iter()
+            .map(|schedule| format!("WEBHOOK_RETRY_SCHEDULE={schedule}")),
+    );
     env.extend(setup.env.iter().cloned());
     let proxied = format!("http://{}", proxy.addr);
     let mut service = PetstoreLocal::start(setup.service, &proxied, setup.log, &env).await?;
@@ -117,12 +150,26 @@ async fn replay_and_model(
     let staff = api_key::issue(setup.admin, &url, env, "staff", 1).await?;
     let staff = staff.into_iter().next().ok_or("no staff key")?;
     let customers = api_key::issue(setup.admin, &url, env, "customer", CUSTOMERS).await?;
+    // The endpoints before any event: the fan-out's view of who subscribes
+    // is then never one read before they were registered.
+    let receiver = Receiver::start().await?;
+    let registered = if setup.webhooks {
+        endpoints::register(addr, &staff, &customers, &receiver).await?
+    } else {
+        Vec::new()
+    };
     let shape = Shape {
         categories: CATEGORIES,
         pets: PETS,
         stock: Some(STOCK),
     };
     let shop = Arc::new(load::seed(addr, Some(staff.clone()), shape).await?);
+    // The seed's events delivered (to the staff endpoint) before the capture
+    // is attached: its deliveries are not the mix's.
+    let seeded = endpoints::settle(setup.events, &receiver).await?;
+    if setup.webhooks && seeded.by_path.get("staff").copied().unwrap_or(0) == 0 {
+        return Err("the staff endpoint was sent none of the seed's events".into());
+    }
     let capture = Arc::new(Capture::new(
         vec![(TABLE.to_string(), layout.clone())],
         setup.dynamodb,
@@ -130,7 +177,34 @@ async fn replay_and_model(
     proxy.attach(capture.clone());
     let started = Instant::now();
     let tally = replay(addr, &staff, &customers, &shop, setup.orders).await?;
+    let seconds = started.elapsed().as_secs_f64();
+    let delivered = endpoints::settle(setup.events, &receiver).await?;
     let captured = capture.take().await?;
+    // After the take: the lists' reads are not the mix's.
+    let listed = endpoints::listed(addr, &staff, &registered).await?;
+    if listed.undelivered > 0 || listed.deliveries != delivered.deliveries {
+        return Err(format!(
+            "of {} deliveries the endpoints list, {} are not delivered, and the receiver was \
+             sent {}: the model would miss attempts",
+            listed.deliveries, listed.undelivered, delivered.deliveries
+        )
+        .into());
+    }
+    let run = WebhookRun {
+        staff_endpoints: registered
+            .iter()
+            .filter(|e| e.owner == Owner::Staff)
+            .count(),
+        customer_endpoints: registered
+            .iter()
+            .filter(|e| e.owner != Owner::Staff)
+            .count(),
+        deliveries: delivered.deliveries - seeded.deliveries,
+        attempts: delivered.attempts - seeded.attempts,
+        listed: listed.deliveries,
+        undelivered: listed.undelivered,
+        names: names(&registered),
+    };
     let mix = MixRun {
         description: DESCRIPTION.to_string(),
         service: setup.service.display().to_string(),
@@ -142,9 +216,24 @@ async fn replay_and_model(
         orders: tally.orders,
         reads: tally.reads,
         statuses: tally.statuses,
-        seconds: started.elapsed().as_secs_f64(),
+        seconds,
     };
-    Ok(model::model(&layout, &captured, mix))
+    Ok(model::model(&layout, &captured, mix, run))
+}
+
+/// Whose each id the webhooks' keys may carry is: each endpoint's, and its
+/// key identity's.
+fn names(endpoints: &[Endpoint]) -> Vec<(u64, String)> {
+    let mut names = Vec::new();
+    for endpoint in endpoints {
+        let (endpoint_name, key_name) = match endpoint.owner {
+            Owner::Staff => ("the staff endpoint", "the staff key"),
+            Owner::Customer(_) => ("a customer endpoint", "a customer key"),
+        };
+        names.push((endpoint.id, endpoint_name.to_string()));
+        names.push((endpoint.owner_id, key_name.to_string()));
+    }
+    names
 }
 
 /// Sends one request, counting its status under `operation` (and it as one
