@@ -82,9 +82,11 @@ async fn run() -> Result<(), Error> {
         .ok_or("template.yaml has no OrderRate")?;
     let derived =
         |name: &str| find_in_map(&template, &format!("Capacity, \"{order_rate}\", {name}"));
-    let (Some(order_shards), Some(pet_shards)) =
-        (derived("OrderListShards"), derived("PetListShards"))
-    else {
+    let (Some(order_shards), Some(pet_shards), Some(delivery_shards)) = (
+        derived("OrderListShards"),
+        derived("PetListShards"),
+        derived("DeliveryShards"),
+    ) else {
         return Err(format!("OrderRate {order_rate} is not in template.yaml's Capacity").into());
     };
     // As many retries as the deployed schedule has, each a second after
@@ -110,6 +112,7 @@ async fn run() -> Result<(), Error> {
         env: [
             format!("ORDER_LIST_SHARDS={order_shards}"),
             format!("PET_LIST_SHARDS={pet_shards}"),
+            format!("WEBHOOK_DELIVERY_SHARDS={delivery_shards}"),
         ]
         .into_iter()
         .chain(
