@@ -89,3 +89,47 @@ async fn a_delivery_at_its_first_attempt_is_three_calls_and_two_writes() {
     );
     assert_eq!(calls.values().sum::<usize>(), 1, "{calls:?}");
 }
+
+#[tokio::test]
+async fn a_batch_of_attempts_reads_its_deliveries_and_each_endpoint_once() {
+    let app = TestApp::spawn().await;
+    let staff = app.create_key_as(Plan::Pro, None, Role::Staff).await;
+    let secret = petstore::webhooks::sign::new_secret();
+    let answers = vec![Answer::Status(200); 8];
+    let mut receiver = rust_receiver(&[&secret], answers).await;
+    let owner = staff.record.id.get();
+    let endpoint = NewEndpoint::new(owner, "staff", &receiver.url, &secret);
+    let id = register(&app, &endpoint, &LOCAL, system_resolver().as_ref()).await;
+    let proxy = FaultProxy::start(&app.endpoint, FaultMix::NONE, 0).await;
+    let deliverer = Deliverer {
+        client: petstore::local_client(&proxy.endpoint).await,
+        table: app.app.config.table_name.clone(),
+        attempter: Attempter::new(LOCAL, system_resolver()).expect("TLS"),
+        schedule: quick_schedule(),
+        queue: Arc::new(Kept::default()),
+        keys: key_states(&app, Duration::from_secs(30)),
+    };
+    let events: Vec<String> = (0..8).map(|i| format!("evt-batch-{i}")).collect();
+    for event in &events {
+        let fanned = deliverer.fan_out(&stock_event(event)).await;
+        fanned.expect("fanned out");
+    }
+    let messages: Vec<_> = events.iter().map(|e| message(id, e, false)).collect();
+    let batch: Vec<_> = messages.iter().map(|m| (m, 1)).collect();
+    let before = proxy.calls().len();
+    let handled = deliverer.deliver_batch(&batch).await;
+    let done: Vec<_> = handled.into_iter().map(|h| h.expect("handled")).collect();
+    assert_eq!(done, vec![Disposition::Done; 8]);
+    for _ in &events {
+        receiver.next().await;
+    }
+    let calls = by_call(&proxy, before);
+    eprintln!("8 attempts of one endpoint in one batch: {calls:?}");
+    // One read of the 8 deliveries and their one endpoint, one record each.
+    assert_eq!(calls.get("BatchGetItem"), Some(&1), "{calls:?}");
+    assert_eq!(calls.get("UpdateItem"), Some(&8), "{calls:?}");
+    for event in &events {
+        let stored = delivery_item(&app, id, event).await.expect("its delivery");
+        assert_eq!(stored["state"], "delivered", "{event}");
+    }
+}

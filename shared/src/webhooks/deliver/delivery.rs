@@ -42,8 +42,47 @@ impl Deliverer {
         message: &DeliveryMessage,
         receives: u32,
     ) -> Result<Disposition, DeliverError> {
+        let mut handled = self.deliver_batch(&[(message, receives)]).await;
+        handled.pop().unwrap_or(Ok(Disposition::Done))
+    }
+
+    /// Handles a batch of messages (each with its `receives`), their
+    /// deliveries and endpoints read in one call
+    /// ([`items::deliveries_and_endpoints`]), then each attempt side by
+    /// side; the answers in the messages' order. A read that fails fails
+    /// every message: the queue hands them back.
+    pub async fn deliver_batch(
+        &self,
+        messages: &[(&DeliveryMessage, u32)],
+    ) -> Vec<Result<Disposition, DeliverError>> {
         let (client, table) = (&self.client, self.table.as_str());
-        let (delivery, endpoint) = items::delivery_and_endpoint(client, table, message).await?;
+        let named: Vec<&DeliveryMessage> = messages.iter().map(|(m, _)| *m).collect();
+        let read = match items::deliveries_and_endpoints(client, table, &named).await {
+            Ok(read) => read,
+            Err(error) => {
+                let error = error.to_string();
+                return messages
+                    .iter()
+                    .map(|_| Err(DeliverError::Db(error.clone())))
+                    .collect();
+            }
+        };
+        let handled = messages.iter().map(|(message, receives)| {
+            let (delivery, endpoint) = read.of(message);
+            self.deliver_read(message, *receives, delivery, endpoint)
+        });
+        futures::future::join_all(handled).await
+    }
+
+    /// One message, its delivery and endpoint as the batch read them.
+    async fn deliver_read(
+        &self,
+        message: &DeliveryMessage,
+        receives: u32,
+        delivery: Option<Delivery>,
+        endpoint: Option<Endpoint>,
+    ) -> Result<Disposition, DeliverError> {
+        let (client, table) = (&self.client, self.table.as_str());
         let Some(delivery) = delivery else {
             return Ok(Disposition::Done); // expired
         };

@@ -208,24 +208,87 @@ pub async fn create(
         .map_err(stored_error)
 }
 
-/// The delivery item of `message` and its endpoint's, read consistently
-/// in one call.
-pub async fn delivery_and_endpoint(
+/// The delivery items of a batch of messages and their endpoints', each
+/// endpoint once, read consistently in one call: a staff endpoint takes most
+/// events, so a batch's attempts share one read of it, not one each (the
+/// partition model's first limit for webhooks was reads of that one item).
+#[derive(Debug, Default)]
+pub struct BatchRead {
+    deliveries: HashMap<(String, String), Delivery>,
+    endpoints: HashMap<u64, Endpoint>,
+}
+
+impl BatchRead {
+    /// The delivery `message` names (`None`: expired) and its endpoint
+    /// (`None`: deleted), as the batch's read found them.
+    pub fn of(&self, message: &DeliveryMessage) -> (Option<Delivery>, Option<Endpoint>) {
+        let partition = crate::webhooks::deliveries::partition(message.webhook_id, message.shard);
+        let delivery = self
+            .deliveries
+            .get(&(partition, message.event_id.clone()))
+            .cloned();
+        let endpoint = self.endpoints.get(&message.webhook_id).cloned();
+        (delivery, endpoint)
+    }
+}
+
+/// The most keys one `BatchGetItem` takes.
+const BATCH_GET_KEYS: usize = 100;
+
+/// Reads every delivery `messages` name and each of their endpoints once,
+/// consistently, in one `BatchGetItem` per 100 keys (a queue batch of 10
+/// is one call).
+pub async fn deliveries_and_endpoints(
     client: &Client,
     table: &str,
-    message: &DeliveryMessage,
-) -> Result<(Option<Delivery>, Option<Endpoint>), DeliverError> {
-    let webhook_id = message.webhook_id;
-    let partition = crate::webhooks::deliveries::partition(webhook_id, message.shard);
+    messages: &[&DeliveryMessage],
+) -> Result<BatchRead, DeliverError> {
+    let mut keys: Vec<Item> = Vec::new();
+    let mut endpoints_named = std::collections::HashSet::new();
+    for message in messages {
+        let partition = crate::webhooks::deliveries::partition(message.webhook_id, message.shard);
+        let key = delivery_key(&partition, &message.event_id);
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+        if endpoints_named.insert(message.webhook_id) {
+            keys.push(endpoint_key(message.webhook_id));
+        }
+    }
+    let mut read = BatchRead::default();
+    for chunk in keys.chunks(BATCH_GET_KEYS) {
+        for item in batch_get(client, table, chunk.to_vec()).await? {
+            let as_read = |e: serde_dynamo::Error| DeliverError::Item(e.to_string());
+            match item.get("SK") {
+                Some(AttributeValue::S(sk)) if sk == "ENDPOINT" => {
+                    let endpoint: Endpoint = serde_dynamo::from_item(item).map_err(as_read)?;
+                    read.endpoints.insert(endpoint.id, endpoint);
+                }
+                _ => {
+                    let delivery: Delivery = serde_dynamo::from_item(item).map_err(as_read)?;
+                    let key = (delivery.partition.clone(), delivery.event_id.clone());
+                    read.deliveries.insert(key, delivery);
+                }
+            }
+        }
+    }
+    Ok(read)
+}
+
+/// The items under `keys` (at most 100), read consistently; unprocessed
+/// keys (throttling) are asked again, as the SDK does not.
+async fn batch_get(
+    client: &Client,
+    table: &str,
+    keys: Vec<Item>,
+) -> Result<Vec<Item>, DeliverError> {
     let keys = KeysAndAttributes::builder()
-        .keys(delivery_key(&partition, &message.event_id))
-        .keys(endpoint_key(webhook_id))
+        .set_keys(Some(keys))
         .consistent_read(true)
         .build()
         .map_err(|e| DeliverError::Db(e.to_string()))?;
     let mut pending = Some(keys);
-    let (mut delivery, mut endpoint) = (None, None);
-    // Unprocessed keys (throttling) are asked again, as the SDK does not.
+    let mut found = Vec::new();
     for _ in 0..5 {
         let Some(keys) = pending.take() else { break };
         let out = client
@@ -234,20 +297,15 @@ pub async fn delivery_and_endpoint(
             .send()
             .await
             .map_err(|e| db_error("BatchGetItem delivery")(e.into()))?;
-        let found = out.responses.and_then(|mut r| r.remove(table));
-        for item in found.unwrap_or_default() {
-            let read = |e: serde_dynamo::Error| DeliverError::Item(e.to_string());
-            match item.get("SK") {
-                Some(AttributeValue::S(sk)) if sk == "ENDPOINT" => {
-                    endpoint = Some(serde_dynamo::from_item(item).map_err(read)?)
-                }
-                _ => delivery = Some(serde_dynamo::from_item(item).map_err(read)?),
-            }
-        }
+        found.extend(
+            out.responses
+                .and_then(|mut r| r.remove(table))
+                .unwrap_or_default(),
+        );
         pending = out.unprocessed_keys.and_then(|mut r| r.remove(table));
     }
     match pending {
-        None => Ok((delivery, endpoint)),
+        None => Ok(found),
         Some(_) => Err(DeliverError::Db(
             "BatchGetItem delivery: keys left unprocessed".into(),
         )),

@@ -116,20 +116,64 @@ impl DeliveryQueue for SqsQueue {
 
 /// One batch from either queue: the records handled concurrently (a slow
 /// endpoint's attempt does not hold the others'), the ones to hand back
-/// named in the answer.
+/// named in the answer. The deliveries queue's records are read together
+/// ([`Deliverer::deliver_batch`]: one `BatchGetItem` for the batch, each
+/// endpoint once), the release before's events queue's fanned out each.
 pub async fn handle_batch(
     deliverer: &Deliverer,
     deliveries: &SqsQueue,
     event: SqsEvent,
 ) -> SqsBatchResponse {
-    let handled = event
-        .records
+    let records = &event.records;
+    let mut messages: Vec<(usize, DeliveryMessage, u32)> = Vec::new();
+    let mut handled: Vec<Option<Result<bool, DeliverError>>> =
+        records.iter().map(|_| None).collect();
+    let mut fan_outs = Vec::new();
+    for (index, record) in records.iter().enumerate() {
+        let body = record.body.as_deref().unwrap_or_default();
+        if !deliveries.is_source_of(record) {
+            fan_outs.push((index, body));
+            continue;
+        }
+        match serde_json::from_str::<DeliveryMessage>(body) {
+            Ok(message) => messages.push((index, message, receives(record))),
+            Err(e) => handled[index] = Some(Err(DeliverError::Message(e.to_string()))),
+        }
+    }
+    let batch: Vec<(&DeliveryMessage, u32)> = messages.iter().map(|(_, m, r)| (m, *r)).collect();
+    let fanned = fan_outs
         .iter()
-        .map(|record| handle_record(deliverer, deliveries, record));
-    let failed = futures::future::join_all(handled).await;
+        .map(|(index, body)| async move { (*index, fan_out_record(deliverer, body).await) });
+    let (attempted, fanned) = futures::future::join(
+        deliverer.deliver_batch(&batch),
+        futures::future::join_all(fanned),
+    )
+    .await;
+    let disposed = messages
+        .iter()
+        .zip(attempted)
+        .map(|((index, _, _), attempted)| {
+            let record = &records[*index];
+            async move { (*index, dispose(deliveries, record, attempted).await) }
+        });
+    for (index, result) in futures::future::join_all(disposed)
+        .await
+        .into_iter()
+        .chain(fanned)
+    {
+        handled[index] = Some(result);
+    }
     let mut response = SqsBatchResponse::default();
-    for (record, failed) in event.records.iter().zip(failed) {
-        if failed {
+    for (record, handled) in records.iter().zip(handled) {
+        let hand_back = match handled {
+            Some(Ok(hand_back)) => hand_back,
+            Some(Err(error)) => {
+                tracing::warn!(message_id = record.message_id.as_deref().unwrap_or(""), %error, "webhook message handed back");
+                true
+            }
+            None => true,
+        };
+        if hand_back {
             let mut failure = BatchItemFailure::default();
             failure.item_identifier = record.message_id.clone().unwrap_or_default();
             response.batch_item_failures.push(failure);
@@ -138,21 +182,13 @@ pub async fn handle_batch(
     response
 }
 
-/// Handles one record; `true` when it is to be handed back.
-async fn handle_record(deliverer: &Deliverer, deliveries: &SqsQueue, record: &SqsMessage) -> bool {
-    let body = record.body.as_deref().unwrap_or_default();
-    let handled = if deliveries.is_source_of(record) {
-        deliver_record(deliverer, deliveries, record, body).await
-    } else {
-        fan_out_record(deliverer, body).await
-    };
-    match handled {
-        Ok(hand_back) => hand_back,
-        Err(error) => {
-            tracing::warn!(message_id = record.message_id.as_deref().unwrap_or(""), %error, "webhook message handed back");
-            true
-        }
-    }
+/// How many times SQS has handed `record` over (at least 1).
+fn receives(record: &SqsMessage) -> u32 {
+    record
+        .attributes
+        .get("ApproximateReceiveCount")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1)
 }
 
 async fn fan_out_record(deliverer: &Deliverer, body: &str) -> Result<bool, DeliverError> {
@@ -161,19 +197,14 @@ async fn fan_out_record(deliverer: &Deliverer, body: &str) -> Result<bool, Deliv
     Ok(false)
 }
 
-async fn deliver_record(
-    deliverer: &Deliverer,
+/// What the queue does with a delivery record after its attempt: deleted
+/// when done; else hidden for the delay and handed back (`true`).
+async fn dispose(
     queue: &SqsQueue,
     record: &SqsMessage,
-    body: &str,
+    attempted: Result<Disposition, DeliverError>,
 ) -> Result<bool, DeliverError> {
-    let message: DeliveryMessage =
-        serde_json::from_str(body).map_err(|e| DeliverError::Message(e.to_string()))?;
-    let receives = record
-        .attributes
-        .get("ApproximateReceiveCount")
-        .and_then(|n| n.parse().ok());
-    match deliverer.deliver(&message, receives.unwrap_or(1)).await? {
+    match attempted? {
         Disposition::Done => Ok(false),
         Disposition::Later(delay) => {
             let receipt = record.receipt_handle.as_deref().unwrap_or_default();
