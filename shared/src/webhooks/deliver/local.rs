@@ -95,24 +95,45 @@ pub fn start_with(
     deliverer
 }
 
-/// Handles the queue's messages until every sender is gone.
+/// The most messages handled as one batch: the deliveries mapping's
+/// `BatchSize` in the template, so that a batch's attempts share their
+/// reads as in Lambda ([`Deliverer::deliver_batch`]).
+pub const BATCH: usize = 10;
+
+/// Handles the queue's messages until every sender is gone: the messages
+/// waiting when one arrives, up to [`BATCH`], as one batch.
 pub async fn run(deliverer: Arc<Deliverer>, queue: LocalQueue, mut receiver: LocalReceiver) {
     let capacity = Arc::new(Semaphore::new(CONCURRENCY));
-    while let Some((message, receives)) = receiver.0.recv().await {
-        let Ok(permit) = capacity.clone().acquire_owned().await else {
+    while let Some(first) = receiver.0.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < BATCH {
+            match receiver.0.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        let Ok(permits) = capacity
+            .clone()
+            .acquire_many_owned(batch.len() as u32)
+            .await
+        else {
             return;
         };
         let (deliverer, queue) = (deliverer.clone(), queue.clone());
         tokio::spawn(async move {
-            let delivered = deliverer.deliver(&message, receives);
+            let messages: Vec<(&DeliveryMessage, u32)> =
+                batch.iter().map(|(m, r)| (m, *r)).collect();
+            let delivered = deliverer.deliver_batch(&messages);
             let handled = crate::aws_calls::within(super::recorded_as_webhooks(), delivered).await;
-            drop(permit);
-            match handled {
-                Ok(Disposition::Done) => {}
-                Ok(Disposition::Later(delay)) => queue.after(delay, message, receives),
-                Err(error) => {
-                    tracing::warn!(%error, webhook_id = message.webhook_id, "webhook message handed back");
-                    queue.after(FAILED_AGAIN_AFTER, message, receives);
+            drop(permits);
+            for ((message, receives), handled) in batch.into_iter().zip(handled) {
+                match handled {
+                    Ok(Disposition::Done) => {}
+                    Ok(Disposition::Later(delay)) => queue.after(delay, message, receives),
+                    Err(error) => {
+                        tracing::warn!(%error, webhook_id = message.webhook_id, "webhook message handed back");
+                        queue.after(FAILED_AGAIN_AFTER, message, receives);
+                    }
                 }
             }
         });
