@@ -68,7 +68,11 @@ const FUNCTIONS: [Function; 5] = [
         keyed: true,
         env: &[],
     },
-    // Its HTTP side (without WEBHOOK_QUEUE_URL it serves the API alone).
+    // Its HTTP side, with the template's variables: where Lambda runs it
+    // (LAMBDA_TASK_ROOT set) it refuses to start without its KMS key, which
+    // a list never calls (a secret is sealed or opened on a write or an
+    // attempt); with the queue's URL it builds its queue side (the SQS
+    // client and the attempts' HTTP client) at init, as deployed.
     Function {
         name: "webhooks",
         label: "webhooks",
@@ -78,7 +82,16 @@ const FUNCTIONS: [Function; 5] = [
             query: "limit=20",
         },
         keyed: true,
-        env: &[],
+        env: &[
+            (
+                "WEBHOOK_QUEUE_URL",
+                "https://sqs.us-east-1.amazonaws.com/000000000000/petstore-bench-deliveries",
+            ),
+            (
+                "WEBHOOK_SECRETS_KEY",
+                "arn:aws:kms:us-east-1:000000000000:key/00000000-0000-0000-0000-000000000000",
+            ),
+        ],
     },
     // The same pets binary with no key: its first invocation makes one
     // DynamoDB call (the source's count) as the floor's does, where a keyed
@@ -109,6 +122,7 @@ const FUNCTIONS: [Function; 5] = [
                 "WEBHOOK_QUEUE_URL",
                 "https://sqs.us-east-1.amazonaws.com/000000000000/petstore-bench-deliveries",
             ),
+            ("ORIGIN_SECRET", ""),
         ],
     },
 ];
@@ -402,4 +416,65 @@ async fn spawn_one(
         .append(true)
         .open(&log_path)?;
     runtime_api::spawn_once(&setup, hooks, &log).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FUNCTIONS;
+
+    /// The names under `Environment: Variables:` of template.yaml's
+    /// `resource` (its own, beside the Globals' every function has).
+    fn template_variables(template: &str, resource: &str) -> Vec<String> {
+        let indent = |line: &str| line.len() - line.trim_start().len();
+        let header = format!("  {resource}:");
+        let mut lines = template
+            .lines()
+            .skip_while(|line| *line != header)
+            .skip(1)
+            // Its block: up to the next resource (or section).
+            .take_while(|line| line.trim().is_empty() || indent(line) > 2)
+            .skip_while(|line| line.trim() != "Environment:")
+            .skip_while(|line| line.trim() != "Variables:");
+        let Some(variables) = lines.next() else {
+            return Vec::new();
+        };
+        let depth = indent(variables) + 2;
+        lines
+            .filter(|line| !line.trim().is_empty() && !line.trim_start().starts_with('#'))
+            .take_while(|line| indent(line) >= depth)
+            .filter(|line| indent(line) == depth)
+            .filter_map(|line| line.trim().split_once(':'))
+            .map(|(name, _)| name.to_string())
+            .collect()
+    }
+
+    /// A function spawned without a variable the template sets it may refuse
+    /// to start (the webhooks function without its KMS key did, every spawn)
+    /// or start otherwise than deployed.
+    #[test]
+    fn every_row_has_the_variables_the_template_gives_its_function() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../template.yaml");
+        let template = std::fs::read_to_string(path).unwrap();
+        let mut checked = 0;
+        for function in &FUNCTIONS {
+            let mut resource = function.name.to_string();
+            resource[..1].make_ascii_uppercase();
+            let resource = format!("{resource}Function");
+            assert!(
+                template.contains(&format!("\n  {resource}:\n")),
+                "template.yaml has no {resource}"
+            );
+            for variable in template_variables(&template, &resource) {
+                checked += 1;
+                assert!(
+                    function.env.iter().any(|(name, _)| *name == variable),
+                    "{} is spawned without {variable}, which template.yaml's {resource} sets",
+                    function.label
+                );
+            }
+        }
+        // The events function's three and the webhooks function's two: the
+        // parse found their blocks.
+        assert_eq!(checked, 3 + 2, "variables read from template.yaml");
+    }
 }
