@@ -120,11 +120,26 @@ pub async fn spawn_once(
     }
     match &timeline.error {
         // Answered at least once: the figures up to the error stand.
-        Some(error) if timeline.done_at.is_empty() => return Err(error.clone().into()),
+        // Not one answer: what the function said last says why (its init
+        // error, when it exited), where the harness's own line would not.
+        Some(error) if timeline.done_at.is_empty() => {
+            return Err(match last_line(setup.log) {
+                Some(said) => format!("{error}; its log's last line: {said}"),
+                None => error.clone(),
+            }
+            .into())
+        }
         _ => {}
     }
     Spawn::from_timeline(spawned, &timeline, warm)
         .ok_or_else(|| "a response before any GET .../invocation/next".into())
+}
+
+/// The last line of the log at `path`, if it has one.
+fn last_line(path: &std::path::Path) -> Option<String> {
+    let log = std::fs::read_to_string(path).ok()?;
+    let line = log.lines().rev().find(|line| !line.trim().is_empty())?;
+    Some(line.chars().take(300).collect())
 }
 
 /// Makes the process `command` spawns start in the cgroup whose
@@ -309,6 +324,16 @@ async fn next_invocation(api: &RuntimeApi, now: Instant) -> Response<Full<Bytes>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_spawn_says_the_last_line_its_function_logged() {
+        let path = std::env::temp_dir().join(format!("coldstart-log-{}", std::process::id()));
+        std::fs::write(&path, "{\"level\":\"INFO\"}\nError: NoKey\n\n").unwrap();
+        let said = last_line(&path);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(said.as_deref(), Some("Error: NoKey"));
+        assert_eq!(last_line(&path), None);
+    }
 
     #[test]
     fn a_status_is_api_gateways_or_200_for_another_answer() {
