@@ -14,17 +14,22 @@
 //! local figure, which the runner reads into `results.json`.
 //! It reports; it never fails on a figure.
 //!
+//! Then each bootstrap's init once more under callgrind ([`instructions`]):
+//! its instructions, a count the machine's load does not move.
+//!
 //! Knobs: `COLDSTART_SPAWNS` (32), `COLDSTART_WARM` (10 warm invocations per
 //! process), `COLDSTART_MEMORY` (`128,256,512,1024`),
 //! `COLDSTART_CFS_PERIOD_US` (20000), `COLDSTART_EXTRA`
 //! (`pets-keyless@before=path,...`: more builds of a row's function, compared
 //! in the run), `COLDSTART_ONLY` (`pets,floor`: only these rows, the extras'
 //! labels included), `COLDSTART_FULL_CPU=0` (no full-CPU run after the
-//! Lambda-like one: a change's warm rows alone).
+//! Lambda-like one: a change's warm rows alone), `COLDSTART_INSTRUCTIONS=0`
+//! (no callgrind count of init).
 
 mod cpu_time;
 mod figures;
 mod full_cpu;
+mod instructions;
 mod lambda_env;
 mod quota;
 mod runtime_api;
@@ -261,6 +266,7 @@ async fn run() -> Result<(), Error> {
             spawns_per_bootstrap: settings.spawns,
             by_memory: Vec::new(),
             notes: Vec::new(),
+            init_instructions: None,
             elapsed_seconds: 0.0,
         };
         let context = Context {
@@ -277,11 +283,17 @@ async fn run() -> Result<(), Error> {
             run.by_memory
                 .push(at_memory(&context, memory_mb, &mut run.throttle, &mut notes).await?);
         }
+        // The environment's memory size only: nothing is throttled.
+        let memory_mb = settings.memory_mb.first().copied().unwrap_or(128);
+        run.init_instructions = instructions::count_all(&context, memory_mb, &mut notes).await;
         run.notes = notes;
         run.elapsed_seconds = started.elapsed().as_secs_f64();
         let path = settings.out.join(COLDSTART_FILE);
         std::fs::write(&path, serde_json::to_vec_pretty(&run)?)?;
         figures::print_table(&run);
+        if let Some(counted) = &run.init_instructions {
+            instructions::print_table(counted);
+        }
         println!(
             "\nFull results: {}",
             path.strip_prefix(&settings.root).unwrap_or(&path).display()
