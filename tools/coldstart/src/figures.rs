@@ -25,6 +25,9 @@ pub struct ColdStartRun {
     pub by_memory: Vec<AtMemory>,
     /// What could not be measured, and why.
     pub notes: Vec<String>,
+    /// Each bootstrap's init in instructions, when counted.
+    #[serde(default)]
+    pub init_instructions: Option<Vec<crate::instructions::InitInstructions>>,
     pub elapsed_seconds: f64,
 }
 

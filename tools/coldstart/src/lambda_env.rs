@@ -110,14 +110,23 @@ pub struct ColdSetup<'a> {
 }
 
 /// The bootstrap with Lambda's environment, nothing of ours but
-/// `BENCH_COLD_ENV`.
+/// `BENCH_COLD_ENV`; run by `wrapper` (a program and its arguments, the
+/// bootstrap's path last: valgrind) when it is not empty.
 pub fn lambda_command(
     setup: &ColdSetup<'_>,
     runtime_api: SocketAddr,
     log: &std::fs::File,
+    wrapper: &[String],
 ) -> Result<Command, Error> {
     let function = setup.function;
-    let mut command = Command::new(setup.bootstrap);
+    let mut command = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut command = Command::new(program);
+            command.args(args).arg(setup.bootstrap);
+            command
+        }
+        None => Command::new(setup.bootstrap),
+    };
     command
         .env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")

@@ -14,17 +14,22 @@
 //! local figure, which the runner reads into `results.json`.
 //! It reports; it never fails on a figure.
 //!
+//! Then each bootstrap's init once more under callgrind ([`instructions`]):
+//! its instructions, a count the machine's load does not move.
+//!
 //! Knobs: `COLDSTART_SPAWNS` (32), `COLDSTART_WARM` (10 warm invocations per
 //! process), `COLDSTART_MEMORY` (`128,256,512,1024`),
 //! `COLDSTART_CFS_PERIOD_US` (20000), `COLDSTART_EXTRA`
 //! (`pets-keyless@before=path,...`: more builds of a row's function, compared
 //! in the run), `COLDSTART_ONLY` (`pets,floor`: only these rows, the extras'
 //! labels included), `COLDSTART_FULL_CPU=0` (no full-CPU run after the
-//! Lambda-like one: a change's warm rows alone).
+//! Lambda-like one: a change's warm rows alone), `COLDSTART_INSTRUCTIONS=0`
+//! (no callgrind count of init).
 
 mod cpu_time;
 mod figures;
 mod full_cpu;
+mod instructions;
 mod lambda_env;
 mod quota;
 mod runtime_api;
@@ -68,7 +73,11 @@ const FUNCTIONS: [Function; 5] = [
         keyed: true,
         env: &[],
     },
-    // Its HTTP side (without WEBHOOK_QUEUE_URL it serves the API alone).
+    // Its HTTP side, with the template's variables: where Lambda runs it
+    // (LAMBDA_TASK_ROOT set) it refuses to start without its KMS key, which
+    // a list never calls (a secret is sealed or opened on a write or an
+    // attempt); with the queue's URL it builds its queue side (the SQS
+    // client and the attempts' HTTP client) at init, as deployed.
     Function {
         name: "webhooks",
         label: "webhooks",
@@ -78,7 +87,16 @@ const FUNCTIONS: [Function; 5] = [
             query: "limit=20",
         },
         keyed: true,
-        env: &[],
+        env: &[
+            (
+                "WEBHOOK_QUEUE_URL",
+                "https://sqs.us-east-1.amazonaws.com/000000000000/petstore-bench-deliveries",
+            ),
+            (
+                "WEBHOOK_SECRETS_KEY",
+                "arn:aws:kms:us-east-1:000000000000:key/00000000-0000-0000-0000-000000000000",
+            ),
+        ],
     },
     // The same pets binary with no key: its first invocation makes one
     // DynamoDB call (the source's count) as the floor's does, where a keyed
@@ -109,6 +127,7 @@ const FUNCTIONS: [Function; 5] = [
                 "WEBHOOK_QUEUE_URL",
                 "https://sqs.us-east-1.amazonaws.com/000000000000/petstore-bench-deliveries",
             ),
+            ("ORIGIN_SECRET", ""),
         ],
     },
 ];
@@ -247,6 +266,7 @@ async fn run() -> Result<(), Error> {
             spawns_per_bootstrap: settings.spawns,
             by_memory: Vec::new(),
             notes: Vec::new(),
+            init_instructions: None,
             elapsed_seconds: 0.0,
         };
         let context = Context {
@@ -263,11 +283,17 @@ async fn run() -> Result<(), Error> {
             run.by_memory
                 .push(at_memory(&context, memory_mb, &mut run.throttle, &mut notes).await?);
         }
+        // The environment's memory size only: nothing is throttled.
+        let memory_mb = settings.memory_mb.first().copied().unwrap_or(128);
+        run.init_instructions = instructions::count_all(&context, memory_mb, &mut notes).await;
         run.notes = notes;
         run.elapsed_seconds = started.elapsed().as_secs_f64();
         let path = settings.out.join(COLDSTART_FILE);
         std::fs::write(&path, serde_json::to_vec_pretty(&run)?)?;
         figures::print_table(&run);
+        if let Some(counted) = &run.init_instructions {
+            instructions::print_table(counted);
+        }
         println!(
             "\nFull results: {}",
             path.strip_prefix(&settings.root).unwrap_or(&path).display()
@@ -402,4 +428,65 @@ async fn spawn_one(
         .append(true)
         .open(&log_path)?;
     runtime_api::spawn_once(&setup, hooks, &log).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FUNCTIONS;
+
+    /// The names under `Environment: Variables:` of template.yaml's
+    /// `resource` (its own, beside the Globals' every function has).
+    fn template_variables(template: &str, resource: &str) -> Vec<String> {
+        let indent = |line: &str| line.len() - line.trim_start().len();
+        let header = format!("  {resource}:");
+        let mut lines = template
+            .lines()
+            .skip_while(|line| *line != header)
+            .skip(1)
+            // Its block: up to the next resource (or section).
+            .take_while(|line| line.trim().is_empty() || indent(line) > 2)
+            .skip_while(|line| line.trim() != "Environment:")
+            .skip_while(|line| line.trim() != "Variables:");
+        let Some(variables) = lines.next() else {
+            return Vec::new();
+        };
+        let depth = indent(variables) + 2;
+        lines
+            .filter(|line| !line.trim().is_empty() && !line.trim_start().starts_with('#'))
+            .take_while(|line| indent(line) >= depth)
+            .filter(|line| indent(line) == depth)
+            .filter_map(|line| line.trim().split_once(':'))
+            .map(|(name, _)| name.to_string())
+            .collect()
+    }
+
+    /// A function spawned without a variable the template sets it may refuse
+    /// to start (the webhooks function without its KMS key did, every spawn)
+    /// or start otherwise than deployed.
+    #[test]
+    fn every_row_has_the_variables_the_template_gives_its_function() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../template.yaml");
+        let template = std::fs::read_to_string(path).unwrap();
+        let mut checked = 0;
+        for function in &FUNCTIONS {
+            let mut resource = function.name.to_string();
+            resource[..1].make_ascii_uppercase();
+            let resource = format!("{resource}Function");
+            assert!(
+                template.contains(&format!("\n  {resource}:\n")),
+                "template.yaml has no {resource}"
+            );
+            for variable in template_variables(&template, &resource) {
+                checked += 1;
+                assert!(
+                    function.env.iter().any(|(name, _)| *name == variable),
+                    "{} is spawned without {variable}, which template.yaml's {resource} sets",
+                    function.label
+                );
+            }
+        }
+        // The events function's three and the webhooks function's two: the
+        // parse found their blocks.
+        assert_eq!(checked, 3 + 2, "variables read from template.yaml");
+    }
 }

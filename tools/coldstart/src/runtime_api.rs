@@ -97,7 +97,7 @@ pub async fn spawn_once(
     // which these VMs run) its pages would otherwise come from disk, by
     // chance, and init would time the disk.
     let _ = tokio::fs::read(setup.bootstrap).await;
-    let mut command = lambda_env::lambda_command(setup, runtime_api, log)?;
+    let mut command = lambda_env::lambda_command(setup, runtime_api, log, &[])?;
     command.envs(hooks.env.iter().map(|(k, v)| (k, v)));
     if let Some(quota) = &hooks.quota {
         quota.lift()?;
@@ -120,11 +120,83 @@ pub async fn spawn_once(
     }
     match &timeline.error {
         // Answered at least once: the figures up to the error stand.
-        Some(error) if timeline.done_at.is_empty() => return Err(error.clone().into()),
+        // Not one answer: what the function said last says why (its init
+        // error, when it exited), where the harness's own line would not.
+        Some(error) if timeline.done_at.is_empty() => {
+            return Err(match last_line(setup.log) {
+                Some(said) => format!("{error}; its log's last line: {said}"),
+                None => error.clone(),
+            }
+            .into())
+        }
         _ => {}
     }
     Spawn::from_timeline(spawned, &timeline, warm)
         .ok_or_else(|| "a response before any GET .../invocation/next".into())
+}
+
+/// Spawns the bootstrap run by `wrapper` (callgrind) against a Runtime API
+/// that never hands out an event, lets it run up to its first `GET
+/// .../invocation/next` (its init done), then ends it with SIGTERM, so that
+/// the wrapper writes what it measured, and waits for it to exit.
+pub async fn spawn_to_ready(
+    setup: &ColdSetup<'_>,
+    hooks: &Hooks,
+    log: &std::fs::File,
+    wrapper: &[String],
+) -> Result<(), Error> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let runtime_api = listener.local_addr()?;
+    let api = Arc::new(RuntimeApi {
+        timeline: Mutex::default(),
+        changed: Notify::new(),
+        event: Bytes::new(),
+        function_arn: String::new(),
+        released: watch::Sender::new(0),
+        // Every `next` waits until the process ends.
+        invocations: 0,
+        pid: OnceLock::new(),
+        quota: None,
+    });
+    let server = tokio::spawn(serve(listener, api.clone()));
+    let mut command = lambda_env::lambda_command(setup, runtime_api, log, wrapper)?;
+    command.envs(hooks.env.iter().map(|(k, v)| (k, v)));
+    let mut child = command.spawn()?;
+    let pid = child.id().unwrap_or(0).to_string();
+    let ready = tokio::time::timeout(Duration::from_secs(120), async {
+        loop {
+            let notified = api.changed.notified();
+            if api.timeline.lock().expect("timeline lock").ready.is_some() {
+                return Ok(());
+            }
+            tokio::select! {
+                _ = notified => {}
+                status = child.wait() => return Err(format!("exited before it was ready: {status:?}")),
+            }
+        }
+    })
+    .await;
+    let _ = Command::new("kill").args(["-TERM", &pid]).status().await;
+    if tokio::time::timeout(Duration::from_secs(60), child.wait())
+        .await
+        .is_err()
+    {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
+    server.abort();
+    match ready {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(e.into()),
+        Err(_) => Err("not ready within 120 s".into()),
+    }
+}
+
+/// The last line of the log at `path`, if it has one.
+fn last_line(path: &std::path::Path) -> Option<String> {
+    let log = std::fs::read_to_string(path).ok()?;
+    let line = log.lines().rev().find(|line| !line.trim().is_empty())?;
+    Some(line.chars().take(300).collect())
 }
 
 /// Makes the process `command` spawns start in the cgroup whose
@@ -260,6 +332,10 @@ async fn next_invocation(api: &RuntimeApi, now: Instant) -> Response<Full<Bytes>
         timeline.served += 1;
         (timeline.served, first)
     };
+    if first {
+        // Ready: what [`spawn_to_ready`] waits for.
+        api.changed.notify_one();
+    }
     if let (true, Some(quota)) = (first, &api.quota) {
         if let Err(e) = quota.apply() {
             api.timeline.lock().expect("timeline lock").error = Some(e);
@@ -309,6 +385,16 @@ async fn next_invocation(api: &RuntimeApi, now: Instant) -> Response<Full<Bytes>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_spawn_says_the_last_line_its_function_logged() {
+        let path = std::env::temp_dir().join(format!("coldstart-log-{}", std::process::id()));
+        std::fs::write(&path, "{\"level\":\"INFO\"}\nError: NoKey\n\n").unwrap();
+        let said = last_line(&path);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(said.as_deref(), Some("Error: NoKey"));
+        assert_eq!(last_line(&path), None);
+    }
 
     #[test]
     fn a_status_is_api_gateways_or_200_for_another_answer() {
