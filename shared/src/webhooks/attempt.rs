@@ -15,7 +15,7 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use http_body_util::{BodyExt, Full};
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -52,34 +52,39 @@ pub struct AttemptRequest<'a> {
 pub struct Attempter {
     policy: UrlPolicy,
     resolver: Arc<dyn Resolve>,
-    tls: tokio_rustls::TlsConnector,
+    /// Built at the first `https` attempt, not at start-up: loading the
+    /// system's root certificates is most of a cold start's own work
+    /// (about 8.8 million instructions, 0.6 of the bare function's whole
+    /// init, tools/coldstart), and the `events` function, which only fans
+    /// out, and most of the `webhooks` function's starts never attempt.
+    tls: Arc<OnceLock<Result<tokio_rustls::TlsConnector, String>>>,
     timeout: Duration,
 }
 
 impl Attempter {
     /// With the operating system's root certificates (as the SDK's own
-    /// client: Lambda's image, the laptop's, CI's), rustls on ring.
+    /// client: Lambda's image, the laptop's, CI's), rustls on ring, loaded
+    /// at the first `https` attempt.
     pub fn new(policy: UrlPolicy, resolver: Arc<dyn Resolve>) -> Result<Attempter, rustls::Error> {
-        let mut roots = rustls::RootCertStore::empty();
-        let (trusted, _unreadable) =
-            roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
-        if trusted == 0 {
-            return Err(rustls::Error::General(
-                "no root certificate found on this system".into(),
-            ));
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Attempter {
             policy,
             resolver,
-            tls: tokio_rustls::TlsConnector::from(Arc::new(tls)),
+            tls: Arc::new(OnceLock::new()),
             timeout: ATTEMPT_TIMEOUT,
         })
+    }
+
+    /// The TLS settings, built once; why not, when they cannot be (no root
+    /// certificate on the system: every `https` attempt then fails as `tls`).
+    fn tls(&self) -> Result<&tokio_rustls::TlsConnector, &str> {
+        let built = self.tls.get_or_init(|| {
+            let connector = tls_connector().map_err(|e| e.to_string());
+            if let Err(error) = &connector {
+                tracing::error!(%error, "webhook attempts cannot use TLS");
+            }
+            connector
+        });
+        built.as_ref().map_err(String::as_str)
     }
 
     /// The same with another budget than section 9's 15 seconds (tests).
@@ -137,7 +142,10 @@ impl Attempter {
             let Ok(name) = rustls::pki_types::ServerName::try_from(checked.host.clone()) else {
                 return Outcome::failed(FailureKind::Tls);
             };
-            match self.tls.connect(name, tcp).await {
+            let Ok(tls) = self.tls() else {
+                return Outcome::failed(FailureKind::Tls);
+            };
+            match tls.connect(name, tcp).await {
                 Ok(tls) => send(tls, signed, deadline).await,
                 Err(_) => return Outcome::failed(FailureKind::Tls),
             }
@@ -148,6 +156,26 @@ impl Attempter {
             Outcome::judge(status, &headers)
         })
     }
+}
+
+/// The TLS settings of every attempt: the system's root certificates,
+/// rustls on ring, HTTP/1.1.
+fn tls_connector() -> Result<tokio_rustls::TlsConnector, rustls::Error> {
+    let mut roots = rustls::RootCertStore::empty();
+    let (trusted, _unreadable) =
+        roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+    if trusted == 0 {
+        return Err(rustls::Error::General(
+            "no root certificate found on this system".into(),
+        ));
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(tls)))
 }
 
 /// The `POST` every attempt makes: the payload and the three signature headers.
