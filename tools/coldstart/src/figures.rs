@@ -27,8 +27,19 @@ pub struct ColdStartRun {
     pub notes: Vec<String>,
     /// Each bootstrap's init in instructions, when counted.
     #[serde(default)]
-    pub init_instructions: Option<Vec<crate::instructions::InitInstructions>>,
+    pub init_instructions: Option<Vec<InitInstructions>>,
     pub elapsed_seconds: f64,
+}
+
+/// One bootstrap's init, counted.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct InitInstructions {
+    pub label: String,
+    /// Instructions executed (callgrind's `Ir`) from exec to the first
+    /// `next`, the dynamic loader's included.
+    pub instructions: u64,
+    /// Over the floor's.
+    pub vs_floor: Option<f64>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

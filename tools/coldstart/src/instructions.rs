@@ -10,23 +10,12 @@
 //! Knob: `COLDSTART_INSTRUCTIONS=0` skips it; without valgrind it is
 //! skipped with a note.
 
+use crate::figures::{InitInstructions, FLOOR};
 use crate::lambda_env::{source_of, ColdSetup};
 use crate::runtime_api::{spawn_to_ready, Hooks};
 use crate::Context;
 use petstore_bench::client::Error;
-use serde::{Deserialize, Serialize};
 use std::path::Path;
-
-/// One bootstrap's init, counted.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct InitInstructions {
-    pub label: String,
-    /// Instructions executed (callgrind's `Ir`) from exec to the first
-    /// `next`, the dynamic loader's included.
-    pub instructions: u64,
-    /// Over the floor's.
-    pub vs_floor: Option<f64>,
-}
 
 /// Every present bootstrap once, at `memory_mb`'s environment; `None` (and a
 /// note) when skipped.
@@ -90,7 +79,7 @@ pub async fn count_all(
     }
     let floor = counted
         .iter()
-        .find(|c| c.label == crate::figures::FLOOR)
+        .find(|c| c.label == FLOOR)
         .map(|c| c.instructions);
     for count in &mut counted {
         count.vs_floor = floor.map(|floor| count.instructions as f64 / floor as f64);
