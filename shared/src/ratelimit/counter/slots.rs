@@ -95,6 +95,25 @@ fn minute_slot(p: i64, residue: i64) -> String {
     format!("m{p}_{residue}")
 }
 
+/// The family (index in [`MODULI`]) and residue a minute slot's name
+/// `m<p>_<r>` says, exactly as [`minute_slot`] writes it; `None` for any
+/// other name.
+fn slot_of(name: &str) -> Option<(usize, i64)> {
+    let (p, r) = name.strip_prefix('m')?.split_once('_')?;
+    let (p, r) = (decimal(p)?, decimal(r)?);
+    let family = MODULI.iter().position(|q| *q == p)?;
+    (r < p).then_some((family, r))
+}
+
+/// `digits` as `{}` writes a non-negative number: ASCII digits, no sign, no
+/// leading zero.
+fn decimal(digits: &str) -> Option<i64> {
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    canonical.then(|| digits.parse().ok()).flatten()
+}
+
 fn day_slot(day: i64) -> String {
     format!("d{day}")
 }
@@ -208,15 +227,29 @@ impl Count {
 pub struct MinuteSlots([Option<(i64, u64)>; MODULI.len()]);
 
 impl MinuteSlots {
-    /// Reads the slots of `item`; a value that is not a number is absent.
+    /// Reads the slots of `item`; a value that is not a number is absent
+    /// (of two slots of a family, the lower residue's). One pass over the
+    /// item's names, none made: the 35 names looked up one by one, each made
+    /// with `format!`, were about 22,000 instructions a count.
     pub(super) fn read(item: &Item) -> MinuteSlots {
         let mut slots = MinuteSlots::default();
-        for (family, p) in MODULI.iter().enumerate() {
-            slots.0[family] = (0..*p).find_map(|r| {
-                let value: i128 = item.get(&minute_slot(*p, r))?.as_n().ok()?.parse().ok()?;
+        let mut residues = [None::<i64>; MODULI.len()];
+        for (name, value) in item {
+            let Some((family, r)) = slot_of(name) else {
+                continue;
+            };
+            if residues[family].is_some_and(|held| held < r) {
+                continue;
+            }
+            let read = || {
+                let value: i128 = value.as_n().ok()?.parse().ok()?;
                 let minute = i64::try_from(value.div_euclid(SPAN)).ok()?;
                 Some((minute, u64::try_from(value.rem_euclid(SPAN)).ok()?))
-            });
+            };
+            if let Some(read) = read() {
+                slots.0[family] = Some(read);
+                residues[family] = Some(r);
+            }
         }
         slots
     }
@@ -316,6 +349,38 @@ mod tests {
         let next = Count::Any.expression(limits, m + 61, m + 60, m + 86_400);
         let this = Count::Any.expression(limits, m + 1, m, m + 86_400);
         assert_ne!(next.update, this.update);
+    }
+
+    #[test]
+    fn a_slot_is_read_under_its_exact_name_only() {
+        let m = 1_893_456_060;
+        let k = minute_number(m);
+        let mut item = counted_before(m, 0, 5);
+        let read = MinuteSlots::read(&item);
+        assert!(read.0.iter().all(|slot| *slot == Some((k, 5))), "{read:?}");
+        // Names minute_slot never writes, holding this minute's count: not slots.
+        let value = n(i128::from(k) * SPAN + 9);
+        for name in [
+            "m07_0", "m7_07", "m+7_0", "m7_7", "m5_0", "m7_", "x7_0", "m7_0_",
+        ] {
+            item.insert(name.to_string(), value.clone());
+        }
+        assert_eq!(MinuteSlots::read(&item), read);
+        // Of two slots of a family, the lower residue's.
+        let family_7: Vec<i64> = (0..7)
+            .filter(|r| item.contains_key(&minute_slot(7, *r)))
+            .collect();
+        assert_eq!(family_7.len(), 1);
+        let lower = (family_7[0] + 6) % 7;
+        item.insert(minute_slot(7, lower), n(i128::from(k) * SPAN + 3));
+        let expected = if lower < family_7[0] { 3 } else { 5 };
+        assert_eq!(MinuteSlots::read(&item).0[0], Some((k, expected)));
+        item.insert(minute_slot(7, lower), AttributeValue::S("3".into()));
+        assert_eq!(
+            MinuteSlots::read(&item).0[0],
+            Some((k, 5)),
+            "not a number: absent"
+        );
     }
 
     /// The families' moduli are pairwise coprime, so all are stale together
