@@ -175,7 +175,7 @@ pub struct Counters {
 
 /// What a conditional update came to.
 enum Update {
-    /// Written; the item after.
+    /// Written; the item after (what the update asked to be returned).
     Done(Stored),
     /// The condition failed; the item as it was, unchanged.
     ConditionFailed(Stored),
@@ -193,12 +193,16 @@ impl Counters {
         &self.table
     }
 
+    /// One conditional update of `subject`'s item; when it is written, the
+    /// item after as far as `returned` asks (ALL_NEW, or UPDATED_NEW: only
+    /// what the update set).
     async fn update(
         &self,
         subject: &Subject,
         expression: &str,
         condition: &str,
         values: Vec<(&str, AttributeValue)>,
+        returned: ReturnValue,
     ) -> Result<Update, CounterError> {
         let mut request = self
             .client
@@ -207,7 +211,7 @@ impl Counters {
             .key("PK", s(subject.partition()))
             .update_expression(expression)
             .condition_expression(condition)
-            .return_values(ReturnValue::AllNew)
+            .return_values(returned)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
         for (name, value) in values {
             request = request.expression_attribute_values(name, value);
@@ -253,6 +257,10 @@ impl Counters {
                     &expression.update,
                     &expression.condition,
                     expression.values,
+                    // An admitted count needs only its usage, which the
+                    // attributes it sets hold (lastMinute, the day's and the
+                    // minute's slots); not the key, refusals or ban memory.
+                    ReturnValue::UpdatedNew,
                 )
                 .await?;
             let stored = match update {
