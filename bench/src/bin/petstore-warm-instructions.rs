@@ -19,7 +19,11 @@
 //!   WARM_ROWS=pets,store,pets-keyless  the rows
 //!   WARM_EXTRA='pets@before=path,...'  more builds of a row's function
 //!   WARM_REQUESTS=40 WARM_UP=5         measured and unmeasured warm requests
-//!   WARM_ENV='NAME=value,...'          more environment for the functions;
+//!   WARM_DYNAMODB_URL=http://...       a DynamoDB Local already running (the
+//!                                      keys are made there), else one of its own
+//!   WARM_ENV='NAME=value,...'          more environment for the functions
+//!                                      (AWS_ENDPOINT_URL_DYNAMODB and
+//!                                      SSL_CERT_FILE: through a TLS proxy);
 //!                                      KEY_CACHE_SECONDS=3600 unless set, so
 //!                                      that no key refresh (one GetItem per
 //!                                      15 s of a key's traffic) lands in a
@@ -83,15 +87,17 @@ async fn run() -> Result<(), Error> {
     let rows = rows(&target)?;
     let warm_up: usize = env_or("WARM_UP", 5);
     let measured: usize = env_or("WARM_REQUESTS", 40).max(1);
-    let mut dynamodb = DynamoDbLocal::start(&root).await?;
+    // A DynamoDB Local of the caller's (WARM_DYNAMODB_URL), or one of our own.
+    let (url, mut own) = match std::env::var("WARM_DYNAMODB_URL") {
+        Ok(url) => (url, None),
+        Err(_) => {
+            let dynamodb = DynamoDbLocal::start(&root).await?;
+            (dynamodb.url(), Some(dynamodb))
+        }
+    };
     let outcome = async {
         let mut notes = Vec::new();
-        let key = api_key::obtain(
-            &target.join("debug/petstore-admin"),
-            &dynamodb.url(),
-            &mut notes,
-        )
-        .await;
+        let key = api_key::obtain(&target.join("debug/petstore-admin"), &url, &mut notes).await;
         for note in notes {
             eprintln!("note: {note}");
         }
@@ -99,7 +105,7 @@ async fn run() -> Result<(), Error> {
         for (index, row) in rows.iter().enumerate() {
             let setup = Setup {
                 row,
-                dynamodb: dynamodb.url(),
+                dynamodb: url.clone(),
                 key: key.as_deref().filter(|_| row.keyed),
                 // A keyless row's address is its own: its requests stay under the free plan.
                 source_ip: format!("203.0.113.{}", 100 + index),
@@ -118,7 +124,9 @@ async fn run() -> Result<(), Error> {
         Ok(())
     }
     .await;
-    dynamodb.stop().await;
+    if let Some(dynamodb) = own.as_mut() {
+        dynamodb.stop().await;
+    }
     outcome
 }
 
