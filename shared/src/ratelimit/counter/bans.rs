@@ -38,7 +38,7 @@ impl Counters {
                 .update(subject, expression, condition, values, ReturnValue::AllNew)
                 .await?
             {
-                Update::Done(stored) => return Ok(Some(stored)),
+                Update::Done(item) => return Ok(Some(Stored::read(item)?)),
                 Update::ConditionFailed(stored) if stored.refusal_minute > m => return Ok(None),
                 Update::ConditionFailed(stored) => same = stored.refusal_minute == m,
             }

@@ -175,8 +175,8 @@ pub struct Counters {
 
 /// What a conditional update came to.
 enum Update {
-    /// Written; the item after (what the update asked to be returned).
-    Done(Stored),
+    /// Written; the item after, as far as the update asked it returned.
+    Done(Option<Item>),
     /// The condition failed; the item as it was, unchanged.
     ConditionFailed(Stored),
 }
@@ -217,7 +217,7 @@ impl Counters {
             request = request.expression_attribute_values(name, value);
         }
         match request.send().await {
-            Ok(out) => Ok(Update::Done(Stored::read(out.attributes)?)),
+            Ok(out) => Ok(Update::Done(out.attributes)),
             Err(err)
                 if err
                     .as_service_error()
@@ -264,7 +264,7 @@ impl Counters {
                 )
                 .await?;
             let stored = match update {
-                Update::Done(stored) => return Ok(Counted::Admitted(stored.usage)),
+                Update::Done(set) => return Ok(Counted::Admitted(counted_usage(set, m))),
                 Update::ConditionFailed(stored) => stored,
             };
             if stored.banned_until > now {
@@ -290,6 +290,18 @@ impl Counters {
     }
 }
 
+/// The usage after a count written in the minute starting at `m`, from the
+/// attributes it set (UPDATED_NEW). Its condition kept `lastMinute` at or
+/// below `m` and it set `lastMinute = m`, so the count is `m`'s: that is
+/// taken from the count itself, not from the returned `lastMinute`, which
+/// DynamoDB, returning "the updated attributes", could leave out when it
+/// already held `m` (DynamoDB Local returns it). Every slot read here is one
+/// the count changed.
+fn counted_usage(set: Option<Item>, m: UnixSeconds) -> Usage {
+    let set = set.unwrap_or_default();
+    slots::usage_in(&set, &MinuteSlots::read(&set), m)
+}
+
 /// When an item whose day window starts at `day` may go.
 fn ttl_for(day: UnixSeconds) -> UnixSeconds {
     day + RateWindow::Day.seconds() + TTL_SLACK
@@ -299,6 +311,32 @@ fn ttl_for(day: UnixSeconds) -> UnixSeconds {
 mod tests {
     use super::*;
     use crate::db::n;
+
+    #[test]
+    fn a_counts_usage_is_its_minutes_whether_or_not_last_minute_came_back() {
+        let m = 1_893_456_060;
+        let written = Count::Any.expression(Limits::new(60, 1_000), m + 5, m, m + 86_400);
+        assert!(written.update.contains("lastMinute = :m"));
+        let k = m.div_euclid(60);
+        // What the count set: every family's slot of minute k at 3, the day's at 7.
+        let mut set: Item = [7_i64, 8, 9, 11]
+            .iter()
+            .map(|p| {
+                (
+                    format!("m{p}_{}", k.rem_euclid(*p)),
+                    n(i128::from(k) * 1_000_000_000_000 + 3),
+                )
+            })
+            .collect();
+        set.insert(format!("d{}", m.div_euclid(86_400)), n(7));
+        let without = counted_usage(Some(set.clone()), m);
+        set.insert("lastMinute".to_string(), n(m));
+        assert_eq!(without, counted_usage(Some(set), m));
+        assert_eq!(
+            (without.minute, without.minute_count, without.day_count),
+            (m, 3, 7)
+        );
+    }
 
     #[test]
     fn a_stored_item_reads_with_absent_attributes_as_zero() -> Result<(), DbError> {

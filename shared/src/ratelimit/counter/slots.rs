@@ -278,18 +278,26 @@ impl MinuteSlots {
 /// (`lastMinute`) and of that minute's day; nothing for an item that never
 /// counted (it may hold only refusals).
 pub(super) fn usage_of(item: &Item, slots: &MinuteSlots) -> Usage {
-    let number = |name: &str| item.get(name)?.as_n().ok()?.parse::<i64>().ok();
-    let Some(minute) = number(LAST_MINUTE) else {
+    let Some(minute) = number(item, LAST_MINUTE) else {
         return Usage::default();
     };
+    usage_in(item, slots, minute)
+}
+
+/// The counts `item` records of the minute starting at `minute` and of its day.
+pub(super) fn usage_in(item: &Item, slots: &MinuteSlots, minute: UnixSeconds) -> Usage {
     let day = RateWindow::Day.start(minute);
-    let day_count = number(&day_slot(day_number(day))).unwrap_or(0);
+    let day_count = number(item, &day_slot(day_number(day))).unwrap_or(0);
     Usage {
         minute,
         minute_count: slots.count_in(minute).unwrap_or(0),
         day,
         day_count: u64::try_from(day_count).unwrap_or(0),
     }
+}
+
+fn number(item: &Item, name: &str) -> Option<i64> {
+    item.get(name)?.as_n().ok()?.parse().ok()
 }
 
 #[cfg(test)]
