@@ -34,8 +34,11 @@ impl Counters {
             if !same {
                 values.push((":ttl", n(super::ttl_for(RateWindow::Day.start(now)))));
             }
-            match self.update(subject, expression, condition, values).await? {
-                Update::Done(stored) => return Ok(Some(stored)),
+            match self
+                .update(subject, expression, condition, values, ReturnValue::AllNew)
+                .await?
+            {
+                Update::Done(item) => return Ok(Some(Stored::read(item)?)),
                 Update::ConditionFailed(stored) if stored.refusal_minute > m => return Ok(None),
                 Update::ConditionFailed(stored) => same = stored.refusal_minute == m,
             }
@@ -81,7 +84,10 @@ impl Counters {
         }
         let expression =
             "SET bannedUntil = :until, banLevel = :level, lastBanAt = :now, refusals = :zero, expiresAt = :ttl";
-        match self.update(subject, expression, &condition, values).await? {
+        match self
+            .update(subject, expression, &condition, values, ReturnValue::AllNew)
+            .await?
+        {
             Update::Done(_) => Ok(until),
             // Another instance banned it first.
             Update::ConditionFailed(current) if current.banned_until > now => {
