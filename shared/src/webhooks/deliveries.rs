@@ -102,9 +102,10 @@ impl ListPosition {
         self.0.strip_prefix(SORT_PREFIX).unwrap_or(&self.0)
     }
 
-    /// The cursor sent to clients: `d` and the event id's bytes in hex.
-    /// Opaque by contract; exact enough that `openapi.yaml` gives its
-    /// pattern.
+    /// The cursor sent to clients: `d` and the event id's bytes in hex
+    /// (printable ASCII, as every event id is). Opaque by contract; exact
+    /// enough that `openapi.yaml` gives its pattern, and every cursor of
+    /// that pattern is a position the list can start after.
     pub fn cursor(&self) -> String {
         let hex: String = self
             .event_id()
@@ -114,17 +115,24 @@ impl ListPosition {
         format!("d{hex}")
     }
 
-    /// Reads a cursor [`ListPosition::cursor`] made; `None` for any other.
+    /// Reads a cursor of [`ListPosition::cursor`]'s form (openapi.yaml's
+    /// pattern `^d([2-7][0-9a-f]){1,128}$`); `None` for any other.
     pub fn from_cursor(raw: &str) -> Option<ListPosition> {
         let hex = raw.strip_prefix('d')?.as_bytes();
         if hex.is_empty() || hex.len() % 2 != 0 || hex.len() > 2 * MAX_EVENT_ID {
             return None;
         }
+        let digit = |d: u8| match d {
+            b'0'..=b'9' => Some(d - b'0'),
+            b'a'..=b'f' => Some(d - b'a' + 10),
+            _ => None,
+        };
         let bytes = hex
             .chunks(2)
-            .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+            .map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?))
             .collect::<Option<Vec<u8>>>()?;
-        if hex.iter().any(u8::is_ascii_uppercase) {
+        // Printable ASCII (and DEL), as the pattern's first digits 2 to 7 say.
+        if !bytes.iter().all(|b| (0x20..=0x7f).contains(b)) {
             return None;
         }
         String::from_utf8(bytes).ok().map(|id| Self::of_event(&id))
@@ -360,7 +368,19 @@ mod tests {
             let read = ListPosition::from_cursor(refused);
             assert!(read.is_none(), "{refused}: {read:?}");
         }
-        assert_eq!(ListPosition::from_cursor("dff"), None, "not UTF-8");
+        assert_eq!(ListPosition::from_cursor("dfd"), None, "not ASCII");
+        assert_eq!(
+            ListPosition::from_cursor("d1f"),
+            None,
+            "a control character"
+        );
+        // Every cursor of the documented pattern is a position.
+        for first in b'2'..=b'7' {
+            for second in b"0123456789abcdef" {
+                let cursor = format!("d{}{}", first as char, *second as char);
+                assert!(ListPosition::from_cursor(&cursor).is_some(), "{cursor}");
+            }
+        }
         let long = format!("d{}", "61".repeat(MAX_EVENT_ID + 1));
         assert_eq!(ListPosition::from_cursor(&long), None);
     }
