@@ -72,23 +72,12 @@ async fn run() -> Result<(), Error> {
             return Err(missing.into());
         }
     }
-    // The shard counts of the order rate the stack is built for
-    // (template.yaml's OrderRate, or BENCH_ORDER_RATE), so the ceiling
-    // printed is that value's; BENCH_PARTITION_ENV still overrides them.
-    let template = std::fs::read_to_string(root.join("template.yaml"))?;
-    let order_rate = std::env::var("BENCH_ORDER_RATE")
-        .ok()
-        .or_else(|| default_order_rate(&template))
-        .ok_or("template.yaml has no OrderRate")?;
-    let derived =
-        |name: &str| find_in_map(&template, &format!("Capacity, \"{order_rate}\", {name}"));
-    let (Some(order_shards), Some(pet_shards), Some(delivery_shards)) = (
-        derived("OrderListShards"),
-        derived("PetListShards"),
-        derived("DeliveryShards"),
-    ) else {
-        return Err(format!("OrderRate {order_rate} is not in template.yaml's Capacity").into());
-    };
+    let capacity = Capacity::of(&root)?;
+    let (order_rate, order_shards, pet_shards) = (
+        &capacity.order_rate,
+        &capacity.order_shards,
+        &capacity.pet_shards,
+    );
     // As many retries as the deployed schedule has, each a second after
     // the last (as the bench's webhooks step runs it).
     let schedule = std::fs::read_to_string(root.join("shared/src/webhooks/schedule.rs"))
@@ -109,20 +98,17 @@ async fn run() -> Result<(), Error> {
         retry_schedule: schedule,
         webhooks: std::env::var("BENCH_PARTITION_WEBHOOKS").map_or(true, |v| v != "0"),
         orders,
-        env: [
-            format!("ORDER_LIST_SHARDS={order_shards}"),
-            format!("PET_LIST_SHARDS={pet_shards}"),
-            format!("WEBHOOK_DELIVERY_SHARDS={delivery_shards}"),
-        ]
-        .into_iter()
-        .chain(
-            std::env::var("BENCH_PARTITION_ENV")
-                .unwrap_or_default()
-                .split(',')
-                .filter(|pair| pair.contains('='))
-                .map(str::to_string),
-        )
-        .collect(),
+        env: capacity
+            .env()
+            .into_iter()
+            .chain(
+                std::env::var("BENCH_PARTITION_ENV")
+                    .unwrap_or_default()
+                    .split(',')
+                    .filter(|pair| pair.contains('='))
+                    .map(str::to_string),
+            )
+            .collect(),
     };
     let measured = replay::measure(&setup).await;
     dynamodb.stop().await;
@@ -151,4 +137,51 @@ async fn run() -> Result<(), Error> {
     std::fs::write(out.join(PARTITIONS_TABLE_FILE), &table)?;
     print!("{table}");
     Ok(())
+}
+
+/// The order rate the stack is built for (template.yaml's `OrderRate`, or
+/// `BENCH_ORDER_RATE`) and the shard counts it derives, so that the
+/// ceiling printed is that value's (`BENCH_PARTITION_ENV` still overrides
+/// the counts).
+struct Capacity {
+    order_rate: String,
+    order_shards: String,
+    pet_shards: String,
+    delivery_shards: String,
+}
+
+impl Capacity {
+    fn of(root: &std::path::Path) -> Result<Capacity, Error> {
+        let template = std::fs::read_to_string(root.join("template.yaml"))?;
+        let order_rate = std::env::var("BENCH_ORDER_RATE")
+            .ok()
+            .or_else(|| default_order_rate(&template))
+            .ok_or("template.yaml has no OrderRate")?;
+        let derived =
+            |name: &str| find_in_map(&template, &format!("Capacity, \"{order_rate}\", {name}"));
+        let (Some(order_shards), Some(pet_shards), Some(delivery_shards)) = (
+            derived("OrderListShards"),
+            derived("PetListShards"),
+            derived("DeliveryShards"),
+        ) else {
+            return Err(
+                format!("OrderRate {order_rate} is not in template.yaml's Capacity").into(),
+            );
+        };
+        Ok(Capacity {
+            order_rate,
+            order_shards,
+            pet_shards,
+            delivery_shards,
+        })
+    }
+
+    /// The counts as the functions' variables.
+    fn env(&self) -> Vec<String> {
+        vec![
+            format!("ORDER_LIST_SHARDS={}", self.order_shards),
+            format!("PET_LIST_SHARDS={}", self.pet_shards),
+            format!("WEBHOOK_DELIVERY_SHARDS={}", self.delivery_shards),
+        ]
+    }
 }
