@@ -24,7 +24,7 @@ const WRITES: [&str; 4] = [
 /// the capacity knob's row for each rate the parameter allows (the
 /// `none` row, a draining rate's, sets no throttle), the default's first.
 #[track_caller]
-fn capacity_values(template: &Value, value: &Value, what: &str) -> Vec<(String, u64)> {
+pub fn capacity_values(template: &Value, value: &Value, what: &str) -> Vec<(String, u64)> {
     let args = tagged(value, "FindInMap")
         .and_then(Value::as_sequence)
         .unwrap_or_else(|| panic!("{what} follows the capacity knob (!FindInMap): {value:?}"));

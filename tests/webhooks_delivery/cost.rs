@@ -133,3 +133,99 @@ async fn a_batch_of_attempts_reads_its_deliveries_and_each_endpoint_once() {
         assert_eq!(stored["state"], "delivered", "{event}");
     }
 }
+
+/// 30 attempts of one endpoint queued one after another on `batching`'s
+/// local queue, each fanned out while the last is handled: the deliveries
+/// and endpoint reads (`BatchGetItem`) the queue made for them.
+async fn endpoint_reads_for_thirty_queued_attempts(batching: local::Batching) -> usize {
+    let app = TestApp::spawn().await;
+    let staff = app.create_key_as(Plan::Pro, None, Role::Staff).await;
+    let secret = petstore::webhooks::sign::new_secret();
+    let mut receiver = rust_receiver(&[&secret], vec![Answer::Status(200); 30]).await;
+    let owner = staff.record.id.get();
+    let endpoint = NewEndpoint::new(owner, "staff", &receiver.url, &secret);
+    register(&app, &endpoint, &LOCAL, system_resolver().as_ref()).await;
+    let proxy = FaultProxy::start(&app.endpoint, FaultMix::NONE, 0).await;
+    let deliverer = local::start_batched(
+        petstore::local_client(&proxy.endpoint).await,
+        app.app.config.table_name.clone(),
+        Attempter::new(LOCAL, system_resolver()).expect("TLS"),
+        quick_schedule(),
+        key_states(&app, Duration::from_secs(30)),
+        batching,
+    );
+    for i in 0..30 {
+        let fanned = deliverer
+            .fan_out(&stock_event(&format!("evt-windowed-{i}")))
+            .await;
+        fanned.expect("fanned out");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for _ in 0..30 {
+        tokio::time::timeout(WITHIN, receiver.next())
+            .await
+            .expect("every attempt arrives");
+    }
+    by_call(&proxy, 0).get("BatchGetItem").copied().unwrap_or(0)
+}
+
+#[tokio::test]
+async fn above_ten_messages_a_batch_waits_its_window_and_reads_the_endpoint_once_for_all() {
+    // Given the batching of a stack built for more than 1,000 orders a
+    // second (a window; the window long here so that a loaded machine's
+    // fan-outs all fall within it) and that of the default (none)
+    let windowed = local::Batching {
+        size: 100,
+        window: Duration::from_secs(5),
+    };
+    // When 30 attempts of one endpoint are queued one after another
+    let reads_windowed = endpoint_reads_for_thirty_queued_attempts(windowed).await;
+    let reads_default = endpoint_reads_for_thirty_queued_attempts(local::Batching::default()).await;
+    // Then the windowed queue reads them in one batch (two if the machine
+    // was slower than the window), beside the key's state read once, where
+    // taking what is waiting reads them about once each (31 here)
+    eprintln!("30 queued attempts: {reads_windowed} reads windowed, {reads_default} without");
+    assert!(reads_windowed <= 3, "{reads_windowed}");
+    assert!(reads_default > 2 * reads_windowed, "{reads_default}");
+}
+
+#[test]
+fn the_deliveries_mapping_batches_as_the_local_queue_takes_them_at_every_order_rate() {
+    let template = crate::deploy::read_yaml("template.yaml");
+    let resources = &template["Resources"];
+    let events = &resources["WebhooksFunction"]["Properties"]["Events"];
+    let mapping = &events["WebhookDeliveries"]["Properties"];
+    let sizes = crate::shield::capacity_values(&template, &mapping["BatchSize"], "BatchSize");
+    let window = &mapping["MaximumBatchingWindowInSeconds"];
+    let windows = crate::shield::capacity_values(&template, window, "the batching window");
+    let timeout = resources["WebhooksFunction"]["Properties"]["Timeout"]
+        .as_u64()
+        .expect("the webhooks function's timeout");
+    let visibility = resources["WebhookDeliveriesQueue"]["Properties"]["VisibilityTimeout"]
+        .as_u64()
+        .expect("the deliveries queue's visibility timeout");
+    for ((rate, size), (_, window)) in sizes.iter().zip(&windows) {
+        let vars = [
+            ("WEBHOOK_DELIVERY_BATCH_SIZE", size.to_string()),
+            ("WEBHOOK_DELIVERY_BATCH_WINDOW", window.to_string()),
+        ];
+        let batching = local::Batching::from_lookup(|name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.clone())
+        });
+        let batching = batching.unwrap_or_else(|e| panic!("OrderRate {rate}: {e}"));
+        if rate == &sizes[0].0 {
+            assert_eq!(
+                batching,
+                local::Batching::default(),
+                "the default OrderRate"
+            );
+        }
+        // Lambda's SQS guide: six times the function's timeout plus the window.
+        assert!(
+            visibility >= 6 * timeout + window,
+            "OrderRate {rate}: {visibility} s"
+        );
+    }
+}

@@ -140,14 +140,17 @@ async fn run() -> Result<(), Error> {
 }
 
 /// The order rate the stack is built for (template.yaml's `OrderRate`, or
-/// `BENCH_ORDER_RATE`) and the shard counts it derives, so that the
-/// ceiling printed is that value's (`BENCH_PARTITION_ENV` still overrides
-/// the counts).
+/// `BENCH_ORDER_RATE`) and the shard counts and delivery batches it
+/// derives, so that the ceiling printed is that value's
+/// (`BENCH_PARTITION_ENV` still overrides them).
 struct Capacity {
     order_rate: String,
     order_shards: String,
     pet_shards: String,
     delivery_shards: String,
+    /// The deliveries mapping's `BatchSize` and window (seconds), which
+    /// the local queue takes as Lambda's mapping does.
+    delivery_batch: (String, String),
 }
 
 impl Capacity {
@@ -159,11 +162,20 @@ impl Capacity {
             .ok_or("template.yaml has no OrderRate")?;
         let derived =
             |name: &str| find_in_map(&template, &format!("Capacity, \"{order_rate}\", {name}"));
-        let (Some(order_shards), Some(pet_shards), Some(delivery_shards)) = (
+        let (
+            Some(order_shards),
+            Some(pet_shards),
+            Some(delivery_shards),
+            Some(batch_size),
+            Some(batch_window),
+        ) = (
             derived("OrderListShards"),
             derived("PetListShards"),
             derived("DeliveryShards"),
-        ) else {
+            derived("DeliveryBatchSize"),
+            derived("DeliveryBatchWindow"),
+        )
+        else {
             return Err(
                 format!("OrderRate {order_rate} is not in template.yaml's Capacity").into(),
             );
@@ -173,6 +185,7 @@ impl Capacity {
             order_shards,
             pet_shards,
             delivery_shards,
+            delivery_batch: (batch_size, batch_window),
         })
     }
 
@@ -182,6 +195,8 @@ impl Capacity {
             format!("ORDER_LIST_SHARDS={}", self.order_shards),
             format!("PET_LIST_SHARDS={}", self.pet_shards),
             format!("WEBHOOK_DELIVERY_SHARDS={}", self.delivery_shards),
+            format!("WEBHOOK_DELIVERY_BATCH_SIZE={}", self.delivery_batch.0),
+            format!("WEBHOOK_DELIVERY_BATCH_WINDOW={}", self.delivery_batch.1),
         ]
     }
 }

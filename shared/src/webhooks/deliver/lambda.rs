@@ -30,6 +30,8 @@ pub enum SetupError {
     NoQueueUrl,
     #[error(transparent)]
     Schedule(#[from] crate::webhooks::schedule::ScheduleError),
+    #[error(transparent)]
+    Batching(#[from] super::local::BatchingError),
     #[error("TLS settings: {0}")]
     Tls(#[from] tokio_rustls::rustls::Error),
 }
