@@ -43,7 +43,7 @@ fi
 
 # What the run measures, for the generated page (scripts/bench-report.py).
 # The files of an older run are removed, so the page never mixes two runs.
-rm -f "$OUT"/{run,results,coldstart,cold-start-full-cpu,overhead,partitions}.json
+rm -f "$OUT"/{run,results,coldstart,cold-start-full-cpu,overhead,partitions,partitions-top}.json
 STARTED_AT=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 DIRTY=false
@@ -115,6 +115,13 @@ fi
 # of its section is not shown twice).
 rm -f "$OUT/partitions.json" "$OUT/partitions.txt"
 "$TARGET/debug/petstore-partitions" >/dev/null || log "the partition model failed; its figures are missing"
+# Again at the highest OrderRate the Capacity mapping allows: what the knob
+# turned all the way up holds (the webhooks' first limit is a target there).
+top_order_rate=$(grep -A4 '^  OrderRate:' template.yaml | sed -n 's/.*AllowedValues: \[\(.*\)\]/\1/p' \
+  | tr -d '" ' | tr ',' '\n' | sort -n | tail -1)
+rm -f "$OUT/partitions-top.json" "$OUT/partitions-top.txt"
+BENCH_ORDER_RATE="$top_order_rate" BENCH_PARTITIONS_STEM=partitions-top "$TARGET/debug/petstore-partitions" >/dev/null \
+  || log "the partition model at OrderRate $top_order_rate failed; its figures are missing"
 
 "$TARGET/release/petstore-bench"
 run_info

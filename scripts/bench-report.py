@@ -326,7 +326,21 @@ def partitions(f):
             f"{model.get('first_limit') or '-'}.")
     return head + table(["scope", "busiest write partition (share)", "write units",
                          "orders/s at 1,000 WCU", "busiest read partition (share)",
-                         "orders/s at 3,000 RCU"], rows) + tail + webhook_partitions(model)
+                         "orders/s at 3,000 RCU"], rows) + tail + webhook_partitions(model) + at_top_rate(results)
+
+
+def at_top_rate(results):
+    """The same model with the capacity knob at its highest: the first limits only."""
+    top = results.get("partitions_at_top_rate")
+    if not top:
+        return "\n\n*The model at the highest OrderRate: not run.*"
+    hooks = top.get("webhooks") or {}
+    settings = ", ".join(f"`{pair}`" for pair in top["mix"].get("service_env", []))
+    return (f"\n\n**At OrderRate {top.get('order_rate', '?')}**, the highest the `Capacity` mapping allows "
+            f"(the same replay, {settings}): the store's ceiling "
+            f"{num(top.get('ceiling_orders_per_second'), 0)} orders/s (first limit: {top.get('first_limit') or '-'}); "
+            f"the webhooks' first limit {num(hooks.get('ceiling_orders_per_second'), 0)} orders/s "
+            f"({hooks.get('first_limit') or '-'}).")
 
 
 def webhook_partitions(model):

@@ -12,7 +12,7 @@ use petstore_bench::processes::{DynamoDbLocal, PetstoreLocal};
 use petstore_bench::results::{
     BenchResults, ColdStart, CostBasis, LoadRun, Machine, Mix, OhaCheck, OperationCalls,
     RunSettings, COLD_START_FILE, OVERHEAD_FILE, PARTITIONS_FILE, PARTITIONS_TABLE_FILE,
-    RESULTS_FILE,
+    PARTITIONS_TOP_STEM, RESULTS_FILE,
 };
 use petstore_bench::webhook_results::Webhooks;
 use petstore_bench::{
@@ -189,6 +189,12 @@ async fn measure_all(
         "BENCH_ONLY=partitions make bench",
         &mut notes,
     );
+    let partitions_at_top_rate: Option<serde_json::Value> = settings.read_left(
+        &format!("{PARTITIONS_TOP_STEM}.json"),
+        "partition model at the highest OrderRate",
+        "make bench",
+        &mut notes,
+    );
     let cold_start: Vec<ColdStart> = settings
         .read_left(
             COLD_START_FILE,
@@ -204,7 +210,13 @@ async fn measure_all(
         root: &settings.root,
         out: &settings.out,
     });
-    let targets = targets::check(&cold_start, in_process_overhead.as_ref(), &size, &cost);
+    let targets = targets::check(
+        &cold_start,
+        in_process_overhead.as_ref(),
+        &size,
+        &cost,
+        partitions_at_top_rate.as_ref(),
+    );
     let template = std::fs::read_to_string(settings.root.join("template.yaml")).unwrap_or_default();
     let webhooks = deliver_webhooks(settings, &cost.basis).await;
     let quotas = quotas::quotas(&calls, cost.basis.events_per_change, &template);
@@ -226,6 +238,7 @@ async fn measure_all(
         in_process_overhead,
         size,
         partitions,
+        partitions_at_top_rate,
         quotas,
         abuse: BTreeMap::new(),
         webhooks,

@@ -23,6 +23,10 @@ pub const COLD_START_FILE: &str = "cold-start-full-cpu.json";
 /// model, and its section of the table.
 pub const PARTITIONS_FILE: &str = "partitions.json";
 pub const PARTITIONS_TABLE_FILE: &str = "partitions.txt";
+/// The same model at the highest OrderRate template.yaml's `Capacity`
+/// mapping allows (`BENCH_PARTITIONS_STEM=partitions-top`): what the knob
+/// turned all the way up holds.
+pub const PARTITIONS_TOP_STEM: &str = "partitions-top";
 
 pub use crate::operation_calls::{OperationCalls, StatusCounts};
 
@@ -46,6 +50,9 @@ pub struct BenchResults {
     /// (`tools/partitions`), carried as it wrote them.
     #[serde(default)]
     pub partitions: Option<serde_json::Value>,
+    /// The model again at the highest OrderRate ([`PARTITIONS_TOP_STEM`]).
+    #[serde(default)]
+    pub partitions_at_top_rate: Option<serde_json::Value>,
     /// The account's quotas on a request's path (`quotas.rs`); `None` when
     /// a mix was not measured.
     #[serde(default)]
@@ -334,6 +341,15 @@ impl TargetCheck {
             measured,
             limit,
             met: measured <= limit,
+        }
+    }
+
+    pub fn at_least(target: String, measured: f64, limit: f64) -> TargetCheck {
+        TargetCheck {
+            target,
+            measured,
+            limit,
+            met: measured >= limit,
         }
     }
 }

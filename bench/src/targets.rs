@@ -13,12 +13,16 @@ const ZIP_MB: f64 = 3.0;
 /// units of placing an order by DynamoDB's rules (rate limiter included).
 const READ_MIX_USD_PER_MILLION: f64 = 2.30;
 const PLACE_ORDER_WRITE_UNITS: f64 = 10.0;
+/// #47's: with the capacity knob at its highest, the webhooks' busiest
+/// partition holds at least this many orders a second.
+const WEBHOOKS_FIRST_LIMIT_AT_TOP_RATE: f64 = 10_000.0;
 
 pub fn check(
     cold_starts: &[ColdStart],
     overhead: Option<&Overhead>,
     sizes: &BTreeMap<String, FunctionSizes>,
     cost: &Costs,
+    partitions_at_top_rate: Option<&serde_json::Value>,
 ) -> Vec<TargetCheck> {
     let cold = cold_starts.iter().map(|cold| {
         TargetCheck::at_most(
@@ -63,9 +67,22 @@ pub fn check(
         cost.write_units_place_order,
         PLACE_ORDER_WRITE_UNITS,
     );
+    let webhooks_at_top_rate = partitions_at_top_rate.and_then(|model| {
+        let rate = model["order_rate"].as_str()?;
+        let first_limit = model["webhooks"]["ceiling_orders_per_second"].as_f64()?;
+        Some(TargetCheck::at_least(
+            format!(
+                "webhooks' first partition limit at OrderRate {rate} >= \
+                 {WEBHOOKS_FIRST_LIMIT_AT_TOP_RATE} orders/s"
+            ),
+            first_limit,
+            WEBHOOKS_FIRST_LIMIT_AT_TOP_RATE,
+        ))
+    });
     cold.chain(overhead)
         .chain(zips)
         .chain(read_mix)
         .chain([place_order])
+        .chain(webhooks_at_top_rate)
         .collect()
 }

@@ -15,7 +15,9 @@
 //! writes its [`records`] to `target/bench/partitions.json` and its section
 //! of the table to `partitions.txt`, which the runner carries into its
 //! `results.json` and its table.
-//! `BENCH_ONLY=partitions make bench` runs it alone.
+//! `BENCH_ONLY=partitions make bench` runs it alone. With
+//! `BENCH_PARTITIONS_STEM` its files are named so (`make bench` runs it a
+//! second time at the highest OrderRate, as `partitions-top`).
 
 mod endpoints;
 mod model;
@@ -28,6 +30,7 @@ use petstore_bench::cost::find_in_map;
 use petstore_bench::processes::DynamoDbLocal;
 use petstore_bench::results::{PARTITIONS_FILE, PARTITIONS_TABLE_FILE};
 use petstore_bench::webhook_cost::deployed_schedule;
+use serde_json::json;
 use std::path::PathBuf;
 
 #[tokio::main]
@@ -113,10 +116,13 @@ async fn run() -> Result<(), Error> {
     let measured = replay::measure(&setup).await;
     dynamodb.stop().await;
     let model = measured?;
-    std::fs::write(
-        out.join(PARTITIONS_FILE),
-        serde_json::to_vec_pretty(&model)?,
-    )?;
+    let (file, table_file) = match std::env::var("BENCH_PARTITIONS_STEM") {
+        Ok(stem) => (format!("{stem}.json"), format!("{stem}.txt")),
+        Err(_) => (PARTITIONS_FILE.into(), PARTITIONS_TABLE_FILE.into()),
+    };
+    let mut records = serde_json::to_value(&model)?;
+    records["order_rate"] = json!(order_rate);
+    std::fs::write(out.join(file), serde_json::to_vec_pretty(&records)?)?;
     let stated: f64 = order_rate.parse().unwrap_or(0.0);
     let verdict = |ceiling: Option<f64>| {
         let ceiling = ceiling.unwrap_or(0.0);
@@ -134,7 +140,7 @@ async fn run() -> Result<(), Error> {
         verdict(model.webhooks.ceiling_orders_per_second),
         records::table(&model)
     );
-    std::fs::write(out.join(PARTITIONS_TABLE_FILE), &table)?;
+    std::fs::write(out.join(table_file), &table)?;
     print!("{table}");
     Ok(())
 }
