@@ -23,6 +23,7 @@
 //! [`http::service`] of its routes to `lambda_http::run`.
 
 pub mod aws_calls;
+pub mod aws_env;
 pub mod config;
 pub mod db;
 pub mod http;
@@ -109,19 +110,31 @@ impl App {
         &self.metrics
     }
 
-    /// Reads configuration and AWS settings from the environment. With
-    /// credentials in the environment (as in Lambda) this does no I/O.
+    /// Reads configuration from the environment and AWS settings by the
+    /// SDK's whole chain (profiles, SSO, ...): for tools run by people.
     pub async fn from_env() -> Result<App, Box<dyn std::error::Error + Send + Sync>> {
         let config = Config::from_env()?;
         let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .http_client(http_client())
             .load()
             .await;
-        let mut client = aws_sdk_dynamodb::config::Builder::from(&aws);
+        Ok(App::with_aws(config, &aws))
+    }
+
+    /// A function's: configuration and AWS settings from its environment
+    /// alone ([`aws_env`]), without I/O.
+    pub fn from_function_env() -> Result<App, Box<dyn std::error::Error + Send + Sync>> {
+        let config = Config::from_env()?;
+        let aws = aws_env::sdk_config(http_client())?;
+        Ok(App::with_aws(config, &aws))
+    }
+
+    fn with_aws(config: Config, aws: &aws_config::SdkConfig) -> App {
+        let mut client = aws_sdk_dynamodb::config::Builder::from(aws);
         if let Some(recorder) = aws_calls::interceptor() {
             client.push_interceptor(recorder);
         }
-        Ok(App::new(config, Client::from_conf(client.build())))
+        App::new(config, Client::from_conf(client.build()))
     }
 
     /// Creates the tables unless they exist; for local runs and tests.

@@ -23,10 +23,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let bus = std::env::var("EVENT_BUS_NAME").map_err(|_| "EVENT_BUS_NAME is not set")?;
     let config = petstore::config::Config::from_env()?;
     // The same TLS stack as the data functions (rustls on ring: README, Performance).
-    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(petstore::http_client())
-        .load()
-        .await;
+    let aws = petstore::aws_env::sdk_config(petstore::http_client())?;
     let client = aws_sdk_dynamodb::Client::new(&aws);
     // The webhooks' fan-out: the same deliverer as the webhooks function's
     // (WEBHOOK_QUEUE_URL, the key cache's bounds); no call until an event

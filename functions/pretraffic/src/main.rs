@@ -11,10 +11,8 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         .with_target(false)
         .without_time()
         .init();
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(petstore_pretraffic::sdk_http_client())
-        .load()
-        .await;
+    // From the environment alone, as every function (petstore::aws_env).
+    let config = petstore::aws_env::sdk_config(petstore_pretraffic::sdk_http_client())?;
     let hook = Hook::from_env(&config)?;
     let hook = &hook;
     lambda_runtime::run(service_fn(

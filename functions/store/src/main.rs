@@ -12,7 +12,7 @@
 async fn main() -> Result<(), lambda_http::Error> {
     // The connection the first request uses is opened first, while the
     // rest of init runs (petstore::warm_up).
-    let app = petstore::App::from_env().await?;
+    let app = petstore::App::from_function_env()?;
     let warm_up = petstore::warm_up::start(&app).await;
     petstore::telemetry::init();
     let app = app.with_metrics(petstore::metrics::Emitter::stdout("store"));

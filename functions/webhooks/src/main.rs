@@ -23,14 +23,11 @@ use webhooks::Webhooks;
 async fn main() -> Result<(), lambda_http::Error> {
     // The connection the first request uses is opened first, while the
     // rest of init runs (petstore::warm_up), as the other API functions do.
-    let app = petstore::App::from_env().await?;
+    let app = petstore::App::from_function_env()?;
     let warm_up = petstore::warm_up::start(&app).await;
     petstore::telemetry::init();
     let app = app.with_metrics(petstore::metrics::Emitter::stdout("webhooks"));
-    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(petstore::http_client())
-        .load()
-        .await;
+    let aws = petstore::aws_env::sdk_config(petstore::http_client())?;
     // A local server's setting, refused where Lambda runs the function.
     petstore::webhooks::address::UrlPolicy::refuse_in_lambda()?;
     // Endpoint secrets are sealed and opened with the stack's KMS key (the
