@@ -6,20 +6,19 @@
 //! on a figure, only when it cannot measure at all.
 
 use petstore_bench::client::Error;
+use petstore_bench::left_behind::LeftBehind;
 use petstore_bench::load::{self, Fixture, Shape};
 use petstore_bench::oha::{self, OhaSetup};
 use petstore_bench::processes::{DynamoDbLocal, PetstoreLocal};
 use petstore_bench::results::{
-    BenchResults, ColdStart, CostBasis, LoadRun, Machine, Mix, OhaCheck, OperationCalls,
-    RunSettings, COLD_START_FILE, OVERHEAD_FILE, PARTITIONS_FILE, PARTITIONS_TABLE_FILE,
-    PARTITIONS_TOP_STEM, RESULTS_FILE,
+    BenchResults, CostBasis, LoadRun, Machine, Mix, OhaCheck, OperationCalls, RunSettings,
+    PARTITIONS_TABLE_FILE, RESULTS_FILE,
 };
 use petstore_bench::webhook_results::Webhooks;
 use petstore_bench::{
     abuse, api_key, calls, cost, env_or, machine, processes, proxy, quotas, report, sizes, targets,
     webhook_cost, webhooks,
 };
-use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -74,33 +73,6 @@ impl Settings {
             root,
             target,
         })
-    }
-
-    /// What another step of `make bench` (`bench/run.sh`) left in `out`: the
-    /// in-process overhead, the partition model or the full-CPU cold starts; a
-    /// note if it is missing.
-    fn read_left<T: DeserializeOwned>(
-        &self,
-        file: &str,
-        what: &str,
-        step: &str,
-        notes: &mut Vec<String>,
-    ) -> Option<T> {
-        let path = self.out.join(file);
-        let Ok(bytes) = std::fs::read(&path) else {
-            notes.push(format!("no {what}: run `{step}` (make bench does)"));
-            return None;
-        };
-        match serde_json::from_slice(&bytes) {
-            Ok(figures) => Some(figures),
-            Err(e) => {
-                let shown = path.display();
-                notes.push(format!(
-                    "no {what}: {shown} does not read ({e}); rerun `{step}`"
-                ));
-                None
-            }
-        }
     }
 }
 
@@ -177,32 +149,8 @@ async fn measure_all(
     let (calls, events_per_change) =
         count_calls(settings, dynamodb.addr, api_key.clone(), &timings.fixture).await?;
     let size = sizes::of_functions(&settings.target);
-    let in_process_overhead = settings.read_left(
-        OVERHEAD_FILE,
-        "in-process overhead figures",
-        "cargo bench -p petstore-bench",
-        &mut notes,
-    );
-    let partitions = settings.read_left(
-        PARTITIONS_FILE,
-        "partition model",
-        "BENCH_ONLY=partitions make bench",
-        &mut notes,
-    );
-    let partitions_at_top_rate: Option<serde_json::Value> = settings.read_left(
-        &format!("{PARTITIONS_TOP_STEM}.json"),
-        "partition model at the highest OrderRate",
-        "make bench",
-        &mut notes,
-    );
-    let cold_start: Vec<ColdStart> = settings
-        .read_left(
-            COLD_START_FILE,
-            "full-CPU cold start",
-            "BENCH_ONLY=coldstart make bench",
-            &mut notes,
-        )
-        .unwrap_or_default();
+    let left = LeftBehind::read(&settings.out, &mut notes);
+    let (in_process_overhead, cold_start) = (left.overhead, left.cold_start);
     let cost = cost::costs(&cost::Inputs {
         calls: &calls,
         cold_starts: &cold_start,
@@ -215,7 +163,7 @@ async fn measure_all(
         in_process_overhead.as_ref(),
         &size,
         &cost,
-        partitions_at_top_rate.as_ref(),
+        left.partitions_at_top_rate.as_ref(),
     );
     let template = std::fs::read_to_string(settings.root.join("template.yaml")).unwrap_or_default();
     let webhooks = deliver_webhooks(settings, &cost.basis).await;
@@ -237,8 +185,8 @@ async fn measure_all(
         dynamodb_calls: calls,
         in_process_overhead,
         size,
-        partitions,
-        partitions_at_top_rate,
+        partitions: left.partitions,
+        partitions_at_top_rate: left.partitions_at_top_rate,
         quotas,
         abuse: BTreeMap::new(),
         webhooks,

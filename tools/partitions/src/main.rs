@@ -76,11 +76,7 @@ async fn run() -> Result<(), Error> {
         }
     }
     let capacity = Capacity::of(&root)?;
-    let (order_rate, order_shards, pet_shards) = (
-        &capacity.order_rate,
-        &capacity.order_shards,
-        &capacity.pet_shards,
-    );
+    let order_rate = &capacity.order_rate;
     // As many retries as the deployed schedule has, each a second after
     // the last (as the bench's webhooks step runs it).
     let schedule = std::fs::read_to_string(root.join("shared/src/webhooks/schedule.rs"))
@@ -116,11 +112,27 @@ async fn run() -> Result<(), Error> {
     let measured = replay::measure(&setup).await;
     dynamodb.stop().await;
     let model = measured?;
+    publish(&out, &model, &capacity)
+}
+
+/// Writes `model`'s records (with its OrderRate) and its table to `out`
+/// (as `BENCH_PARTITIONS_STEM` names them, else `partitions.*`) and prints
+/// the table.
+fn publish(
+    out: &std::path::Path,
+    model: &records::PartitionModel,
+    capacity: &Capacity,
+) -> Result<(), Error> {
+    let (order_rate, order_shards, pet_shards) = (
+        &capacity.order_rate,
+        &capacity.order_shards,
+        &capacity.pet_shards,
+    );
     let (file, table_file) = match std::env::var("BENCH_PARTITIONS_STEM") {
         Ok(stem) => (format!("{stem}.json"), format!("{stem}.txt")),
         Err(_) => (PARTITIONS_FILE.into(), PARTITIONS_TABLE_FILE.into()),
     };
-    let mut records = serde_json::to_value(&model)?;
+    let mut records = serde_json::to_value(model)?;
     records["order_rate"] = json!(order_rate);
     std::fs::write(out.join(file), serde_json::to_vec_pretty(&records)?)?;
     let stated: f64 = order_rate.parse().unwrap_or(0.0);
@@ -138,7 +150,7 @@ async fn run() -> Result<(), Error> {
          ceiling {}; webhooks' first limit {}\n{}",
         verdict(model.ceiling_orders_per_second),
         verdict(model.webhooks.ceiling_orders_per_second),
-        records::table(&model)
+        records::table(model)
     );
     std::fs::write(out.join(table_file), &table)?;
     print!("{table}");
