@@ -39,8 +39,21 @@ async fn a_free_key_holds_ten_orders_at_most_even_when_forty_arrive_at_once_on_t
         free.another_instance().await,
     ];
 
-    // When forty orders arrive at once
-    let responses = join_all((0..40).map(|i| order(&instances[i % 3], pet_id, 1))).await;
+    // When forty orders arrive at once (and, as a client does, an order
+    // answered 503 with Retry-After, the contract's answer when it lost a
+    // conflict on the pet's and the key's items more often than the retry
+    // policy tries, is sent again: a loaded machine's 40-way race can)
+    let mut responses = join_all((0..40).map(|i| order(&instances[i % 3], pet_id, 1))).await;
+    for (i, response) in responses.iter_mut().enumerate() {
+        if response.status == 503 {
+            response.assert_error(503, "SERVICE_UNAVAILABLE");
+            assert!(
+                response.headers.contains_key("retry-after"),
+                "503 says when"
+            );
+            *response = order(&instances[i % 3], pet_id, 1).await;
+        }
+    }
 
     // Then exactly ten are placed, the others refused as too many, nothing else
     assert_eq!(count(&responses, 201), 10, "placed");
