@@ -68,17 +68,7 @@ impl Receiver {
             failed: Mutex::default(),
         });
         let shared = state.clone();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let state = shared.clone();
-                let service = hyper::service::service_fn(move |req| answer(state.clone(), req));
-                tokio::spawn(async move {
-                    let io = TokioIo::new(stream);
-                    let served = hyper::server::conn::http1::Builder::new();
-                    let _ = served.serve_connection(io, service).await;
-                });
-            }
-        });
+        serve(listener, move |request| answer(shared.clone(), request));
         Ok(Receiver { addr, state })
     }
 
@@ -96,18 +86,46 @@ impl Receiver {
     }
 }
 
-async fn answer(
-    state: Arc<State>,
-    request: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
+/// Serves HTTP/1.1 on `listener` from now on, each request answered by
+/// `handle` (a receiver of the bench's or of the partition model's).
+pub fn serve<F, Fut>(listener: TcpListener, handle: F)
+where
+    F: Fn(Request<Incoming>) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = Result<Response<Full<Bytes>>, std::convert::Infallible>>
+        + Send
+        + 'static,
+{
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let handle = handle.clone();
+            let service = hyper::service::service_fn(move |request| handle(request));
+            tokio::spawn(async move {
+                let io = TokioIo::new(stream);
+                let served = hyper::server::conn::http1::Builder::new();
+                let _ = served.serve_connection(io, service).await;
+            });
+        }
+    });
+}
+
+/// An attempt's `webhook-id` (the event's id, the same on every attempt
+/// of a delivery), its body read whole, as a receiver verifying it would.
+pub async fn delivery_id(request: Request<Incoming>) -> String {
     let id = request
         .headers()
         .get("webhook-id")
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_string();
-    // The whole body is read, as a receiver verifying it would.
     let _ = request.into_body().collect().await;
+    id
+}
+
+async fn answer(
+    state: Arc<State>,
+    request: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
+    let id = delivery_id(request).await;
     let status = match state.current() {
         Answer::Fail => StatusCode::INTERNAL_SERVER_ERROR,
         Answer::FailOnce => {

@@ -6,10 +6,10 @@
 
 use bytes::Bytes;
 use http::{Request, Response};
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use petstore_bench::client::Error;
+use petstore_bench::receiver::{delivery_id, serve};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -49,16 +49,7 @@ impl Receiver {
             last: Instant::now(),
         }));
         let shared = state.clone();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let state = shared.clone();
-                let service = hyper::service::service_fn(move |req| answer(state.clone(), req));
-                tokio::spawn(async move {
-                    let served = hyper::server::conn::http1::Builder::new();
-                    let _ = served.serve_connection(TokioIo::new(stream), service).await;
-                });
-            }
-        });
+        serve(listener, move |request| answer(shared.clone(), request));
         Ok(Receiver { addr, state })
     }
 
@@ -96,14 +87,7 @@ async fn answer(
     request: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
     let path = request.uri().path().trim_start_matches('/').to_string();
-    let id = request
-        .headers()
-        .get("webhook-id")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    // The whole body is read, as a receiver verifying it would.
-    let _ = request.into_body().collect().await;
+    let id = delivery_id(request).await;
     {
         let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
         state.attempts += 1;
