@@ -97,8 +97,7 @@ where
 {
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
-            let handle = handle.clone();
-            let service = hyper::service::service_fn(move |request| handle(request));
+            let service = hyper::service::service_fn(handle.clone());
             tokio::spawn(async move {
                 let io = TokioIo::new(stream);
                 let served = hyper::server::conn::http1::Builder::new();
