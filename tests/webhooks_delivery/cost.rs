@@ -9,6 +9,7 @@ use super::*;
 use crate::idempotency::proxy::{FaultMix, FaultProxy};
 use petstore::ratelimit::Plan;
 use petstore::records::Role;
+use petstore::webhooks::deliver::batching::Batching;
 use petstore::webhooks::deliver::Disposition;
 use std::collections::BTreeMap;
 
@@ -137,7 +138,7 @@ async fn a_batch_of_attempts_reads_its_deliveries_and_each_endpoint_once() {
 /// 30 attempts of one endpoint queued one after another on `batching`'s
 /// local queue, each fanned out while the last is handled: the deliveries
 /// and endpoint reads (`BatchGetItem`) the queue made for them.
-async fn endpoint_reads_for_thirty_queued_attempts(batching: local::Batching) -> usize {
+async fn endpoint_reads_for_thirty_queued_attempts(batching: Batching) -> usize {
     let app = TestApp::spawn().await;
     let staff = app.create_key_as(Plan::Pro, None, Role::Staff).await;
     let secret = petstore::webhooks::sign::new_secret();
@@ -174,13 +175,13 @@ async fn above_ten_messages_a_batch_waits_its_window_and_reads_the_endpoint_once
     // Given the batching of a stack built for more than 1,000 orders a
     // second (a window; the window long here so that a loaded machine's
     // fan-outs all fall within it) and that of the default (none)
-    let windowed = local::Batching {
+    let windowed = Batching {
         size: 100,
         window: Duration::from_secs(5),
     };
     // When 30 attempts of one endpoint are queued one after another
     let reads_windowed = endpoint_reads_for_thirty_queued_attempts(windowed).await;
-    let reads_default = endpoint_reads_for_thirty_queued_attempts(local::Batching::default()).await;
+    let reads_default = endpoint_reads_for_thirty_queued_attempts(Batching::default()).await;
     // Then the windowed queue reads them in one batch (two if the machine
     // was slower than the window), beside the key's state read once, where
     // taking what is waiting reads them about once each (31 here)
@@ -209,18 +210,14 @@ fn the_deliveries_mapping_batches_as_the_local_queue_takes_them_at_every_order_r
             ("WEBHOOK_DELIVERY_BATCH_SIZE", size.to_string()),
             ("WEBHOOK_DELIVERY_BATCH_WINDOW", window.to_string()),
         ];
-        let batching = local::Batching::from_lookup(|name| {
+        let batching = Batching::from_lookup(|name| {
             vars.iter()
                 .find(|(n, _)| *n == name)
                 .map(|(_, v)| v.clone())
         });
         let batching = batching.unwrap_or_else(|e| panic!("OrderRate {rate}: {e}"));
         if rate == &sizes[0].0 {
-            assert_eq!(
-                batching,
-                local::Batching::default(),
-                "the default OrderRate"
-            );
+            assert_eq!(batching, Batching::default(), "the default OrderRate");
         }
         // Lambda's SQS guide: six times the function's timeout plus the window.
         assert!(

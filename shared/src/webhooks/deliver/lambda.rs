@@ -31,7 +31,7 @@ pub enum SetupError {
     #[error(transparent)]
     Schedule(#[from] crate::webhooks::schedule::ScheduleError),
     #[error(transparent)]
-    Batching(#[from] super::local::BatchingError),
+    Batching(#[from] super::batching::BatchingError),
     #[error("TLS settings: {0}")]
     Tls(#[from] tokio_rustls::rustls::Error),
 }

@@ -14,6 +14,7 @@
 //! The queue is the engine: retries are the message coming back when its
 //! delay is over, never a loop polling the table.
 
+pub mod batching;
 mod delivery;
 mod fanout;
 pub mod items;
