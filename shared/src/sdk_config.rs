@@ -1,0 +1,164 @@
+//! What every DynamoDB client of ours adds to the SDK's configuration, so
+//! that a call costs less CPU for the same request on the wire.
+//!
+//! The SDK does some work on every call that gives the same answer every
+//! time in a process like ours (one region, one set of tables, credentials
+//! from the environment). Each piece here replaces such work with its answer,
+//! through the SDK's public configuration, and says what it leaves unchanged.
+
+use aws_sdk_dynamodb::config::endpoint::{DefaultResolver, Params, ResolveEndpoint};
+use aws_smithy_runtime_api::client::endpoint::EndpointFuture;
+use aws_smithy_types::endpoint::Endpoint;
+use std::sync::Mutex;
+
+/// `builder` with the pieces below.
+pub fn lean(builder: aws_sdk_dynamodb::config::Builder) -> aws_sdk_dynamodb::config::Builder {
+    builder.endpoint_resolver(RememberedEndpoints::default())
+}
+
+/// How many distinct endpoint parameters a process remembers. DynamoDB's
+/// parameters name the tables a call touches (`ResourceArn`, and for a
+/// transaction `ResourceArnList`), so a process sees a few: its two tables,
+/// and one list per shape of transaction it writes.
+const REMEMBERED: usize = 16;
+
+/// The SDK's own endpoint rules, with their answers remembered per set of
+/// parameters. The SDK's resolver remembers one answer: a process that
+/// alternates between the rate limiter's table and the data table (every
+/// keyed request: the count, then the read) misses it on each call and runs
+/// the rules again (about 10k instructions a call under callgrind). The
+/// answer is the rules' own for the same parameters, so the region, the
+/// partition, FIPS, dual-stack and an endpoint URL from the environment
+/// (`AWS_ENDPOINT_URL_DYNAMODB`, DynamoDB Local) are honoured exactly as
+/// without it; an error is never remembered.
+#[derive(Debug, Default)]
+pub struct RememberedEndpoints {
+    rules: DefaultResolver,
+    /// Oldest first; at most [`REMEMBERED`].
+    answers: Mutex<Vec<(Params, Endpoint)>>,
+}
+
+impl RememberedEndpoints {
+    fn recall(&self, params: &Params) -> Option<Endpoint> {
+        let answers = self.answers.lock().ok()?;
+        answers
+            .iter()
+            .find(|(known, _)| known == params)
+            .map(|(_, endpoint)| endpoint.clone())
+    }
+
+    fn remember(&self, params: &Params, endpoint: &Endpoint) {
+        let Ok(mut answers) = self.answers.lock() else {
+            return;
+        };
+        if answers.iter().any(|(known, _)| known == params) {
+            return;
+        }
+        if answers.len() >= REMEMBERED {
+            answers.remove(0);
+        }
+        answers.push((params.clone(), endpoint.clone()));
+    }
+}
+
+impl ResolveEndpoint for RememberedEndpoints {
+    fn resolve_endpoint<'a>(&'a self, params: &'a Params) -> EndpointFuture<'a> {
+        if let Some(endpoint) = self.recall(params) {
+            return EndpointFuture::ready(Ok(endpoint));
+        }
+        EndpointFuture::new(async move {
+            let endpoint = self.rules.resolve_endpoint(params).await?;
+            self.remember(params, &endpoint);
+            Ok(endpoint)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(region: &str) -> aws_sdk_dynamodb::config::endpoint::ParamsBuilder {
+        Params::builder()
+            .region(region)
+            .use_fips(false)
+            .use_dual_stack(false)
+    }
+
+    async fn both(params: Params) -> (Result<String, String>, Result<String, String>) {
+        let url = |r: Result<Endpoint, aws_smithy_runtime_api::box_error::BoxError>| {
+            r.map(|e| e.url().to_string()).map_err(|e| e.to_string())
+        };
+        let remembered = RememberedEndpoints::default();
+        // Asked twice: the second answer is the remembered one.
+        let first = url(remembered.resolve_endpoint(&params).await);
+        let second = url(remembered.resolve_endpoint(&params).await);
+        assert_eq!(first, second, "{params:?}");
+        (
+            second,
+            url(DefaultResolver::new().resolve_endpoint(&params).await),
+        )
+    }
+
+    /// The remembered answer is the rules' answer, for the parameters our
+    /// stack uses and for those it does not (FIPS, dual-stack, another
+    /// partition, an endpoint URL, a table's ARN).
+    #[tokio::test]
+    async fn answers_as_the_sdk_rules_do() {
+        let cases = [
+            params("us-east-1").build(),
+            params("eu-west-1").resource_arn("petstore-data").build(),
+            params("us-east-1").use_fips(true).build(),
+            params("us-east-1").use_dual_stack(true).build(),
+            params("cn-north-1").build(),
+            params("us-gov-west-1").use_fips(true).build(),
+            params("us-east-1")
+                .endpoint("http://127.0.0.1:8000")
+                .build(),
+            params("us-east-1")
+                .account_id("123456789012")
+                .account_id_endpoint_mode("required")
+                .build(),
+            params("us-east-1")
+                .resource_arn("arn:aws:dynamodb:us-east-1:123456789012:table/petstore")
+                .build(),
+        ];
+        for case in cases {
+            let case = case.expect("valid parameters");
+            let (remembered, rules) = both(case.clone()).await;
+            assert_eq!(remembered, rules, "{case:?}");
+        }
+        let (ours, _) = both(params("us-east-1").build().expect("valid")).await;
+        assert_eq!(
+            ours.as_deref(),
+            Ok("https://dynamodb.us-east-1.amazonaws.com")
+        );
+    }
+
+    /// Distinct parameters get distinct answers, and an old one is forgotten
+    /// rather than the memory growing.
+    #[tokio::test]
+    async fn remembers_each_set_of_parameters_up_to_a_bound() {
+        let remembered = RememberedEndpoints::default();
+        let east = params("us-east-1").build().expect("valid");
+        let west = params("us-west-2").build().expect("valid");
+        for _ in 0..2 {
+            let e = remembered.resolve_endpoint(&east).await.expect("resolves");
+            let w = remembered.resolve_endpoint(&west).await.expect("resolves");
+            assert_eq!(e.url(), "https://dynamodb.us-east-1.amazonaws.com");
+            assert_eq!(w.url(), "https://dynamodb.us-west-2.amazonaws.com");
+        }
+        for table in 0..2 * REMEMBERED {
+            let table = params("us-east-1")
+                .resource_arn(format!("table-{table}"))
+                .build();
+            remembered
+                .resolve_endpoint(&table.expect("valid"))
+                .await
+                .expect("resolves");
+        }
+        let answers = remembered.answers.lock().expect("not poisoned");
+        assert_eq!(answers.len(), REMEMBERED);
+        assert!(!answers.iter().any(|(known, _)| *known == east));
+    }
+}
