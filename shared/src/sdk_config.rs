@@ -6,6 +6,7 @@
 //! from the environment). Each piece here replaces such work with its answer,
 //! through the SDK's public configuration, and says what it leaves unchanged.
 
+use aws_runtime::invocation_id::InvocationIdInterceptor;
 use aws_runtime::user_agent::UserAgentInterceptor;
 use aws_sdk_dynamodb::config::endpoint::{DefaultResolver, Params, ResolveEndpoint};
 use aws_smithy_runtime_api::box_error::BoxError;
@@ -23,7 +24,7 @@ use std::sync::{Mutex, OnceLock};
 pub fn lean(builder: aws_sdk_dynamodb::config::Builder) -> aws_sdk_dynamodb::config::Builder {
     builder
         .endpoint_resolver(RememberedEndpoints::default())
-        .interceptor(FixedUserAgent)
+        .interceptor(FixedHeaders)
 }
 
 /// How many distinct endpoint parameters a process remembers. DynamoDB's
@@ -97,23 +98,29 @@ pub fn user_agent() -> &'static str {
     })
 }
 
-/// One fixed `user-agent` header, in place of the SDK's user agent. The
-/// SDK's (`UserAgentInterceptor`) is built again on every call: the
-/// environment's OS and language, the features the call used, formatted into
-/// `user-agent` and `x-amz-user-agent` (about 30k instructions a call under
-/// callgrind). DynamoDB needs neither header (neither is signed); they tell
-/// AWS which SDK and features its callers use. The SDK lets a configuration
-/// switch an interceptor off for an operation (`disable_interceptor`, read
-/// from the operation's config bag before each of its hooks); this one does
-/// so first thing, before the SDK's interceptor has done anything, and sends
-/// [`user_agent`] instead, so that a request in CloudTrail still says who
-/// sent it.
+/// Headers that are the same on every call, in place of two the SDK builds
+/// again for each. DynamoDB needs none of them; they tell AWS about its
+/// callers. The SDK lets a configuration switch a (non-permanent)
+/// interceptor off for an operation (`disable_interceptor`, read from the
+/// operation's config bag before each of its hooks); this one does so first
+/// thing, before the SDK's interceptors have run any hook:
+///
+/// - the user agent (`UserAgentInterceptor`): built per call from the
+///   environment's OS and language and the features the call used, into
+///   `user-agent` and `x-amz-user-agent` (about 30k instructions a call under
+///   callgrind, and `x-amz-user-agent` is signed, so SigV4 hashes it too).
+///   [`user_agent`] is sent instead, so that a call in CloudTrail still says
+///   who made it;
+/// - the invocation id (`InvocationIdInterceptor`): a random UUID per
+///   operation in `amz-sdk-invocation-id`, which lets AWS tie a retry to its
+///   first attempt. Nothing of ours reads it; the attempt number AWS and our
+///   telemetry read (`amz-sdk-request: attempt=2; max=3`) stays.
 #[derive(Debug)]
-struct FixedUserAgent;
+struct FixedHeaders;
 
-impl Intercept for FixedUserAgent {
+impl Intercept for FixedHeaders {
     fn name(&self) -> &'static str {
-        "FixedUserAgent"
+        "FixedHeaders"
     }
 
     fn read_before_execution(
@@ -123,7 +130,10 @@ impl Intercept for FixedUserAgent {
     ) -> Result<(), BoxError> {
         cfg.interceptor_state()
             .store_put(disable_interceptor::<UserAgentInterceptor>(
-                "petstore::sdk_config::FixedUserAgent sends a fixed user agent",
+                "petstore::sdk_config::FixedHeaders sends a fixed user agent",
+            ))
+            .store_put(disable_interceptor::<InvocationIdInterceptor>(
+                "petstore::sdk_config::FixedHeaders: no invocation id",
             ));
         Ok(())
     }
@@ -216,6 +226,8 @@ mod tests {
             assert_eq!(uri, "https://dynamodb.eu-west-1.amazonaws.com/");
             assert_eq!(header("user-agent"), [user_agent()]);
             assert!(header("x-amz-user-agent").is_empty(), "{headers:?}");
+            assert!(header("amz-sdk-invocation-id").is_empty(), "{headers:?}");
+            assert_eq!(header("amz-sdk-request"), ["attempt=1; max=3"]);
             let authorization = header("authorization");
             assert_eq!(authorization.len(), 1, "{headers:?}");
             assert!(
