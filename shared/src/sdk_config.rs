@@ -25,6 +25,20 @@ pub fn lean(builder: aws_sdk_dynamodb::config::Builder) -> aws_sdk_dynamodb::con
     builder
         .endpoint_resolver(RememberedEndpoints::default())
         .interceptor(FixedHeaders)
+        // Stalled-stream protection watches a body's throughput while it
+        // streams: it wraps each request and response body in a timer that
+        // fails an attempt whose body makes no progress for its grace
+        // period (5 s). It is for long streams (S3's objects). DynamoDB's
+        // bodies are one JSON document each, at most a few MB, read whole
+        // within the attempt; the watch cost about 12-14k instructions a call
+        // under callgrind (more for a page of items, polled in more frames).
+        // Without it a body that stops half-way fails at the function's
+        // timeout (10 s for pets and store, 60 s for webhooks) instead of
+        // being retried after 5 s; a call that stalls before its headers
+        // had no such guard with it either.
+        .stalled_stream_protection(
+            aws_sdk_dynamodb::config::StalledStreamProtectionConfig::disabled(),
+        )
 }
 
 /// How many distinct endpoint parameters a process remembers. DynamoDB's
@@ -293,6 +307,13 @@ mod tests {
             ours.as_deref(),
             Ok("https://dynamodb.us-east-1.amazonaws.com")
         );
+    }
+
+    #[test]
+    fn stalled_stream_protection_is_off() {
+        let config = lean(aws_sdk_dynamodb::Config::builder()).build();
+        let protection = config.stalled_stream_protection();
+        assert_eq!(protection.map(|p| p.is_enabled()), Some(false));
     }
 
     /// Distinct parameters get distinct answers, and an old one is forgotten
