@@ -14,9 +14,10 @@
 //!    response passes through (which applies [`ratelimit`]).
 //!
 //! Each layer uses only the ones above it in this list; [`metrics`] (the
-//! service's own CloudWatch metrics), [`telemetry`] (logging) and
-//! [`aws_calls`] (the record of AWS calls `make iam-check` evaluates) sit
-//! beside them all, using none; [`webhooks`] (contract section 9) uses
+//! service's own CloudWatch metrics), [`telemetry`] (logging),
+//! [`aws_calls`] (the record of AWS calls `make iam-check` evaluates) and
+//! [`sdk_config`] (what our DynamoDB clients add to the SDK's configuration)
+//! sit beside them all, using none; [`webhooks`] (contract section 9) uses
 //! [`records`] and [`db`]'s client and nothing of the HTTP edge. The routes are not
 //! here: each Lambda function's crate owns its own (`functions/pets`,
 //! `functions/store`), and its `main` only builds an [`App`] and hands
@@ -31,6 +32,7 @@ pub mod metrics;
 pub mod ratelimit;
 pub mod records;
 pub mod rules;
+pub mod sdk_config;
 pub mod telemetry;
 pub mod warm_up;
 pub mod webhooks;
@@ -130,7 +132,7 @@ impl App {
     }
 
     fn with_aws(config: Config, aws: &aws_config::SdkConfig) -> App {
-        let mut client = aws_sdk_dynamodb::config::Builder::from(aws);
+        let mut client = sdk_config::lean(aws_sdk_dynamodb::config::Builder::from(aws));
         if let Some(recorder) = aws_calls::interceptor() {
             client.push_interceptor(recorder);
         }
@@ -166,7 +168,7 @@ pub fn http_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
 pub async fn local_client(endpoint: &str) -> Client {
     let credentials =
         aws_sdk_dynamodb::config::Credentials::new("local", "local", None, None, "petstore-local");
-    let mut config = aws_sdk_dynamodb::Config::builder()
+    let mut config = sdk_config::lean(aws_sdk_dynamodb::Config::builder())
         .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
         .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
         .endpoint_url(endpoint)

@@ -24,7 +24,9 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let config = petstore::config::Config::from_env()?;
     // The same TLS stack as the data functions (rustls on ring: README, Performance).
     let aws = petstore::aws_env::sdk_config(petstore::http_client())?;
-    let client = aws_sdk_dynamodb::Client::new(&aws);
+    // The data functions' DynamoDB client settings (petstore::sdk_config).
+    let client = petstore::sdk_config::lean(aws_sdk_dynamodb::config::Builder::from(&aws));
+    let client = aws_sdk_dynamodb::Client::from_conf(client.build());
     // The webhooks' fan-out: the same deliverer as the webhooks function's
     // (WEBHOOK_QUEUE_URL, the key cache's bounds); no call until an event
     // comes, then the subscriptions' lists are held for the key cache's TTL.
