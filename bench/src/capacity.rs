@@ -103,6 +103,24 @@ impl Layout {
         Layout::from_description(&answer["Table"])
     }
 
+    /// The same, asked again every 100 ms for up to 30 s while `table` is
+    /// not there yet (a service that makes its tables after it listens).
+    pub async fn describe_once_made(
+        dynamodb: std::net::SocketAddr,
+        table: &str,
+    ) -> Result<Layout, Error> {
+        let mut dynamodb = DynamoDb::new(dynamodb);
+        let mut layout = Layout::describe(&mut dynamodb, table).await;
+        for _ in 0..300 {
+            if layout.is_ok() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            layout = Layout::describe(&mut dynamodb, table).await;
+        }
+        layout
+    }
+
     pub fn from_description(table: &Value) -> Result<Layout, Error> {
         let (hash, range) = key_schema(&table["KeySchema"]);
         let indexes = table["GlobalSecondaryIndexes"]

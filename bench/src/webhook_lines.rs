@@ -8,6 +8,12 @@ use crate::webhook_results::MeasuredDeliveries;
 use serde_json::Value;
 use std::path::Path;
 
+/// How many lines `file` has now (an events file a stream follower
+/// appends to); none if it is not there yet.
+pub fn count_lines(file: &Path) -> usize {
+    std::fs::read_to_string(file).map_or(0, |text| text.lines().count())
+}
+
 /// The metrics line every attempt writes in Lambda (`deliver/observe.rs`),
 /// after its attempt line; and the fan-out's line, one per stream batch
 /// that carried events webhooks take (`functions/events/src/webhooks.rs`).

@@ -30,7 +30,8 @@ use crate::processes::NO_HOLD_SWEEP;
 use crate::receiver::{Answer, Receiver};
 use crate::webhook_cost::deployed_schedule;
 use crate::webhook_lines::{
-    attempt_fields, fanned_events, is_delivery_line, lines_with, summarize, ATTEMPT_METRICS,
+    attempt_fields, count_lines, fanned_events, is_delivery_line, lines_with, summarize,
+    ATTEMPT_METRICS,
 };
 use crate::webhook_results::{
     WebhookBasis, Webhooks, ALL_FAILED, DELIVERED_FIRST, DELIVERED_SECOND, EMPTY_FAN_OUT,
@@ -379,10 +380,6 @@ impl Step {
         }
         None
     }
-}
-
-fn count_lines(file: &Path) -> usize {
-    std::fs::read_to_string(file).map_or(0, |text| text.lines().count())
 }
 
 /// The id of what a `POST` created.

@@ -32,129 +32,23 @@ mod full_cpu;
 mod instructions;
 mod lambda_env;
 mod quota;
+mod rows;
 mod runtime_api;
 mod timeline;
 mod tls;
 
-use figures::{AtMemory, BootstrapFigures, ColdStartRun, COLDSTART_FILE, FLOOR};
-use lambda_env::{source_of, Bootstrap, ColdSetup, Event, Function};
+use figures::{AtMemory, BootstrapFigures, ColdStartRun, COLDSTART_FILE};
+use lambda_env::{source_of, Bootstrap, ColdSetup, Function};
 use petstore_bench::client::Error;
 use petstore_bench::processes::DynamoDbLocal;
 use petstore_bench::{api_key, env_or, machine};
 use quota::CpuQuota;
+use rows::{FLOOR_REQUEST, FLOOR_WRITE_REQUEST, FUNCTIONS};
 use runtime_api::{Hooks, Spawn};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 use tls::TlsProxy;
-
-/// The functions measured, each from `target/release/<name>`: a new function
-/// is an entry here.
-const FUNCTIONS: [Function; 5] = [
-    Function {
-        name: "pets",
-        label: "pets",
-        event: Event::Http {
-            method: "GET",
-            path: "/pets",
-            query: "limit=20",
-        },
-        keyed: true,
-        env: &[],
-    },
-    Function {
-        name: "store",
-        label: "store",
-        event: Event::Http {
-            method: "GET",
-            path: "/store/inventory",
-            query: "limit=20",
-        },
-        keyed: true,
-        env: &[],
-    },
-    // Its HTTP side, with the template's variables: where Lambda runs it
-    // (LAMBDA_TASK_ROOT set) it refuses to start without its KMS key, which
-    // a list never calls (a secret is sealed or opened on a write or an
-    // attempt); with the queue's URL it builds its queue side (the SQS
-    // client and the attempts' HTTP client) at init, as deployed.
-    Function {
-        name: "webhooks",
-        label: "webhooks",
-        event: Event::Http {
-            method: "GET",
-            path: "/webhooks",
-            query: "limit=20",
-        },
-        keyed: true,
-        env: &[
-            (
-                "WEBHOOK_QUEUE_URL",
-                "https://sqs.us-east-1.amazonaws.com/000000000000/petstore-bench-deliveries",
-            ),
-            (
-                "WEBHOOK_SECRETS_KEY",
-                "arn:aws:kms:us-east-1:000000000000:key/00000000-0000-0000-0000-000000000000",
-            ),
-        ],
-    },
-    // The same pets binary with no key: its first invocation makes one
-    // DynamoDB call (the source's count) as the floor's does, where a keyed
-    // list makes three in two round trips (the key's look-up, then its count
-    // beside the read: contract section 4): so this row shows what init and
-    // the wrapper cost beside the floor, apart from those calls.
-    Function {
-        name: "pets",
-        label: "pets-keyless",
-        event: Event::Http {
-            method: "GET",
-            path: "/pets",
-            query: "limit=20",
-        },
-        keyed: false,
-        env: &[],
-    },
-    Function {
-        name: "events",
-        label: "events",
-        event: Event::EmptyStreamBatch,
-        keyed: false,
-        // It fans out to the webhooks' deliveries queue too (no call for an
-        // empty batch, but the queue's URL is required at start).
-        env: &[
-            ("EVENT_BUS_NAME", "petstore-bench"),
-            (
-                "WEBHOOK_QUEUE_URL",
-                "https://sqs.us-east-1.amazonaws.com/000000000000/petstore-bench-deliveries",
-            ),
-            ("ORIGIN_SECRET", ""),
-        ],
-    },
-];
-
-/// The floor's one GetItem, whatever the request.
-const FLOOR_REQUEST: Function = Function {
-    name: FLOOR,
-    label: FLOOR,
-    keyed: false,
-    event: Event::Http {
-        method: "GET",
-        path: "/floor",
-        query: "",
-    },
-    env: &[],
-};
-
-/// The same floor writing a count (one `UpdateItem`) where the floor reads:
-/// what a first response that must count costs at least, DynamoDB's write
-/// included (DynamoDB Local writes more slowly than it reads, beyond the
-/// 0.3 ms or so DynamoDB itself takes).
-const FLOOR_WRITE_REQUEST: Function = Function {
-    name: FLOOR,
-    label: "floor-write",
-    env: &[("FLOOR_CALL", "update")],
-    ..FLOOR_REQUEST
-};
 
 struct Settings {
     root: PathBuf,
@@ -432,7 +326,7 @@ async fn spawn_one(
 
 #[cfg(test)]
 mod tests {
-    use super::FUNCTIONS;
+    use super::rows::FUNCTIONS;
 
     /// The names under `Environment: Variables:` of template.yaml's
     /// `resource` (its own, beside the Globals' every function has).

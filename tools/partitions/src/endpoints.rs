@@ -5,9 +5,11 @@
 //! made has been fanned out and every delivery attempted, and the check,
 //! through the API, that none is left `pending`.
 
+use crate::model::WebhookRun;
 use crate::receiver::{Received, Receiver};
 use http::Method;
 use petstore_bench::client::{Conn, Error, Reply};
+use petstore_bench::webhook_lines::count_lines;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::net::SocketAddr;
@@ -116,10 +118,6 @@ pub async fn settle(events: &Path, receiver: &Receiver) -> Result<Received, Erro
     }
 }
 
-fn count_lines(file: &Path) -> usize {
-    std::fs::read_to_string(file).map_or(0, |text| text.lines().count())
-}
-
 /// What the endpoints' delivery lists say, through the API.
 #[derive(Debug, Default, PartialEq)]
 pub struct Listed {
@@ -164,6 +162,62 @@ fn next_page(reply: &Reply) -> Option<String> {
             .trim_end_matches('>')
             .to_string()
     })
+}
+
+impl Listed {
+    /// Whether the lists show every delivery the receiver was sent, and
+    /// each delivered: else the model would miss attempts.
+    pub fn all_delivered(&self, delivered: &Received) -> Result<(), Error> {
+        if self.undelivered > 0 || self.deliveries != delivered.deliveries {
+            return Err(format!(
+                "of {} deliveries the endpoints list, {} are not delivered, and the receiver was \
+                 sent {}: the model would miss attempts",
+                self.deliveries, self.undelivered, delivered.deliveries
+            )
+            .into());
+        }
+        Ok(())
+    }
+}
+
+/// What the replay did with webhooks: the endpoints registered, and the
+/// mix's deliveries (what the receiver had by the end, less the seed's).
+pub fn run_of(
+    registered: &[Endpoint],
+    seeded: &Received,
+    delivered: &Received,
+    listed: &Listed,
+) -> WebhookRun {
+    WebhookRun {
+        staff_endpoints: registered
+            .iter()
+            .filter(|e| e.owner == Owner::Staff)
+            .count(),
+        customer_endpoints: registered
+            .iter()
+            .filter(|e| e.owner != Owner::Staff)
+            .count(),
+        deliveries: delivered.deliveries - seeded.deliveries,
+        attempts: delivered.attempts - seeded.attempts,
+        listed: listed.deliveries,
+        undelivered: listed.undelivered,
+        names: names(registered),
+    }
+}
+
+/// Whose each id the webhooks' keys may carry is: each endpoint's, and its
+/// key identity's.
+fn names(endpoints: &[Endpoint]) -> Vec<(u64, String)> {
+    let mut names = Vec::new();
+    for endpoint in endpoints {
+        let (endpoint_name, key_name) = match endpoint.owner {
+            Owner::Staff => ("the staff endpoint", "the staff key"),
+            Owner::Customer(_) => ("a customer endpoint", "a customer key"),
+        };
+        names.push((endpoint.id, endpoint_name.to_string()));
+        names.push((endpoint.owner_id, key_name.to_string()));
+    }
+    names
 }
 
 #[cfg(test)]

@@ -19,8 +19,8 @@
 //! doing, not the mix's. A single pet's own ceiling is the flash sale's
 //! (README, "Flash sale").
 
-use crate::endpoints::{self, Endpoint, Owner};
-use crate::model::{self, WebhookRun};
+use crate::endpoints;
+use crate::model;
 use crate::receiver::Receiver;
 use crate::records::{MixRun, PartitionModel};
 use http::Method;
@@ -28,7 +28,6 @@ use petstore_bench::api_key;
 use petstore_bench::capacity::Layout;
 use petstore_bench::capture::Capture;
 use petstore_bench::client::{Conn, Error, Reply};
-use petstore_bench::dynamo::DynamoDb;
 use petstore_bench::load::{self, Fixture, Shape};
 use petstore_bench::processes::PetstoreLocal;
 use petstore_bench::proxy::Proxy;
@@ -136,16 +135,7 @@ async fn replay_and_model(
     env: &[String],
 ) -> Result<PartitionModel, Error> {
     // The service listens before it has made its tables.
-    let mut dynamodb = DynamoDb::new(setup.dynamodb);
-    let mut layout = Layout::describe(&mut dynamodb, TABLE).await;
-    for _ in 0..300 {
-        if layout.is_ok() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        layout = Layout::describe(&mut dynamodb, TABLE).await;
-    }
-    let layout = layout?;
+    let layout = Layout::describe_once_made(setup.dynamodb, TABLE).await?;
     let url = format!("http://{}", setup.dynamodb);
     let staff = api_key::issue(setup.admin, &url, env, "staff", 1).await?;
     let staff = staff.into_iter().next().ok_or("no staff key")?;
@@ -182,29 +172,8 @@ async fn replay_and_model(
     let captured = capture.take().await?;
     // After the take: the lists' reads are not the mix's.
     let listed = endpoints::listed(addr, &staff, &registered).await?;
-    if listed.undelivered > 0 || listed.deliveries != delivered.deliveries {
-        return Err(format!(
-            "of {} deliveries the endpoints list, {} are not delivered, and the receiver was \
-             sent {}: the model would miss attempts",
-            listed.deliveries, listed.undelivered, delivered.deliveries
-        )
-        .into());
-    }
-    let run = WebhookRun {
-        staff_endpoints: registered
-            .iter()
-            .filter(|e| e.owner == Owner::Staff)
-            .count(),
-        customer_endpoints: registered
-            .iter()
-            .filter(|e| e.owner != Owner::Staff)
-            .count(),
-        deliveries: delivered.deliveries - seeded.deliveries,
-        attempts: delivered.attempts - seeded.attempts,
-        listed: listed.deliveries,
-        undelivered: listed.undelivered,
-        names: names(&registered),
-    };
+    listed.all_delivered(&delivered)?;
+    let run = endpoints::run_of(&registered, &seeded, &delivered, &listed);
     let mix = MixRun {
         description: DESCRIPTION.to_string(),
         service: setup.service.display().to_string(),
@@ -219,21 +188,6 @@ async fn replay_and_model(
         seconds,
     };
     Ok(model::model(&layout, &captured, mix, run))
-}
-
-/// Whose each id the webhooks' keys may carry is: each endpoint's, and its
-/// key identity's.
-fn names(endpoints: &[Endpoint]) -> Vec<(u64, String)> {
-    let mut names = Vec::new();
-    for endpoint in endpoints {
-        let (endpoint_name, key_name) = match endpoint.owner {
-            Owner::Staff => ("the staff endpoint", "the staff key"),
-            Owner::Customer(_) => ("a customer endpoint", "a customer key"),
-        };
-        names.push((endpoint.id, endpoint_name.to_string()));
-        names.push((endpoint.owner_id, key_name.to_string()));
-    }
-    names
 }
 
 /// Sends one request, counting its status under `operation` (and it as one
