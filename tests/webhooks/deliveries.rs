@@ -145,3 +145,49 @@ async fn deliveries_list_newest_first_in_pages() {
         json!([])
     );
 }
+
+#[tokio::test]
+async fn an_endpoint_of_the_highest_order_rate_lists_its_deliveries_newest_first_over_its_128_partitions(
+) {
+    // Given an endpoint registered on a stack built for 10,000 orders a
+    // second (128 delivery partitions: more than a page queries at once)
+    let staff =
+        TestApp::spawn_with(|name| (name == "WEBHOOK_DELIVERY_SHARDS").then(|| "128".to_string()))
+            .await;
+    let id = register_default(&staff).await;
+    let endpoint = staff
+        .app
+        .db
+        .client()
+        .get_item()
+        .table_name(staff.app.db.table())
+        .key("PK", AttributeValue::S(format!("WEBHOOK#{id}")))
+        .key("SK", AttributeValue::S("ENDPOINT".into()))
+        .send()
+        .await
+        .expect("the endpoint's item");
+    let shards = endpoint
+        .item
+        .and_then(|item| item.get("deliveryShards").cloned());
+    assert_eq!(shards, Some(AttributeValue::N("128".into())));
+    let mut events = Vec::new();
+    for _ in 0..12 {
+        let delivery = ping(&staff, id).await;
+        events.push(delivery["eventId"].as_str().unwrap_or_default().to_string());
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    events.reverse();
+    // When its deliveries are read five at a time
+    let mut listed = Vec::new();
+    let mut page = Some(format!("/webhooks/{id}/deliveries?limit=5"));
+    while let Some(path) = page.take() {
+        let response = staff.get(&path).await;
+        response.assert_status(200);
+        let body = response.json();
+        let ids = body.as_array().expect("an array").iter();
+        listed.extend(ids.map(|d| d["eventId"].as_str().unwrap_or_default().to_string()));
+        page = response.next_page();
+    }
+    // Then every one comes once, newest first
+    assert_eq!(listed, events);
+}
