@@ -14,6 +14,7 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -182,21 +183,15 @@ async fn serve_connection<T: Tap>(
         uncounted,
     } = watched;
     stream.set_nodelay(true)?;
-    let up = TcpStream::connect(upstream).await?;
-    up.set_nodelay(true)?;
-    let (sender, conn) =
-        hyper::client::conn::http1::handshake::<_, Full<Bytes>>(TokioIo::new(up)).await?;
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    let sender = Arc::new(tokio::sync::Mutex::new(sender));
+    let sender = Arc::new(tokio::sync::Mutex::new(connect(upstream).await?));
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let sender = sender.clone();
         let tally = tally.clone();
         let tap = tap.lock().expect("tap lock").clone();
         let uncounted = *uncounted.lock().expect("uncounted lock");
         async move {
-            let forwarded = forward(req, &sender, (&tally, uncounted), tap.as_deref()).await;
+            let upstream = (upstream, &*sender);
+            let forwarded = forward(req, upstream, (&tally, uncounted), tap.as_deref()).await;
             Ok::<_, std::convert::Infallible>(match forwarded {
                 Ok(response) => response,
                 Err(e) => {
@@ -213,9 +208,44 @@ async fn serve_connection<T: Tap>(
     Ok(())
 }
 
+/// A connection of its own to `upstream`.
+async fn connect(upstream: SocketAddr) -> Result<SendRequest<Full<Bytes>>, Error> {
+    let up = TcpStream::connect(upstream).await?;
+    up.set_nodelay(true)?;
+    let (sender, conn) =
+        hyper::client::conn::http1::handshake::<_, Full<Bytes>>(TokioIo::new(up)).await?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(sender)
+}
+
+/// `request` on the connection's upstream connection; on a new one if
+/// DynamoDB Local closed that one while it was idle (the request not sent),
+/// so that the client is not answered 502 on a connection it holds open.
+async fn send_upstream(
+    (upstream, sender): (SocketAddr, &tokio::sync::Mutex<SendRequest<Full<Bytes>>>),
+    request: Request<Full<Bytes>>,
+) -> Result<Response<Incoming>, Error> {
+    let mut sender = sender.lock().await;
+    let unsent = match sender.ready().await {
+        Ok(()) => match sender.try_send_request(request).await {
+            Ok(response) => return Ok(response),
+            Err(mut failed) => match failed.take_message() {
+                Some(unsent) => unsent,
+                None => return Err(failed.into_error().into()),
+            },
+        },
+        Err(_) => request,
+    };
+    *sender = connect(upstream).await?;
+    sender.ready().await?;
+    Ok(sender.send_request(unsent).await?)
+}
+
 async fn forward<T: Tap>(
     req: Request<Incoming>,
-    sender: &tokio::sync::Mutex<hyper::client::conn::http1::SendRequest<Full<Bytes>>>,
+    upstream: (SocketAddr, &tokio::sync::Mutex<SendRequest<Full<Bytes>>>),
     (tally, uncounted): (&Mutex<Tally>, Option<Uncounted>),
     tap: Option<&T>,
 ) -> Result<Response<Full<Bytes>>, Error> {
@@ -253,13 +283,8 @@ async fn forward<T: Tap>(
     };
     let request_bytes = body.len() as u64;
     let started = std::time::Instant::now();
-    let response = {
-        let mut sender = sender.lock().await;
-        sender.ready().await?;
-        sender
-            .send_request(Request::from_parts(parts, Full::new(body)))
-            .await?
-    };
+    let request = Request::from_parts(parts, Full::new(body));
+    let response = send_upstream(upstream, request).await?;
     let (parts, body) = response.into_parts();
     let body = body.collect().await?.to_bytes();
     let upstream_ms = started.elapsed().as_secs_f64() * 1e3;

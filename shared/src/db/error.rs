@@ -3,6 +3,7 @@
 use crate::records::Id;
 use crate::rules::RuleViolation;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_smithy_runtime_api::http::Response as HttpResponse;
 
 /// Any error kept as the cause of ours.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -100,13 +101,21 @@ pub const MESSAGE_CHARS: usize = 300;
 
 impl DbFailure {
     /// The failure of a call of `E`'s operation on `table`.
-    pub fn of<E, R>(table: &str, err: &SdkError<E, R>) -> DbFailure
+    pub fn of<E>(table: &str, err: &SdkError<E, HttpResponse>) -> DbFailure
     where
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-        R: std::fmt::Debug,
     {
         match err {
-            SdkError::ServiceError(service) => DbFailure::answered(table, service.err()),
+            SdkError::ServiceError(service) => {
+                let mut failure = DbFailure::answered(table, service.err());
+                // An answer without AWS's error document (a proxy's, a
+                // server's own): its HTTP status is all it says.
+                if failure.code.is_none() && service.err().message().is_none() {
+                    let status = service.raw().status().as_u16();
+                    failure.answer = format!("(no message; HTTP {status})");
+                }
+                failure
+            }
             other => DbFailure {
                 operation: operation_of::<E>(),
                 table: table.to_string(),
@@ -145,10 +154,9 @@ fn bounded(mut text: String) -> String {
 
 /// Sorts an SDK error of a call on `table` into unavailable (retry later) or
 /// internal (a bug), named as a [`DbFailure`].
-pub fn classify<E, R>(table: &str, err: SdkError<E, R>) -> DbError
+pub fn classify<E>(table: &str, err: SdkError<E, HttpResponse>) -> DbError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug,
 {
     let failure = Box::new(DbFailure::of(table, &err));
     match &err {

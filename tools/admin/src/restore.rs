@@ -170,10 +170,13 @@ async fn protect_from_deletion(client: &Client, target: &str) -> Result<(), BoxE
 }
 
 /// `what` failed on `table`: the operation, the table and AWS's answer.
-fn failed<E, R>(what: &str, table: &str, error: SdkError<E, R>) -> BoxError
+fn failed<E>(
+    what: &str,
+    table: &str,
+    error: SdkError<E, aws_sdk_dynamodb::config::http::HttpResponse>,
+) -> BoxError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug,
 {
     format!("{what}: {}", DbFailure::of(table, &error)).into()
 }
