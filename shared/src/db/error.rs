@@ -212,6 +212,20 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_without_aws_error_document_names_its_http_status() {
+        use aws_sdk_dynamodb::operation::get_item::GetItemError;
+        use aws_smithy_types::body::SdkBody;
+        let bare = GetItemError::generic(aws_sdk_dynamodb::error::ErrorMetadata::builder().build());
+        let status = http::StatusCode::BAD_GATEWAY.into();
+        let raw = HttpResponse::new(status, SdkBody::empty());
+        let failure = DbFailure::of("pets", &SdkError::service_error(bare, raw));
+        assert_eq!(
+            failure.to_string(),
+            "DynamoDB GetItem on table pets failed: (no message; HTTP 502)"
+        );
+    }
+
+    #[test]
     fn throttling_codes_are_told_from_bugs() {
         assert!(is_throttling(Some(
             "ProvisionedThroughputExceededException"
