@@ -92,14 +92,23 @@ pub fn stream_batch(template: &str) -> Option<u32> {
     )
 }
 
-/// The first `BatchSize:` of the event source whose `anchor` line opens it.
+/// The first `BatchSize:` of the event source whose `anchor` line opens it:
+/// a number, or `!FindInMap [...]` at its parameter's default (the
+/// deliveries mapping's, by `OrderRate`).
 fn source_batch(template: &str, anchor: &str) -> Option<u32> {
     let mut lines = template.lines().skip_while(|l| l.trim() != anchor);
     let indent = lines.next().map(|l| l.len() - l.trim_start().len())?;
-    lines
+    let value = lines
         .take_while(|l| l.trim().is_empty() || l.len() - l.trim_start().len() >= indent)
-        .find_map(|l| l.trim().strip_prefix("BatchSize:"))
-        .map_or(Some(DEFAULT_BATCH), |n| n.trim().parse().ok())
+        .find_map(|l| l.trim().strip_prefix("BatchSize:"));
+    let Some(value) = value.map(str::trim) else {
+        return Some(DEFAULT_BATCH);
+    };
+    match value.strip_prefix("!FindInMap [") {
+        Some(lookup) => crate::cost::find_in_map(template, lookup.trim_end_matches(']'))?.parse(),
+        None => value.parse(),
+    }
+    .ok()
 }
 
 /// The measured cases priced: a first success, and every attempt failed
@@ -319,6 +328,9 @@ mod tests {
         // The template's own stream mapping is found (its fan-out's batch).
         let deployed = include_str!("../../template.yaml");
         assert!(stream_batch(deployed).is_some_and(|batch| batch > 1));
+        // And its deliveries mapping's, set by OrderRate: 10 at the default.
+        let deliveries = mapping_batch(deployed, "WebhookDeliveriesQueue");
+        assert_eq!(deliveries, Some(10));
         assert_eq!(stream_batch(template), None);
     }
 
