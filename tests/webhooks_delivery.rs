@@ -228,12 +228,8 @@ pub fn message(
     event_id: &str,
     manual: bool,
 ) -> petstore::webhooks::queue::DeliveryMessage {
-    petstore::webhooks::queue::DeliveryMessage {
-        webhook_id,
-        shard: petstore::webhooks::deliveries::shard_of_event(event_id, DELIVERY_SHARDS),
-        event_id: event_id.to_string(),
-        manual,
-    }
+    let shard = petstore::webhooks::deliveries::shard_of_event(event_id, DELIVERY_SHARDS);
+    petstore::webhooks::queue::DeliveryMessage::new(webhook_id, shard, event_id, manual)
 }
 
 /// The endpoint's owner as a live key: `owner_id` when a key has that id,

@@ -12,6 +12,7 @@ use petstore::ratelimit::Plan;
 use petstore::records::{Id, Role};
 use petstore::webhooks::deliver::Disposition;
 use petstore::webhooks::endpoints::follow_role;
+use petstore::webhooks::queue::DeliveryMessage;
 
 /// A key of `role`, an endpoint of it on a receiver answering 200, and a
 /// deliverer (its queue kept, each message handed over by the test) whose
@@ -22,6 +23,10 @@ struct Owned {
     endpoint: u64,
     receiver: Receiver,
     deliverer: Deliverer,
+    queue: Arc<Kept>,
+    /// The fan-out's message of each event to this endpoint, with its
+    /// receipts so far: handed over again as SQS does.
+    messages: std::sync::Mutex<std::collections::HashMap<String, (DeliveryMessage, u32)>>,
 }
 
 async fn owned(app: &TestApp, role: Role, schedule: &str) -> Owned {
@@ -31,12 +36,13 @@ async fn owned(app: &TestApp, role: Role, schedule: &str) -> Owned {
     let key_id = issued.record.id.get();
     let endpoint = NewEndpoint::new(key_id, role.as_str(), &receiver.url, &secret);
     let endpoint = register(app, &endpoint, &LOCAL, system_resolver().as_ref()).await;
+    let queue = Arc::new(Kept::default());
     let deliverer = Deliverer {
         client: app.app.db.client().clone(),
         table: app.app.config.table_name.clone(),
         attempter: Attempter::new(LOCAL, system_resolver()).expect("TLS"),
         schedule: RetrySchedule::parse(schedule).expect("a schedule"),
-        queue: Arc::new(Kept::default()),
+        queue: queue.clone(),
         keys: key_states(app, Duration::ZERO),
     };
     Owned {
@@ -45,6 +51,8 @@ async fn owned(app: &TestApp, role: Role, schedule: &str) -> Owned {
         endpoint,
         receiver,
         deliverer,
+        queue,
+        messages: Default::default(),
     }
 }
 
@@ -53,9 +61,24 @@ impl Owned {
         self.deliverer.fan_out(&event).await.expect("fanned out");
     }
 
+    /// The scheduled message of `event_id` handed over once more: the
+    /// fan-out's (the first receipt makes the delivery), or one like it
+    /// when the fan-out sent this endpoint none.
     async fn deliver(&self, event_id: &str) -> Disposition {
-        let message = message(self.endpoint, event_id, false);
-        self.deliverer.deliver(&message, 1).await.expect("handled")
+        let (message, receives) = {
+            let mut messages = self.messages.lock().expect("messages");
+            for sent in self.queue.0.lock().expect("kept").split_off(0) {
+                if sent.webhook_id == self.endpoint {
+                    messages.insert(sent.event_id.clone(), (sent, 0));
+                }
+            }
+            let fresh = (message(self.endpoint, event_id, false), 0);
+            let entry = messages.entry(event_id.to_string()).or_insert(fresh);
+            entry.1 += 1;
+            entry.clone()
+        };
+        let handled = self.deliverer.deliver(&message, receives).await;
+        handled.expect("handled")
     }
 
     async fn delivery(&self, app: &TestApp, event_id: &str) -> Option<Value> {

@@ -24,6 +24,16 @@ fn by_call(proxy: &FaultProxy, from: usize) -> BTreeMap<String, usize> {
     calls
 }
 
+/// The message the fan-out sent endpoint `id` for `event_id`, taken from
+/// `kept` (the rest stay).
+fn sent_to(kept: &Kept, id: u64, event_id: &str) -> petstore::webhooks::queue::DeliveryMessage {
+    let mut sent = kept.0.lock().expect("kept");
+    let at = sent
+        .iter()
+        .position(|m| m.webhook_id == id && m.event_id == event_id);
+    sent.remove(at.expect("the fan-out's message"))
+}
+
 #[tokio::test]
 async fn a_delivery_at_its_first_attempt_is_three_calls_and_two_writes() {
     let app = TestApp::spawn().await;
@@ -36,16 +46,18 @@ async fn a_delivery_at_its_first_attempt_is_three_calls_and_two_writes() {
     let id = register(&app, &endpoint, &LOCAL, system_resolver().as_ref()).await;
     let proxy = FaultProxy::start(&app.endpoint, FaultMix::NONE, 0).await;
     let client = petstore::local_client(&proxy.endpoint).await;
+    let kept = Arc::new(Kept::default());
     let deliverer = Deliverer {
         client,
         table: app.app.config.table_name.clone(),
         attempter: Attempter::new(LOCAL, system_resolver()).expect("TLS"),
         schedule: quick_schedule(),
-        queue: Arc::new(Kept::default()),
+        queue: kept.clone(),
         keys: key_states(&app, Duration::from_secs(30)),
     };
+    // The fan-out's message of the event, at its first receipt.
     let deliver = |event_id: &str| {
-        let message = message(id, event_id, false);
+        let message = sent_to(&kept, id, event_id);
         let deliverer = &deliverer;
         async move { deliverer.deliver(&message, 1).await.expect("handled") }
     };
@@ -69,6 +81,11 @@ async fn a_delivery_at_its_first_attempt_is_three_calls_and_two_writes() {
     let writes: usize = WRITES.iter().filter_map(|w| calls.get(*w)).sum();
     eprintln!("a delivery at its first attempt: {total} calls, {writes} writes: {calls:?}");
     assert!(total <= 4 && writes <= 2, "{calls:?}");
+    // The endpoint read; the delivery made with its attempt claimed, before
+    // the attempt is sent; the attempt recorded in the claim's place.
+    let expected = [("BatchGetItem", 1), ("PutItem", 1), ("UpdateItem", 1)];
+    let expected = expected.map(|(call, n)| (call.to_string(), n));
+    assert_eq!(calls, BTreeMap::from(expected));
 
     // An event nobody takes (no staff endpoint; the owner's list held): no call.
     let before = proxy.calls().len();
@@ -92,7 +109,7 @@ async fn a_delivery_at_its_first_attempt_is_three_calls_and_two_writes() {
 }
 
 #[tokio::test]
-async fn a_batch_of_attempts_reads_its_deliveries_and_each_endpoint_once() {
+async fn a_batch_of_first_attempts_reads_each_endpoint_once_and_no_delivery() {
     let app = TestApp::spawn().await;
     let staff = app.create_key_as(Plan::Pro, None, Role::Staff).await;
     let secret = petstore::webhooks::sign::new_secret();
@@ -102,12 +119,13 @@ async fn a_batch_of_attempts_reads_its_deliveries_and_each_endpoint_once() {
     let endpoint = NewEndpoint::new(owner, "staff", &receiver.url, &secret);
     let id = register(&app, &endpoint, &LOCAL, system_resolver().as_ref()).await;
     let proxy = FaultProxy::start(&app.endpoint, FaultMix::NONE, 0).await;
+    let kept = Arc::new(Kept::default());
     let deliverer = Deliverer {
         client: petstore::local_client(&proxy.endpoint).await,
         table: app.app.config.table_name.clone(),
         attempter: Attempter::new(LOCAL, system_resolver()).expect("TLS"),
         schedule: quick_schedule(),
-        queue: Arc::new(Kept::default()),
+        queue: kept.clone(),
         keys: key_states(&app, Duration::from_secs(30)),
     };
     let events: Vec<String> = (0..8).map(|i| format!("evt-batch-{i}")).collect();
@@ -115,7 +133,7 @@ async fn a_batch_of_attempts_reads_its_deliveries_and_each_endpoint_once() {
         let fanned = deliverer.fan_out(&stock_event(event)).await;
         fanned.expect("fanned out");
     }
-    let messages: Vec<_> = events.iter().map(|e| message(id, e, false)).collect();
+    let messages: Vec<_> = events.iter().map(|e| sent_to(&kept, id, e)).collect();
     let batch: Vec<_> = messages.iter().map(|m| (m, 1)).collect();
     let before = proxy.calls().len();
     let handled = deliverer.deliver_batch(&batch).await;
@@ -126,8 +144,10 @@ async fn a_batch_of_attempts_reads_its_deliveries_and_each_endpoint_once() {
     }
     let calls = by_call(&proxy, before);
     eprintln!("8 attempts of one endpoint in one batch: {calls:?}");
-    // One read of the 8 deliveries and their one endpoint, one record each.
+    // One read of their one endpoint (the deliveries are made, not read),
+    // each made with its attempt claimed and its attempt recorded.
     assert_eq!(calls.get("BatchGetItem"), Some(&1), "{calls:?}");
+    assert_eq!(calls.get("PutItem"), Some(&8), "{calls:?}");
     assert_eq!(calls.get("UpdateItem"), Some(&8), "{calls:?}");
     for event in &events {
         let stored = delivery_item(&app, id, event).await.expect("its delivery");

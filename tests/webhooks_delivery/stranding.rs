@@ -11,6 +11,7 @@ use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
 use petstore::webhooks::deliver::Disposition;
+use petstore::webhooks::queue::DeliveryMessage;
 
 /// A deliverer on `client` whose queue keeps its messages, handling none:
 /// the test hands each to the handler itself.
@@ -28,13 +29,14 @@ fn held_deliverer(app: &TestApp, client: aws_sdk_dynamodb::Client) -> (Deliverer
 }
 
 /// A staff endpoint on a receiver answering `answers`, and `event_id`
-/// fanned out to it by `deliverer` (its message kept, not handled).
+/// fanned out to it by `deliverer`: the fan-out's message, kept, not handled.
 async fn fanned_out(
     app: &TestApp,
     deliverer: &Deliverer,
+    kept: &Kept,
     answers: Vec<Answer>,
     event_id: &str,
-) -> (Receiver, u64) {
+) -> (Receiver, u64, DeliveryMessage) {
     let secret = petstore::webhooks::sign::new_secret();
     let receiver = rust_receiver(&[&secret], answers).await;
     let endpoint = NewEndpoint::new(1, "staff", &receiver.url, &secret);
@@ -43,7 +45,13 @@ async fn fanned_out(
         .fan_out(&stock_event(event_id))
         .await
         .expect("fanned out");
-    (receiver, id)
+    // A test's earlier staff endpoints take the event too: not this one's.
+    let mut sent = kept.0.lock().expect("kept").split_off(0);
+    sent.retain(|m| m.webhook_id == id);
+    assert_eq!(sent.len(), 1, "one message: {sent:?}");
+    let message = sent.remove(0);
+    assert!(message.event.is_some(), "it carries the event: {message:?}");
+    (receiver, id, message)
 }
 
 async fn stored(app: &TestApp, id: u64, event_id: &str) -> Value {
@@ -55,12 +63,15 @@ async fn stored(app: &TestApp, id: u64, event_id: &str) -> Value {
 #[tokio::test]
 async fn a_failed_delivery_retried_by_hand_that_fails_again_stays_failed() {
     let app = TestApp::spawn().await;
-    let (deliverer, _) = held_deliverer(&app, app.app.db.client().clone());
-    let (mut receiver, id) =
-        fanned_out(&app, &deliverer, vec![Answer::Status(500)], "evt-failed").await;
-    let scheduled = message(id, "evt-failed", false);
-    for _ in 0..quick_schedule().max_attempts() {
-        deliverer.deliver(&scheduled, 1).await.expect("handled");
+    let (deliverer, kept) = held_deliverer(&app, app.app.db.client().clone());
+    let answers = vec![Answer::Status(500)];
+    let (mut receiver, id, scheduled) =
+        fanned_out(&app, &deliverer, &kept, answers, "evt-failed").await;
+    for receipt in 1..=quick_schedule().max_attempts() {
+        deliverer
+            .deliver(&scheduled, receipt)
+            .await
+            .expect("handled");
     }
     assert_eq!(stored(&app, id, "evt-failed").await["state"], "failed");
 
@@ -84,16 +95,20 @@ async fn a_failed_delivery_retried_by_hand_that_fails_again_stays_failed() {
 #[tokio::test]
 async fn a_retry_by_hand_beside_a_scheduled_attempt_keeps_the_schedule_and_records_both() {
     let app = TestApp::spawn().await;
-    let (deliverer, _) = held_deliverer(&app, app.app.db.client().clone());
-    // Rounds, so that either attempt records first in some of them.
+    let (deliverer, kept) = held_deliverer(&app, app.app.db.client().clone());
+    // Rounds, so that either attempt claims and records first in some of them.
     for round in 0..6 {
         let event_id = format!("evt-race-{round}");
-        let (mut receiver, id) =
-            fanned_out(&app, &deliverer, vec![Answer::Status(500)], &event_id).await;
-        let (scheduled, manual) = (message(id, &event_id, false), message(id, &event_id, true));
+        let answers = vec![Answer::Status(500)];
+        let (mut receiver, id, scheduled) =
+            fanned_out(&app, &deliverer, &kept, answers, &event_id).await;
+        // The first attempt made (a retry by hand needs a delivery to retry).
+        let first = deliverer.deliver(&scheduled, 1).await;
+        assert!(matches!(first, Ok(Disposition::Later(_))), "{first:?}");
+        let manual = message(id, &event_id, true);
 
         let (scheduled, by_hand) = tokio::join!(
-            deliverer.deliver(&scheduled, 1),
+            deliverer.deliver(&scheduled, 2),
             deliverer.deliver(&manual, 1)
         );
 
@@ -109,27 +124,25 @@ async fn a_retry_by_hand_beside_a_scheduled_attempt_keeps_the_schedule_and_recor
                 &delivery["attemptCount"],
                 &delivery["scheduleStep"]
             ),
-            (&json!("pending"), &json!(2), &json!(1)),
-            "both attempts recorded, the schedule moved once: {delivery}"
+            (&json!("pending"), &json!(3), &json!(2)),
+            "every attempt recorded, the schedule moved by the scheduled ones: {delivery}"
         );
+        assert_eq!(delivery["claims"], json!({}), "no claim left: {delivery}");
         let manual: Vec<_> = delivery["attempts"]
             .as_array()
             .expect("attempts")
             .iter()
             .map(|a| a["manual"] == true)
             .collect();
-        assert!(
-            manual.contains(&true) && manual.contains(&false),
-            "{delivery}"
-        );
-        assert_eq!(receiver.so_far().len(), 2);
+        assert_eq!(manual.iter().filter(|m| **m).count(), 1, "{delivery}");
+        assert_eq!(receiver.so_far().len(), 3);
     }
 }
 
 #[tokio::test]
 async fn a_retry_after_longer_than_the_queue_keeps_messages_counts_as_24_hours() {
     let app = TestApp::spawn().await;
-    let (deliverer, _) = held_deliverer(&app, app.app.db.client().clone());
+    let (deliverer, kept) = held_deliverer(&app, app.app.db.client().clone());
     let in_60_days = (chrono::Utc::now() + chrono::Duration::days(60)).to_rfc2822();
     let asks = [
         (
@@ -140,13 +153,11 @@ async fn a_retry_after_longer_than_the_queue_keeps_messages_counts_as_24_hours()
     ];
     let day = Duration::from_secs(86_400);
     for (event_id, answer) in asks {
-        let (_receiver, id) = fanned_out(&app, &deliverer, vec![answer], event_id).await;
+        let (_receiver, id, scheduled) =
+            fanned_out(&app, &deliverer, &kept, vec![answer], event_id).await;
         let before = chrono::Utc::now();
 
-        let handled = deliverer
-            .deliver(&message(id, event_id, false), 1)
-            .await
-            .expect("handled");
+        let handled = deliverer.deliver(&scheduled, 1).await.expect("handled");
 
         match handled {
             Disposition::Later(wait) => assert!(
@@ -164,10 +175,7 @@ async fn a_retry_after_longer_than_the_queue_keeps_messages_counts_as_24_hours()
         let longest = before + chrono::Duration::hours(24) + chrono::Duration::seconds(5);
         assert!(next <= longest, "{event_id}: at most 24 hours on: {next}");
         // Back early (SQS holds a message 12 hours at most): held again, no attempt.
-        let again = deliverer
-            .deliver(&message(id, event_id, false), 2)
-            .await
-            .expect("handled");
+        let again = deliverer.deliver(&scheduled, 2).await.expect("handled");
         assert!(matches!(again, Disposition::Later(_)), "{again:?}");
         assert_eq!(stored(&app, id, event_id).await["attemptCount"], 1);
     }
@@ -230,12 +238,13 @@ async fn a_slot_that_cannot_be_given_back_leaves_the_attempt_recorded() {
     let app = TestApp::spawn().await;
     let local = petstore::local_client(&app.endpoint).await;
     let failing = FailsCalls::client(&local, "DeleteItem", u32::MAX);
-    let (deliverer, _) = held_deliverer(&app, failing);
+    let (deliverer, kept) = held_deliverer(&app, failing);
     let answers = vec![Answer::Status(500), Answer::Status(200)];
-    let (mut receiver, id) = fanned_out(&app, &deliverer, answers, "evt-slot").await;
+    let (mut receiver, id, scheduled) =
+        fanned_out(&app, &deliverer, &kept, answers, "evt-slot").await;
 
-    let first = deliverer.deliver(&message(id, "evt-slot", false), 1).await;
-    let second = deliverer.deliver(&message(id, "evt-slot", false), 1).await;
+    let first = deliverer.deliver(&scheduled, 1).await;
+    let second = deliverer.deliver(&scheduled, 2).await;
 
     assert!(matches!(first, Ok(Disposition::Later(_))), "{first:?}");
     assert_eq!(second.expect("handled"), Disposition::Done);
@@ -252,13 +261,13 @@ async fn a_slot_that_cannot_be_given_back_leaves_the_attempt_recorded() {
 async fn an_attempt_whose_record_fails_twice_is_recorded_once_and_not_sent_again() {
     let app = TestApp::spawn().await;
     let local = petstore::local_client(&app.endpoint).await;
-    let (deliverer, _) = held_deliverer(&app, FailsCalls::client(&local, "UpdateItem", 2));
-    let (mut receiver, id) =
-        fanned_out(&app, &deliverer, vec![Answer::Status(200)], "evt-record").await;
+    let failing = FailsCalls::client(&local, "UpdateItem", 2);
+    let (deliverer, kept) = held_deliverer(&app, failing);
+    let answers = vec![Answer::Status(200)];
+    let (mut receiver, id, scheduled) =
+        fanned_out(&app, &deliverer, &kept, answers, "evt-record").await;
 
-    let handled = deliverer
-        .deliver(&message(id, "evt-record", false), 1)
-        .await;
+    let handled = deliverer.deliver(&scheduled, 1).await;
 
     assert_eq!(handled.expect("handled"), Disposition::Done);
     let delivery = stored(&app, id, "evt-record").await;
@@ -268,6 +277,168 @@ async fn an_attempt_whose_record_fails_twice_is_recorded_once_and_not_sent_again
         "{delivery}"
     );
     assert_eq!(receiver.so_far().len(), 1, "sent once, recorded once");
+}
+
+/// The attempts a stored delivery shows: each one's status, or its error.
+fn shown(delivery: &Value) -> Vec<String> {
+    let attempts = delivery["attempts"].as_array().expect("attempts");
+    let outcome = |a: &Value| match (&a["statusCode"], &a["error"]) {
+        (Value::Number(status), _) => status.to_string(),
+        (_, error) => error.as_str().unwrap_or_default().to_string(),
+    };
+    attempts.iter().map(outcome).collect()
+}
+
+#[tokio::test]
+async fn an_attempt_whose_process_ends_before_recording_it_is_shown_interrupted_and_the_schedule_goes_on(
+) {
+    let app = TestApp::spawn().await;
+    let (deliverer, kept) = held_deliverer(&app, app.app.db.client().clone());
+    // The first attempt is never answered; the process making it ends (as
+    // Lambda ends an invocation at its timeout) while it waits.
+    let answers = vec![Answer::Hang, Answer::Status(200)];
+    let (mut receiver, id, scheduled) =
+        fanned_out(&app, &deliverer, &kept, answers, "evt-ended").await;
+    let ended = tokio::time::timeout(
+        Duration::from_millis(1500),
+        deliverer.deliver(&scheduled, 1),
+    );
+    assert!(ended.await.is_err(), "the handler was still waiting");
+    assert_eq!(receiver.next().await.webhook_id, "evt-ended", "it was sent");
+    let claimed = stored(&app, id, "evt-ended").await;
+    assert_eq!(claimed["state"], "pending");
+    assert!(
+        claimed["claims"][&scheduled.id]["at"].is_string(),
+        "the attempt was written down before it was sent: {claimed}"
+    );
+    let listed = app.get(&format!("/webhooks/{id}/deliveries")).await;
+    listed.assert_status(200);
+    let listed = listed.json();
+    assert_eq!(listed[0]["attemptCount"], 1, "{listed}");
+    assert_eq!(listed[0]["attempts"][0]["error"], "in_progress", "{listed}");
+
+    // SQS hands the message over again after its visibility timeout.
+    let again = deliverer.deliver(&scheduled, 2).await.expect("handled");
+
+    assert!(matches!(again, Disposition::Later(_)), "{again:?}");
+    let recorded = stored(&app, id, "evt-ended").await;
+    assert_eq!(shown(&recorded), ["interrupted"], "{recorded}");
+    assert_eq!(
+        (&recorded["attemptCount"], &recorded["scheduleStep"]),
+        (&json!(1), &json!(1)),
+        "an attempt that may have been made counts, and moves the schedule: {recorded}"
+    );
+    assert_eq!(recorded["claims"], json!({}), "{recorded}");
+    assert!(recorded.get("scheduleClaim").is_none(), "{recorded}");
+    assert!(receiver.so_far().is_empty(), "not sent again unrecorded");
+    // The schedule's next attempt, carried by the same message.
+    let last = deliverer.deliver(&scheduled, 3).await.expect("handled");
+    assert_eq!(last, Disposition::Done);
+    let delivered = stored(&app, id, "evt-ended").await;
+    assert_eq!(delivered["state"], "delivered", "{delivered}");
+    assert_eq!(shown(&delivered), ["interrupted", "200"], "{delivered}");
+    assert_eq!(
+        receiver.so_far().len(),
+        1,
+        "every request sent is in the record"
+    );
+    let listed = app.get(&format!("/webhooks/{id}/deliveries")).await.json();
+    let errors: Vec<_> = listed[0]["attempts"]
+        .as_array()
+        .expect("attempts")
+        .iter()
+        .map(|a| a.get("error").cloned())
+        .collect();
+    assert_eq!(errors, [Some(json!("interrupted")), None], "{listed}");
+}
+
+#[tokio::test]
+async fn an_attempt_that_cannot_be_recorded_is_handed_back_and_shown_interrupted_at_the_next_receipt(
+) {
+    let app = TestApp::spawn().await;
+    let local = petstore::local_client(&app.endpoint).await;
+    let (down, kept) = held_deliverer(&app, FailsCalls::client(&local, "UpdateItem", u32::MAX));
+    let (mut receiver, id, scheduled) = fanned_out(
+        &app,
+        &down,
+        &kept,
+        vec![Answer::Status(200)],
+        "evt-unrecorded",
+    )
+    .await;
+
+    let handled = down.deliver(&scheduled, 1).await;
+
+    assert!(handled.is_err(), "handed back: {handled:?}");
+    assert_eq!(receiver.so_far().len(), 1);
+    let (deliverer, _) = held_deliverer(&app, app.app.db.client().clone());
+    let again = deliverer.deliver(&scheduled, 2).await.expect("handled");
+    assert!(matches!(again, Disposition::Later(_)), "{again:?}");
+    let delivery = stored(&app, id, "evt-unrecorded").await;
+    assert_eq!(shown(&delivery), ["interrupted"], "{delivery}");
+    assert!(receiver.so_far().is_empty(), "not sent again unrecorded");
+}
+
+#[tokio::test]
+async fn an_event_fanned_out_twice_makes_one_delivery_and_one_attempt() {
+    let app = TestApp::spawn().await;
+    let (deliverer, kept) = held_deliverer(&app, app.app.db.client().clone());
+    let answers = vec![Answer::Status(200)];
+    let (mut receiver, id, first) = fanned_out(&app, &deliverer, &kept, answers, "evt-twice").await;
+    // The stream's batch handed over again: a second message of the event.
+    deliverer
+        .fan_out(&stock_event("evt-twice"))
+        .await
+        .expect("fanned out again");
+    let second = kept.0.lock().expect("kept").split_off(0);
+    assert_eq!(second.len(), 1);
+    assert_ne!(second[0].id, first.id, "each message has its own name");
+
+    let (a, b) = tokio::join!(
+        deliverer.deliver(&first, 1),
+        deliverer.deliver(&second[0], 1)
+    );
+
+    assert_eq!(
+        (a.expect("handled"), b.expect("handled")),
+        (Disposition::Done, Disposition::Done)
+    );
+    let delivery = stored(&app, id, "evt-twice").await;
+    assert_eq!(shown(&delivery), ["200"], "{delivery}");
+    assert_eq!(receiver.so_far().len(), 1, "sent once");
+}
+
+#[tokio::test]
+async fn a_delivery_stored_before_claims_and_a_message_without_a_name_are_claimed_and_recorded() {
+    let app = TestApp::spawn().await;
+    let (deliverer, kept) = held_deliverer(&app, app.app.db.client().clone());
+    let answers = vec![Answer::Status(500), Answer::Status(200)];
+    let (mut receiver, id, first) =
+        fanned_out(&app, &deliverer, &kept, answers, "evt-before").await;
+    let failed = deliverer.deliver(&first, 1).await;
+    assert!(matches!(failed, Ok(Disposition::Later(_))), "{failed:?}");
+    // As an item of a build before claims: no `claims` map.
+    app.app
+        .db
+        .client()
+        .update_item()
+        .table_name(&app.app.config.table_name)
+        .set_key(Some(delivery_key(&app, id, "evt-before").await))
+        .update_expression("REMOVE claims")
+        .send()
+        .await
+        .expect("the claims are removed");
+    // A message of that build: no name of its own (SQS's is used), no event.
+    let mut unnamed = message(id, "evt-before", false);
+    unnamed.id = "sqs-message-id-1".into();
+
+    let handled = deliverer.deliver(&unnamed, 1).await.expect("handled");
+
+    assert_eq!(handled, Disposition::Done);
+    let delivery = stored(&app, id, "evt-before").await;
+    assert_eq!(shown(&delivery), ["500", "200"], "{delivery}");
+    assert_eq!(delivery["claims"], json!({}), "{delivery}");
+    assert_eq!(receiver.so_far().len(), 2);
 }
 
 #[test]

@@ -13,7 +13,7 @@ use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link_with_cursor, QueryParams};
 use petstore::http::respond::{json, list_page};
 use petstore::records::{Caller, Id, ValidationError};
-use petstore::webhooks::deliveries::{self, ListPosition, NewDelivery};
+use petstore::webhooks::deliveries::{self, ListPosition, NewDelivery, Start};
 use petstore::webhooks::endpoints::{time, Endpoint};
 use petstore::webhooks::queue::DeliveryMessage;
 use petstore::webhooks::types::EventType;
@@ -99,13 +99,13 @@ async fn ping(
     .map_err(ApiError::internal)?;
     let new = NewDelivery {
         webhook_id: id.get(),
-        shards: endpoint.delivery_shards,
+        shard: deliveries::shard_of_event(&event_id, endpoint.delivery_shards),
         event_id: &event_id,
         event_type: EventType::Ping,
         body: &body,
     };
     let (client, table) = (app.db.client(), app.db.table());
-    deliveries::create(client, table, &new, now).await?;
+    deliveries::create(client, table, &new, Start::Due, now).await?;
     enqueue(&webhooks, &endpoint, &event_id, false).await?;
     accepted(&app, &endpoint, &event_id).await
 }
@@ -139,12 +139,8 @@ async fn enqueue(
     event_id: &str,
     manual: bool,
 ) -> Result<(), ApiError> {
-    let message = DeliveryMessage {
-        webhook_id: endpoint.id.get(),
-        shard: deliveries::shard_of_event(event_id, endpoint.delivery_shards),
-        event_id: event_id.to_string(),
-        manual,
-    };
+    let shard = deliveries::shard_of_event(event_id, endpoint.delivery_shards);
+    let message = DeliveryMessage::new(endpoint.id.get(), shard, event_id, manual);
     webhooks
         .queue
         .send(vec![message])

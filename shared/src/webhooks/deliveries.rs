@@ -1,9 +1,10 @@
-//! Delivery items: one per (endpoint, event), made by the fan-out (or a
-//! ping), attempted by the delivery handler, listed newest first.
+//! Delivery items: one per (endpoint, event), made by the first receipt of
+//! a fan-out's message (or by a ping), attempted by the delivery handler,
+//! listed newest first.
 //!
 //! | PK | SK | attributes |
 //! |---|---|---|
-//! | `WEBHOOK#<webhookId>#<shard>` | `DELIVERY#<eventId>` | `webhookId`, `eventId`, `type`, `body`, `state`, `attempts`, `attemptCount`, `scheduleStep`, `nextAttemptAt`, `createdAt`, `expiresAt` |
+//! | `WEBHOOK#<webhookId>#<shard>` | `DELIVERY#<eventId>` | `webhookId`, `eventId`, `type`, `body`, `state`, `attempts`, `attemptCount`, `scheduleStep`, `nextAttemptAt`, `createdAt`, `expiresAt`, `claims` (attempts claimed before they are sent, by message), `scheduleClaim` |
 //!
 //! Deliveries are in no index. Every change of an indexed item rewrites its
 //! index entry, and a delivery changes at every attempt: listed on an index
@@ -12,8 +13,9 @@
 //! the base table's own order: an `eventId` begins with the event's time
 //! (11 hex digits of Unix milliseconds, `events::event_id` and the ping's),
 //! so a partition's sort keys run oldest to newest and a query read
-//! backwards is newest first; and the key is the event's, so the fan-out's
-//! conditional put still makes one delivery per event however often it runs.
+//! backwards is newest first; and the key is the event's, so the
+//! conditional put makes one delivery per event however often it is
+//! fanned out.
 //!
 //! An endpoint's deliveries spread over `deliveryShards` partitions (the
 //! count it was registered with, [`Kind::Delivery`]), the event's shard a
@@ -28,13 +30,15 @@ use super::types::EventType;
 use crate::db::shards::{
     first_round_entries, merge, next_round, shard_of, PartitionRead, Position,
 };
-use crate::db::{classify, from_item, n, s, Db, DbError, Item, Page};
+use crate::db::{classify, n, s, Db, DbError, Item, Page};
 use crate::records::Id;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Duration, Utc};
 use futures::{StreamExt, TryStreamExt};
+use shown::shown;
+pub use shown::{IN_PROGRESS, KEPT_ATTEMPTS};
 use std::collections::HashMap;
 
 /// How long a delivery is kept after its last change (contract 9).
@@ -161,57 +165,83 @@ pub fn expires_at(now: DateTime<Utc>) -> i64 {
 /// A delivery to create.
 pub struct NewDelivery<'a> {
     pub webhook_id: u64,
-    /// The endpoint's `deliveryShards`.
-    pub shards: u16,
+    /// Its partition among the endpoint's: [`shard_of_event`] of its event
+    /// and the endpoint's `deliveryShards`.
+    pub shard: u16,
     pub event_id: &'a str,
     pub event_type: EventType,
     /// The exact compact JSON signed on every attempt.
     pub body: &'a str,
 }
 
-impl NewDelivery<'_> {
-    /// The shard its item is in.
-    pub fn shard(&self) -> u16 {
-        shard_of_event(self.event_id, self.shards)
-    }
+/// How a delivery begins.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Start<'a> {
+    /// Pending and due now, for the message sent after it (a ping).
+    Due,
+    /// Pending, its first attempt claimed by the message named `by`
+    /// (`DeliveryMessage::id`): a fan-out's message at its first receipt,
+    /// which sends the attempt once this write is made.
+    Claimed { by: &'a str, at: DateTime<Utc> },
+    /// Pending, not to be attempted before `until` (its endpoint's key is
+    /// banned until then).
+    Held { until: DateTime<Utc> },
+    /// Failed without an attempt (its endpoint may not receive it now); a
+    /// retry by hand can still try it.
+    Failed,
 }
 
-/// Whether the caller must enqueue a message for the delivery.
+/// What [`create`] found.
 #[derive(Debug, PartialEq)]
 pub enum Created {
-    /// Created now.
+    /// Made now.
     New,
-    /// Made by an earlier run and still at the schedule's start: that run
-    /// may have stopped before its message went out, so send it again (an
-    /// attempt by hand does not count: it carries no schedule).
-    Unattempted,
-    /// Made before, its schedule under way: its message went out.
-    Existing,
+    /// Made before (another message of the event, or an earlier receipt of
+    /// this one): the item as it is, when DynamoDB gave it back.
+    Existing(Option<Item>),
 }
 
-/// Creates a pending delivery, due now, unless the event's delivery to the
-/// endpoint exists already (`attribute_not_exists(PK)`: the fan-out runs at
-/// least once per event).
+/// Creates the delivery as `start` says, unless the event's delivery to
+/// the endpoint exists already (`attribute_not_exists(PK)`: an event may be
+/// fanned out more than once, and each of its messages may be received more
+/// than once). `now` is its `createdAt`: for a fan-out's message, when
+/// the fan-out took the event.
 pub async fn create(
     client: &Client,
     table: &str,
     new: &NewDelivery<'_>,
+    start: Start<'_>,
     now: DateTime<Utc>,
 ) -> Result<Created, DbError> {
-    let mut item = key(new.webhook_id, new.shard(), new.event_id);
+    let mut item = key(new.webhook_id, new.shard, new.event_id);
     item.extend([
         ("webhookId".to_string(), n(new.webhook_id)),
         ("eventId".to_string(), s(new.event_id)),
         ("type".to_string(), s(new.event_type.as_str())),
         ("body".to_string(), s(new.body)),
-        ("state".to_string(), s("pending")),
         ("attempts".to_string(), AttributeValue::L(vec![])),
         ("attemptCount".to_string(), n(0)),
         ("scheduleStep".to_string(), n(0)),
-        ("nextAttemptAt".to_string(), s(time(now))),
         ("createdAt".to_string(), s(time(now))),
         ("expiresAt".to_string(), n(expires_at(now))),
     ]);
+    let mut claims = HashMap::new();
+    let (state, next) = match start {
+        Start::Due => ("pending", Some(now)),
+        Start::Claimed { by, at } => {
+            let claim = HashMap::from([("at".to_string(), s(time(at)))]);
+            claims.insert(by.to_string(), AttributeValue::M(claim));
+            item.insert("scheduleClaim".to_string(), s(by));
+            ("pending", Some(at))
+        }
+        Start::Held { until } => ("pending", Some(until)),
+        Start::Failed => ("failed", None),
+    };
+    item.insert("claims".to_string(), AttributeValue::M(claims));
+    item.insert("state".to_string(), s(state));
+    if let Some(next) = next {
+        item.insert("nextAttemptAt".to_string(), s(time(next)));
+    }
     let put = client
         .put_item()
         .table_name(table)
@@ -222,29 +252,18 @@ pub async fn create(
         .await;
     match put {
         Ok(_) => Ok(Created::New),
-        Err(error) => match error {
-            aws_sdk_dynamodb::error::SdkError::ServiceError(ref service)
-                if matches!(
-                    service.err(),
-                    PutItemError::ConditionalCheckFailedException(_)
-                ) =>
-            {
-                let old = match service.err() {
-                    PutItemError::ConditionalCheckFailedException(failed) => failed.item.clone(),
-                    _ => None,
-                };
-                let started = old.is_none_or(|old| {
-                    old.get("scheduleStep") != Some(&n(0))
-                        || old.get("state") != Some(&s("pending"))
-                });
-                Ok(if started {
-                    Created::Existing
-                } else {
-                    Created::Unattempted
-                })
-            }
-            other => Err(classify(table, other)),
-        },
+        Err(aws_sdk_dynamodb::error::SdkError::ServiceError(service))
+            if matches!(
+                service.err(),
+                PutItemError::ConditionalCheckFailedException(_)
+            ) =>
+        {
+            Ok(Created::Existing(match service.into_err() {
+                PutItemError::ConditionalCheckFailedException(failed) => failed.item,
+                _ => None,
+            }))
+        }
+        Err(other) => Err(classify(table, other)),
     }
 }
 
@@ -266,7 +285,7 @@ pub async fn get(
         .send()
         .await
         .map_err(|e| classify(table, e))?;
-    got.item.map(from_item).transpose()
+    got.item.map(shown).transpose()
 }
 
 /// How many round trips a page of deliveries may take: as the index
@@ -324,7 +343,7 @@ pub async fn list_page(
             reads[i].add(items, examined_to)?;
         }
     }
-    merge(reads, limit, true).try_map(from_item)
+    merge(reads, limit, true).try_map(shown)
 }
 
 /// One query of one delivery partition, newest first: up to `entries`
@@ -359,64 +378,6 @@ async fn query_shard(
     Ok((out.items.unwrap_or_default(), examined_to))
 }
 
+mod shown;
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use chrono::TimeZone;
-
-    #[test]
-    fn a_cursor_names_one_event_and_is_refused_in_any_other_form() {
-        let position = ListPosition::of_event("19f1d8ce200-e1-0");
-        let cursor = position.cursor();
-        assert_eq!(cursor, "d31396631643863653230302d65312d30");
-        assert_eq!(ListPosition::from_cursor(&cursor), Some(position));
-        for refused in [
-            "",
-            "d",
-            "d3",
-            "d313",
-            "D3139",
-            "d31Z9",
-            "d3A39",
-            "p0000000000003039",
-        ] {
-            let read = ListPosition::from_cursor(refused);
-            assert!(read.is_none(), "{refused}: {read:?}");
-        }
-        assert_eq!(ListPosition::from_cursor("dfd"), None, "not ASCII");
-        assert_eq!(
-            ListPosition::from_cursor("d1f"),
-            None,
-            "a control character"
-        );
-        // Every cursor of the documented pattern is a position.
-        for first in b'2'..=b'7' {
-            for second in b"0123456789abcdef" {
-                let cursor = format!("d{}{}", first as char, *second as char);
-                assert!(ListPosition::from_cursor(&cursor).is_some(), "{cursor}");
-            }
-        }
-        let long = format!("d{}", "61".repeat(MAX_EVENT_ID + 1));
-        assert_eq!(ListPosition::from_cursor(&long), None);
-    }
-
-    #[test]
-    fn event_ids_sort_as_their_times_and_keep_their_shard() {
-        let at = |seconds| Utc.timestamp_opt(seconds, 0).single().unwrap_or_default();
-        let earlier = timed_event_id(at(1_700_000_000), "ffff-9");
-        let later = timed_event_id(at(1_700_000_001), "0000-0");
-        assert!(earlier < later, "{earlier} < {later}");
-        assert_eq!(earlier, "18bcfe56800-ffff-9");
-        // Part of the stored layout: a delivery's key depends on these.
-        let shards: Vec<u16> = ["a", "b", "19f1d8ce200-e1-0"]
-            .iter()
-            .map(|id| shard_of_event(id, 8))
-            .collect();
-        assert_eq!(shards, [0, 5, 5]);
-        assert_eq!(shard_of_event("anything", 1), 0);
-        let spread: std::collections::HashSet<u16> = (0..200)
-            .map(|i| shard_of_event(&format!("19f1d8ce200-e{i}-0"), 8))
-            .collect();
-        assert_eq!(spread.len(), 8, "every shard is used");
-    }
-}
+mod tests;

@@ -84,6 +84,10 @@ pub enum FailureKind {
     Status,
     /// The endpoint's stored secret cannot sign (a damaged item).
     Secret,
+    /// Claimed and perhaps sent, its outcome never written down: the
+    /// process that made it ended first (a timeout, a crash). Its message's
+    /// next receipt records it so; the receiver may or may not have had it.
+    Interrupted,
 }
 
 impl FailureKind {
@@ -99,12 +103,13 @@ impl FailureKind {
             FailureKind::DnsTimeout => "dns_timeout",
             FailureKind::Status => "status",
             FailureKind::Secret => "secret",
+            FailureKind::Interrupted => "interrupted",
         }
     }
 }
 
 impl Outcome {
-    pub(super) fn failed(kind: FailureKind) -> Outcome {
+    pub fn failed(kind: FailureKind) -> Outcome {
         Outcome::Failed(Failure {
             kind,
             status: None,

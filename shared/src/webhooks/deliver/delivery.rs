@@ -2,8 +2,8 @@
 //! receive, is a slot free; then the attempt, recorded, and the schedule's
 //! answer (section 9, "Delivery").
 
-use super::items::{self, Delivery, DeliveryState, Endpoint};
-use super::record::{self, NextState};
+use super::items::{self, Claim, Delivery, DeliveryState, Endpoint, Start};
+use super::{read, record};
 use super::{slots, DeliverError, Deliverer, Disposition};
 use crate::webhooks::attempt::{Attempt, AttemptRequest, FailureKind, Outcome};
 use crate::webhooks::queue::DeliveryMessage;
@@ -24,16 +24,6 @@ pub fn slot_wait(receives: u32) -> Duration {
     wait.mul_f64(schedule::jitter())
 }
 
-/// Why an endpoint is disabled, as `disabledReason` says it.
-pub const GONE_REASON: &str = "the endpoint answered 410 Gone";
-pub const FAILING_REASON: &str = "every attempt failed for 3 days";
-/// How many times an attempt is written down against other writes to its
-/// delivery before the message is handed back (then tried again whole).
-const RECORD_TRIES: u32 = 5;
-/// The first wait before writing an attempt down again after an error
-/// (doubling): a throttled or unreachable table, for a few seconds at most.
-const RECORD_BACKOFF: Duration = Duration::from_millis(100);
-
 impl Deliverer {
     /// Handles one message of the deliveries queue, handed over for the
     /// `receives`th time (SQS's `ApproximateReceiveCount`).
@@ -48,7 +38,7 @@ impl Deliverer {
 
     /// Handles a batch of messages (each with its `receives`), their
     /// deliveries and endpoints read in one call
-    /// ([`items::deliveries_and_endpoints`]), then each attempt side by
+    /// ([`read::deliveries_and_endpoints`]), then each attempt side by
     /// side; the answers in the messages' order. A read that fails fails
     /// every message: the queue hands them back.
     pub async fn deliver_batch(
@@ -56,8 +46,7 @@ impl Deliverer {
         messages: &[(&DeliveryMessage, u32)],
     ) -> Vec<Result<Disposition, DeliverError>> {
         let (client, table) = (&self.client, self.table.as_str());
-        let named: Vec<&DeliveryMessage> = messages.iter().map(|(m, _)| *m).collect();
-        let read = match items::deliveries_and_endpoints(client, table, &named).await {
+        let read = match read::deliveries_and_endpoints(client, table, messages).await {
             Ok(read) => read,
             Err(error) => {
                 let error = error.to_string();
@@ -74,31 +63,38 @@ impl Deliverer {
         futures::future::join_all(handled).await
     }
 
-    /// One message, its delivery and endpoint as the batch read them.
+    /// One message, its delivery and endpoint as the batch read them (no
+    /// delivery read: a fan-out's message at its first receipt, which
+    /// makes it).
     async fn deliver_read(
         &self,
         message: &DeliveryMessage,
         receives: u32,
-        delivery: Option<Delivery>,
+        stored: Option<Delivery>,
         endpoint: Option<Endpoint>,
     ) -> Result<Disposition, DeliverError> {
         let (client, table) = (&self.client, self.table.as_str());
-        let Some(delivery) = delivery else {
-            return Ok(Disposition::Done); // expired
+        let delivery = match (stored, &message.event) {
+            (Some(delivery), _) => delivery,
+            (None, Some(event)) => Delivery::unstored(message, event),
+            (None, None) => return Ok(Disposition::Done), // expired
         };
+        if let Some(claim) = delivery.claim_of(&message.id) {
+            // This message's last receipt claimed an attempt and ended
+            // before recording it: it may have been sent.
+            let claim = claim.clone();
+            return self.interrupted(&delivery, &message.id, &claim).await;
+        }
         let now = Utc::now();
-        if !message.manual {
-            match (delivery.state, delivery.next_attempt_at) {
-                (DeliveryState::Pending, Some(at)) if at > now => {
-                    return Ok(Disposition::Later(until(now, at)))
-                }
-                (DeliveryState::Pending, _) => {}
-                _ => return Ok(Disposition::Done),
-            }
+        if let Some(not_now) = not_now(message, &delivery, now) {
+            return Ok(not_now);
+        }
+        if !delivery.stored && endpoint.is_none() {
+            return Ok(Disposition::Done); // deleted before its first attempt
         }
         let endpoint = match self.receiving(&delivery, endpoint, now).await? {
             Ok(endpoint) => endpoint,
-            Err(held) => return self.not_attempted(&delivery, held, message.manual).await,
+            Err(held) => return self.not_attempted(message, &delivery, held).await,
         };
         // Opened before a slot is taken: a secret that cannot be opened holds none.
         let secrets = items::signing_secrets(&endpoint, now).await?;
@@ -110,6 +106,23 @@ impl Deliverer {
                 None => return Ok(Disposition::Later(slot_wait(receives))),
             },
         };
+        let claimed = self.claim(message, delivery, now).await;
+        let delivery = match claimed {
+            Ok(Claimed::Yes(delivery)) => delivery,
+            other => {
+                if let Some(lease) = lease {
+                    self.release(lease, endpoint.id).await;
+                }
+                return match other? {
+                    Claimed::Yes(_) | Claimed::No => Ok(Disposition::Done),
+                    Claimed::Existing(existing) => {
+                        let again =
+                            self.deliver_read(message, receives, Some(existing), Some(endpoint));
+                        Box::pin(again).await
+                    }
+                };
+            }
+        };
         let request = AttemptRequest {
             url: &endpoint.url,
             webhook_id: &delivery.event_id,
@@ -118,17 +131,80 @@ impl Deliverer {
         };
         let attempt = self.attempter.attempt(&request).await;
         // Recorded before the slot goes back: a slot that cannot be given
-        // back is free again when its lease ends, an attempt not recorded
-        // would be sent again with nothing to show for it.
+        // back is free again when its lease ends.
         let recorded = self
-            .record(&delivery, &endpoint, &attempt, message.manual)
+            .record(
+                &delivery,
+                Some(&endpoint),
+                &attempt,
+                &message.id,
+                message.manual,
+            )
             .await;
         if let Some(lease) = lease {
-            if let Err(error) = slots::release(client, table, lease).await {
-                tracing::warn!(%error, webhook_id = endpoint.id, "webhook slot left to its lease");
-            }
+            self.release(lease, endpoint.id).await;
         }
         recorded
+    }
+
+    /// Writes down that `message` makes an attempt of `delivery`, before it
+    /// is sent: the first receipt of a fan-out's message makes the delivery
+    /// so claimed ([`Claimed::Existing`] when another message of the event
+    /// made it first); any other claims it on the item as read
+    /// ([`Claimed::No`] when that is not this message's attempt to make).
+    async fn claim(
+        &self,
+        message: &DeliveryMessage,
+        mut delivery: Delivery,
+        now: DateTime<Utc>,
+    ) -> Result<Claimed, DeliverError> {
+        let (client, table) = (&self.client, self.table.as_str());
+        let (id, manual) = (message.id.as_str(), message.manual);
+        if delivery.stored {
+            if !record::claim(client, table, &delivery, id, manual, now).await? {
+                return Ok(Claimed::No);
+            }
+        } else {
+            let start = Start::Claimed { by: id, at: now };
+            let made = items::create(client, table, &delivery, message.shard, start).await?;
+            if let Some(existing) = made {
+                return Ok(Claimed::Existing(existing));
+            }
+            delivery.stored = true;
+        }
+        let claim = Claim { at: now, manual };
+        let claims = delivery.claims.get_or_insert_with(Default::default);
+        claims.insert(id.to_string(), claim);
+        if !manual {
+            delivery.schedule_claim = Some(id.to_string());
+        }
+        Ok(Claimed::Yes(delivery))
+    }
+
+    async fn release(&self, lease: slots::Lease, webhook_id: u64) {
+        if let Err(error) = slots::release(&self.client, &self.table, lease).await {
+            tracing::warn!(%error, webhook_id, "webhook slot left to its lease");
+        }
+    }
+
+    /// An attempt `message` claimed at an earlier receipt and never
+    /// recorded, recorded now as `interrupted` (a failure: the receiver
+    /// may or may not have had it); a scheduled one moves the schedule as
+    /// any failure does, so a process that keeps ending at the same attempt
+    /// still comes to the schedule's end.
+    async fn interrupted(
+        &self,
+        delivery: &Delivery,
+        message_id: &str,
+        claim: &Claim,
+    ) -> Result<Disposition, DeliverError> {
+        let attempt = Attempt {
+            at: claim.at,
+            duration_ms: 0,
+            outcome: Outcome::failed(FailureKind::Interrupted),
+        };
+        self.record(delivery, None, &attempt, message_id, claim.manual)
+            .await
     }
 
     /// The endpoint, when it may receive the delivery now (section 9: its
@@ -165,190 +241,85 @@ impl Deliverer {
     /// A delivery its endpoint may not receive now: a banned key's waits
     /// for the ban's end if that comes within its schedule; any other fails
     /// (a retry by hand can still try it once its key may receive again).
-    /// A retry by hand is not made, and changes nothing.
+    /// A retry by hand is not made, and changes nothing. A delivery not
+    /// yet made is made so, for its owner to see.
     async fn not_attempted(
         &self,
+        message: &DeliveryMessage,
         delivery: &Delivery,
         why: Option<NotReceiving>,
-        manual: bool,
     ) -> Result<Disposition, DeliverError> {
         let (client, table) = (&self.client, self.table.as_str());
-        if manual {
+        if message.manual {
             return Ok(Disposition::Done);
         }
-        if let Some(NotReceiving::KeyBanned { until: ban_end }) = why {
-            let ends = delivery.created_at.map(|at| at + self.schedule.span());
-            if ends.is_some_and(|ends| ban_end <= ends) {
-                return Ok(
-                    match record::hold(client, table, delivery, ban_end).await? {
-                        true => Disposition::Later(until(Utc::now(), ban_end)),
-                        false => Disposition::Later(slot_wait(1)), // changed meanwhile: look again
-                    },
-                );
+        let held_until = match why {
+            Some(NotReceiving::KeyBanned { until: ban_end }) => {
+                let ends = delivery.created_at.map(|at| at + self.schedule.span());
+                ends.is_some_and(|ends| ban_end <= ends).then_some(ban_end)
             }
+            _ => None,
+        };
+        if !delivery.stored {
+            let start = match held_until {
+                Some(until) => Start::Held { until },
+                None => Start::Failed,
+            };
+            let made = items::create(client, table, delivery, message.shard, start).await?;
+            return Ok(match (made, held_until) {
+                (None, Some(ban_end)) => Disposition::Later(until(Utc::now(), ban_end)),
+                (None, None) => Disposition::Done,
+                // Made by another message first: look again.
+                (Some(_), _) => Disposition::Later(slot_wait(1)),
+            });
+        }
+        if let Some(ban_end) = held_until {
+            return Ok(
+                match record::hold(client, table, delivery, ban_end).await? {
+                    true => Disposition::Later(until(Utc::now(), ban_end)),
+                    false => Disposition::Later(slot_wait(1)), // changed meanwhile: look again
+                },
+            );
         }
         record::give_up(client, table, delivery).await?;
         Ok(Disposition::Done)
     }
+}
 
-    /// Writes the attempt down and says what becomes of the message.
-    ///
-    /// Every attempt made is recorded: when another attempt of the delivery
-    /// recorded first (a retry by hand beside a scheduled one, or a second
-    /// copy of a message), the delivery is read again and this attempt is
-    /// added to it as it now is. Only the scheduled attempt at the step it
-    /// read moves the schedule, and its message then carries the next
-    /// attempt; any other attempt leaves the schedule to the message that
-    /// owns it, so a pending delivery always keeps one.
-    async fn record(
-        &self,
-        delivery: &Delivery,
-        endpoint: &Endpoint,
-        attempt: &Attempt,
-        manual: bool,
-    ) -> Result<Disposition, DeliverError> {
-        let (client, table) = (&self.client, self.table.as_str());
-        // The endpoint first: the delivery's new state is the last write,
-        // so whoever sees it sees the endpoint's too (410: disabled).
-        self.endpoint_state(endpoint, &attempt.outcome, attempt.at)
-            .await?;
-        let stored = record::stored(attempt, manual);
-        let mut seen = delivery.clone();
-        for tried in 1..=RECORD_TRIES {
-            let moves_schedule = !manual
-                && seen.state == DeliveryState::Pending
-                && seen.schedule_step == delivery.schedule_step;
-            let next = self.next_state(&seen, attempt, moves_schedule);
-            match record::record_attempt(client, table, &seen, stored.clone(), &next).await {
-                Ok(true) => {
-                    super::observe::attempt_made(&seen, attempt, &next, manual);
-                    return Ok(match next.next_attempt_at {
-                        Some(at) if moves_schedule && next.state == DeliveryState::Pending => {
-                            Disposition::Later(until(Utc::now(), at))
-                        }
-                        _ => Disposition::Done,
-                    });
-                }
-                Ok(false) => {} // another write came first: read it
-                Err(error) if tried < RECORD_TRIES => {
-                    tracing::warn!(%error, webhook_id = seen.webhook_id, "webhook attempt not yet recorded");
-                    tokio::time::sleep(RECORD_BACKOFF * (1 << tried)).await;
-                }
-                Err(error) => return Err(error),
-            }
-            let fresh = items::delivery(client, table, &seen.partition, &seen.event_id).await?;
-            let Some(fresh) = fresh else {
-                return Ok(Disposition::Done); // expired meanwhile
-            };
-            if fresh.attempts.contains(&stored) {
-                // A write whose answer was lost was made after all.
-                return Ok(carried(&fresh, manual));
-            }
-            seen = fresh;
-        }
-        Err(DeliverError::Db(format!(
-            "the attempt on {}/{} met {RECORD_TRIES} other writes in a row",
-            delivery.webhook_id, delivery.event_id
-        )))
+/// What a scheduled message does instead of an attempt, if anything: wait
+/// for its delivery's next attempt, or stop, the delivery no longer pending
+/// or its attempt in another message's hands (which carries the schedule
+/// from there, or its next receipt records the attempt as interrupted). A
+/// retry by hand is made whatever the state.
+fn not_now(
+    message: &DeliveryMessage,
+    delivery: &Delivery,
+    now: DateTime<Utc>,
+) -> Option<Disposition> {
+    if message.manual {
+        return None;
     }
-
-    /// The delivery after `attempt`: delivered; or pending until the
-    /// schedule's next time; or failed after the last (or on 410 or a
-    /// payload too large, which no retry mends). An attempt that does not
-    /// move the schedule (by hand, or one another attempt overtook) changes
-    /// nothing but on success: the schedule goes on as it was.
-    fn next_state(
-        &self,
-        delivery: &Delivery,
-        attempt: &Attempt,
-        moves_schedule: bool,
-    ) -> NextState {
-        let step = if moves_schedule {
-            delivery.schedule_step + 1
-        } else {
-            delivery.schedule_step
-        };
-        let failure = match &attempt.outcome {
-            Outcome::Delivered { .. } => {
-                return NextState {
-                    state: DeliveryState::Delivered,
-                    next_attempt_at: None,
-                    schedule_step: step,
-                }
-            }
-            Outcome::Failed(failure) => failure,
-        };
-        let failed = NextState {
-            state: DeliveryState::Failed,
-            next_attempt_at: None,
-            schedule_step: step,
-        };
-        if attempt.outcome.is_gone() || failure.kind == FailureKind::TooLarge {
-            return failed;
-        }
-        if !moves_schedule {
-            let (state, next_attempt_at) = (delivery.state, delivery.next_attempt_at);
-            return NextState {
-                state,
-                next_attempt_at,
-                schedule_step: step,
-            };
-        }
-        let retry_after = failure.retry_after;
-        match self
-            .schedule
-            .next_attempt(step, attempt.at, retry_after, schedule::jitter())
-        {
-            Some(at) => NextState {
-                state: DeliveryState::Pending,
-                next_attempt_at: Some(at),
-                schedule_step: step,
-            },
-            None => failed,
-        }
-    }
-
-    /// The endpoint after an attempt: no longer failing on success; failing
-    /// since its first failure, disabled after 3 days of them or at once on 410.
-    async fn endpoint_state(
-        &self,
-        endpoint: &Endpoint,
-        outcome: &Outcome,
-        at: DateTime<Utc>,
-    ) -> Result<(), DeliverError> {
-        let (client, table) = (&self.client, self.table.as_str());
-        if let Outcome::Delivered { .. } = outcome {
-            if endpoint.failing_since.is_some() {
-                record::endpoint_succeeded(client, table, endpoint.id).await?;
-            }
-            return Ok(());
-        }
-        if outcome.is_gone() {
-            record::disable(client, table, endpoint.id, GONE_REASON).await?;
-            return Ok(());
-        }
-        let since = match endpoint.failing_since {
-            Some(since) => Some(since),
-            None => record::endpoint_failed(client, table, endpoint.id, at).await?,
-        };
-        if since.is_some_and(|since| schedule::disables(since, at)) {
-            record::disable(client, table, endpoint.id, FAILING_REASON).await?;
-        }
-        Ok(())
+    match (delivery.state, delivery.next_attempt_at) {
+        (DeliveryState::Pending, Some(at)) if at > now => Some(Disposition::Later(until(now, at))),
+        (DeliveryState::Pending, _) if delivery.schedule_claim.is_some() => Some(Disposition::Done),
+        (DeliveryState::Pending, _) => None,
+        _ => Some(Disposition::Done),
     }
 }
 
-/// What becomes of a message whose attempt `delivery` already shows: a
-/// scheduled one goes on carrying the schedule while the delivery is
-/// pending (at worst a second message carries it: at least once).
-fn carried(delivery: &Delivery, manual: bool) -> Disposition {
-    match (manual, delivery.state, delivery.next_attempt_at) {
-        (false, DeliveryState::Pending, Some(at)) => Disposition::Later(until(Utc::now(), at)),
-        _ => Disposition::Done,
-    }
+/// What [`Deliverer::claim`] came to.
+enum Claimed {
+    /// Claimed: the delivery as it now is, the claim on it.
+    Yes(Delivery),
+    /// Not this message's attempt to make (another message has the
+    /// schedule's, the schedule moved on, or the delivery expired).
+    No,
+    /// A fan-out's message at its first receipt found its delivery made
+    /// already: the item as it is.
+    Existing(Delivery),
 }
 
-fn until(now: DateTime<Utc>, at: DateTime<Utc>) -> Duration {
+pub(super) fn until(now: DateTime<Utc>, at: DateTime<Utc>) -> Duration {
     (at - now).to_std().unwrap_or(Duration::ZERO)
 }
 

@@ -1,9 +1,14 @@
-//! One event to its deliveries: the subscribed endpoints, a delivery item
-//! each (created once however many times the event arrives), a message each.
+//! One event to its deliveries: the subscribed endpoints, and a message
+//! each carrying the event. The fan-out writes nothing: the message's first
+//! receipt makes the delivery with its first attempt claimed in the same
+//! write (once, however many times the event is fanned out), so an attempt
+//! is written down before it is sent at no more writes than the delivery
+//! and its outcome.
 
-use super::items::{self, Created, NewDelivery};
+use super::items;
 use super::{DeliverError, Deliverer};
-use crate::webhooks::queue::DeliveryMessage;
+use crate::webhooks::deliveries::shard_of_event;
+use crate::webhooks::queue::{DeliveryMessage, QueuedEvent};
 use crate::webhooks::types::EventType;
 use chrono::Utc;
 use serde::Serialize;
@@ -70,10 +75,10 @@ impl Deliverer {
 
     /// Several events at once, each as its bus `detail-type` and `detail`
     /// (the events function's, from one `PutEvents` call): each event's
-    /// delivery items created, then every message sent, ten a call. The
-    /// answer is per event, in order: an event whose items or messages
-    /// failed is an error, to be fanned out again (its items are not made
-    /// twice; an unattempted one's message is sent again).
+    /// subscribers read, then every message sent, ten a call. The answer is
+    /// per event, in order: an event whose read or messages failed is an
+    /// error, to be fanned out again (a second message of an event makes no
+    /// second delivery: its first receipt finds the delivery made).
     pub async fn fan_out_all(
         &self,
         events: &[(&str, &Value)],
@@ -101,7 +106,7 @@ impl Deliverer {
         results
     }
 
-    /// One event's delivery items, created, and the messages they need.
+    /// One event's messages, one per endpoint that takes it now.
     async fn deliveries_of(
         &self,
         detail_type: &str,
@@ -126,24 +131,17 @@ impl Deliverer {
         if !endpoints.is_empty() {
             // Made only for an event someone takes.
             let body = payload(event_type, detail)?;
-            let now = Utc::now();
+            let event = QueuedEvent {
+                event_type: event_type.as_str().to_string(),
+                body,
+                fanned_out_at: Utc::now(),
+            };
             for endpoint in &endpoints {
-                let new = NewDelivery {
-                    webhook_id: endpoint.id,
-                    shards: endpoint.delivery_shards,
-                    event_id,
-                    event_type,
-                    body: &body,
-                };
-                match items::create(&self.client, &self.table, &new, now).await? {
-                    Created::New | Created::Unattempted => messages.push(DeliveryMessage {
-                        webhook_id: endpoint.id,
-                        shard: new.shard(),
-                        event_id: event_id.to_string(),
-                        manual: false,
-                    }),
-                    Created::Existing => {}
-                }
+                let shard = shard_of_event(event_id, endpoint.delivery_shards);
+                messages.push(DeliveryMessage {
+                    event: Some(event.clone()),
+                    ..DeliveryMessage::new(endpoint.id, shard, event_id, false)
+                });
             }
         }
         let fanned = FannedOut {

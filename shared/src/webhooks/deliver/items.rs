@@ -8,16 +8,16 @@
 //! conditional `UpdateItem`s on the item's key.
 
 use super::DeliverError;
-use crate::webhooks::queue::DeliveryMessage;
+use crate::webhooks::queue::{DeliveryMessage, QueuedEvent};
 use crate::webhooks::receiving::KeyStates;
 use crate::webhooks::types::EventType;
-use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-type Item = HashMap<String, AttributeValue>;
+pub(super) type Item = HashMap<String, AttributeValue>;
 
 /// The endpoint item's key, as the stored endpoints spell it.
 pub fn endpoint_key(webhook_id: u64) -> Item {
@@ -114,9 +114,65 @@ pub struct Delivery {
     pub schedule_step: u32,
     pub next_attempt_at: Option<DateTime<Utc>>,
     pub created_at: Option<DateTime<Utc>>,
+    /// The attempts claimed and not yet recorded, by the name of the
+    /// message that claimed each ([`DeliveryMessage::id`]): written before
+    /// an attempt is sent, replaced by the attempt when it is recorded.
+    /// `None` on an item made before claims were (its first claim writes
+    /// the whole map).
+    pub claims: Option<HashMap<String, Claim>>,
+    /// The claim among them that is the schedule's attempt at
+    /// `scheduleStep` (one at a time: a second copy of the message does not
+    /// send it again).
+    pub schedule_claim: Option<String>,
+    /// Whether the item exists: `false` for the one a fan-out's message
+    /// describes before its first receipt has made it.
+    #[serde(skip_deserializing, default = "stored_item")]
+    pub stored: bool,
+}
+
+fn stored_item() -> bool {
+    true
+}
+
+/// An attempt claimed before it is sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Claim {
+    pub at: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub manual: bool,
 }
 
 impl Delivery {
+    /// The attempt claimed under `message_id` and not yet recorded.
+    pub fn claim_of(&self, message_id: &str) -> Option<&Claim> {
+        self.claims
+            .as_ref()
+            .and_then(|claims| claims.get(message_id))
+    }
+
+    /// The delivery a fan-out's message describes, as its first receipt
+    /// will make it: pending, due now, nothing attempted.
+    pub fn unstored(message: &DeliveryMessage, event: &QueuedEvent) -> Delivery {
+        let partition = crate::webhooks::deliveries::partition(message.webhook_id, message.shard);
+        Delivery {
+            partition,
+            webhook_id: message.webhook_id,
+            event_id: message.event_id.clone(),
+            event_type: event.event_type.clone(),
+            body: event.body.clone(),
+            state: DeliveryState::Pending,
+            attempts: Vec::new(),
+            attempt_count: 0,
+            schedule_step: 0,
+            next_attempt_at: None,
+            created_at: Some(event.fanned_out_at),
+            claims: Some(HashMap::new()),
+            schedule_claim: None,
+            stored: false,
+        }
+    }
+
     /// Its event's type, and for an order's event the order's owner: what
     /// decides whether an endpoint still takes it.
     pub fn event(&self) -> (Option<EventType>, Option<u64>) {
@@ -160,13 +216,15 @@ pub struct StoredAttempt {
 }
 
 /// The last attempts a delivery keeps.
-pub const KEPT_ATTEMPTS: usize = 20;
+pub use crate::webhooks::deliveries::KEPT_ATTEMPTS;
 
-fn db_error(operation: &'static str) -> impl Fn(aws_sdk_dynamodb::Error) -> DeliverError {
+pub(super) fn db_error(
+    operation: &'static str,
+) -> impl Fn(aws_sdk_dynamodb::Error) -> DeliverError {
     move |error| DeliverError::Db(format!("{operation}: {error}"))
 }
 
-pub use crate::webhooks::deliveries::{Created, NewDelivery};
+pub use crate::webhooks::deliveries::{Created, NewDelivery, Start};
 
 fn stored_error(error: crate::db::DbError) -> DeliverError {
     DeliverError::Db(error.to_string())
@@ -196,119 +254,44 @@ pub async fn subscribers(
         .collect()
 }
 
-/// A pending delivery unless the event's exists (`deliveries::create`).
+/// The delivery as `start` makes it unless the event's exists
+/// (`deliveries::create`): `None` when made now, else the item as it is.
 pub async fn create(
     client: &Client,
     table: &str,
-    new: &NewDelivery<'_>,
-    now: DateTime<Utc>,
-) -> Result<Created, DeliverError> {
-    crate::webhooks::deliveries::create(client, table, new, now)
+    delivery: &Delivery,
+    shard: u16,
+    start: Start<'_>,
+) -> Result<Option<Delivery>, DeliverError> {
+    let event_type = EventType::parse(&delivery.event_type).ok_or_else(|| {
+        DeliverError::Message(format!("an event of type {}", delivery.event_type))
+    })?;
+    let new = NewDelivery {
+        webhook_id: delivery.webhook_id,
+        shard,
+        event_id: &delivery.event_id,
+        event_type,
+        body: &delivery.body,
+    };
+    let created_at = delivery.created_at.unwrap_or_else(Utc::now);
+    let created = crate::webhooks::deliveries::create(client, table, &new, start, created_at)
         .await
-        .map_err(stored_error)
-}
-
-/// The delivery items of a batch of messages and their endpoints', each
-/// endpoint once, read consistently in one call: a staff endpoint takes most
-/// events, so a batch's attempts share one read of it, not one each (the
-/// partition model's first limit for webhooks was reads of that one item).
-#[derive(Debug, Default)]
-pub struct BatchRead {
-    deliveries: HashMap<(String, String), Delivery>,
-    endpoints: HashMap<u64, Endpoint>,
-}
-
-impl BatchRead {
-    /// The delivery `message` names (`None`: expired) and its endpoint
-    /// (`None`: deleted), as the batch's read found them.
-    pub fn of(&self, message: &DeliveryMessage) -> (Option<Delivery>, Option<Endpoint>) {
-        let partition = crate::webhooks::deliveries::partition(message.webhook_id, message.shard);
-        let delivery = self
-            .deliveries
-            .get(&(partition, message.event_id.clone()))
-            .cloned();
-        let endpoint = self.endpoints.get(&message.webhook_id).cloned();
-        (delivery, endpoint)
-    }
-}
-
-/// The most keys one `BatchGetItem` takes.
-const BATCH_GET_KEYS: usize = 100;
-
-/// Reads every delivery `messages` name and each of their endpoints once,
-/// consistently, in one `BatchGetItem` per 100 keys (a queue batch of 10
-/// is one call).
-pub async fn deliveries_and_endpoints(
-    client: &Client,
-    table: &str,
-    messages: &[&DeliveryMessage],
-) -> Result<BatchRead, DeliverError> {
-    let mut keys: Vec<Item> = Vec::new();
-    let mut endpoints_named = std::collections::HashSet::new();
-    for message in messages {
-        let partition = crate::webhooks::deliveries::partition(message.webhook_id, message.shard);
-        let key = delivery_key(&partition, &message.event_id);
-        if !keys.contains(&key) {
-            keys.push(key);
-        }
-        if endpoints_named.insert(message.webhook_id) {
-            keys.push(endpoint_key(message.webhook_id));
-        }
-    }
-    let mut read = BatchRead::default();
-    for chunk in keys.chunks(BATCH_GET_KEYS) {
-        for item in batch_get(client, table, chunk.to_vec()).await? {
-            let as_read = |e: serde_dynamo::Error| DeliverError::Item(e.to_string());
-            match item.get("SK") {
-                Some(AttributeValue::S(sk)) if sk == "ENDPOINT" => {
-                    let endpoint: Endpoint = serde_dynamo::from_item(item).map_err(as_read)?;
-                    read.endpoints.insert(endpoint.id, endpoint);
-                }
-                _ => {
-                    let delivery: Delivery = serde_dynamo::from_item(item).map_err(as_read)?;
-                    let key = (delivery.partition.clone(), delivery.event_id.clone());
-                    read.deliveries.insert(key, delivery);
-                }
+        .map_err(stored_error)?;
+    match created {
+        Created::New => Ok(None),
+        Created::Existing(Some(item)) => serde_dynamo::from_item(item)
+            .map(Some)
+            .map_err(|e| DeliverError::Item(e.to_string())),
+        Created::Existing(None) => {
+            let found = self::delivery(client, table, &delivery.partition, &delivery.event_id);
+            match found.await? {
+                Some(found) => Ok(Some(found)),
+                None => Err(DeliverError::Db(format!(
+                    "the delivery {}/{} exists and cannot be read",
+                    delivery.webhook_id, delivery.event_id
+                ))),
             }
         }
-    }
-    Ok(read)
-}
-
-/// The items under `keys` (at most 100), read consistently; unprocessed
-/// keys (throttling) are asked again, as the SDK does not.
-async fn batch_get(
-    client: &Client,
-    table: &str,
-    keys: Vec<Item>,
-) -> Result<Vec<Item>, DeliverError> {
-    let keys = KeysAndAttributes::builder()
-        .set_keys(Some(keys))
-        .consistent_read(true)
-        .build()
-        .map_err(|e| DeliverError::Db(e.to_string()))?;
-    let mut pending = Some(keys);
-    let mut found = Vec::new();
-    for _ in 0..5 {
-        let Some(keys) = pending.take() else { break };
-        let out = client
-            .batch_get_item()
-            .request_items(table, keys)
-            .send()
-            .await
-            .map_err(|e| db_error("BatchGetItem delivery")(e.into()))?;
-        found.extend(
-            out.responses
-                .and_then(|mut r| r.remove(table))
-                .unwrap_or_default(),
-        );
-        pending = out.unprocessed_keys.and_then(|mut r| r.remove(table));
-    }
-    match pending {
-        None => Ok(found),
-        Some(_) => Err(DeliverError::Db(
-            "BatchGetItem delivery: keys left unprocessed".into(),
-        )),
     }
 }
 

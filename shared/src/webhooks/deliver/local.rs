@@ -48,7 +48,7 @@ impl DeliveryQueue for LocalQueue {
     fn send(&self, messages: Vec<DeliveryMessage>) -> BoxFuture<'_, Result<(), QueueError>> {
         let sent = messages
             .into_iter()
-            .try_for_each(|message| self.sender.send((message, 1)));
+            .try_for_each(|message| self.sender.send((message, 1)).map_err(|_| ()));
         Box::pin(async move { sent.map_err(|_| QueueError("the local queue has stopped".into())) })
     }
 }

@@ -2,14 +2,16 @@
 //! event source mappings, [`sqs`]) and under `make run` ([`local`]):
 //!
 //! - [`Deliverer::fan_out_all`]: the events one `PutEvents` call published
-//!   (the `events` function's, from its stream batch) to one delivery item
-//!   per subscribed endpoint and one message each on the deliveries queue,
+//!   (the `events` function's, from its stream batch) to one message per
+//!   subscribed endpoint on the deliveries queue, each carrying its event,
 //!   ten a send; [`Deliverer::fan_out`] one event as EventBridge hands it to
 //!   a target (the release before's events queue, drained by the `webhooks`
 //!   function);
 //! - [`Deliverer::deliver`]: one message of the deliveries queue to one
-//!   attempt, recorded, and what the queue does with the message next
-//!   ([`Disposition`]: done, or back after a delay).
+//!   attempt, claimed before it is sent (at the message's first receipt,
+//!   by the write that makes the delivery), recorded in the claim's place,
+//!   and what the queue does with the message next ([`Disposition`]: done,
+//!   or back after a delay).
 //!
 //! The queue is the engine: retries are the message coming back when its
 //! delay is over, never a loop polling the table.
@@ -21,7 +23,9 @@ pub mod items;
 pub mod lambda;
 pub mod local;
 mod observe;
+mod read;
 mod record;
+mod recorded;
 pub mod slots;
 pub mod sqs;
 

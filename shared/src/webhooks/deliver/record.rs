@@ -1,10 +1,12 @@
 //! An attempt written down: the delivery's new state and attempts, and the
-//! endpoint's failure state (`failingSince`, disabling). Every write is
-//! conditional on what was read, so two copies of one message (SQS delivers
-//! at least once) record one outcome, never two.
+//! endpoint's failure state (`failingSince`, disabling), and the claim
+//! written before an attempt is sent. Every write is conditional on what
+//! was read, so two copies of one message (SQS delivers at least once)
+//! record one outcome, never two.
 
 use super::items::{
-    delivery_key, endpoint_key, n, s, time, Delivery, DeliveryState, StoredAttempt, KEPT_ATTEMPTS,
+    delivery_key, endpoint_key, n, s, time, Claim, Delivery, DeliveryState, StoredAttempt,
+    KEPT_ATTEMPTS,
 };
 use super::DeliverError;
 use crate::webhooks::attempt::{Attempt, Outcome};
@@ -13,6 +15,7 @@ use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
+use std::collections::HashMap;
 
 /// What becomes of a delivery after an attempt.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,12 +41,67 @@ pub fn stored(attempt: &Attempt, manual: bool) -> StoredAttempt {
     }
 }
 
-/// Records `attempt` on `delivery` as read: `false` when another copy of
-/// the message recorded first (the item changed since it was read).
+/// Claims an attempt of `delivery` as read for the message named
+/// `message_id`, before it is sent: `false` when the delivery changed so
+/// that the attempt is not this message's to make. A scheduled attempt
+/// (not `manual`) is claimed once per schedule step: another copy of the
+/// message, or a message whose step another attempt has moved on, finds the
+/// condition false and leaves the schedule to the message that claimed.
+pub async fn claim(
+    client: &Client,
+    table: &str,
+    delivery: &Delivery,
+    message_id: &str,
+    manual: bool,
+    at: DateTime<Utc>,
+) -> Result<bool, DeliverError> {
+    let stored = Claim { at, manual };
+    let claim =
+        serde_dynamo::to_attribute_value(&stored).map_err(|e| DeliverError::Item(e.to_string()))?;
+    let mut update = client
+        .update_item()
+        .table_name(table)
+        .set_key(Some(delivery_key(&delivery.partition, &delivery.event_id)))
+        .expression_attribute_names("#claims", "claims");
+    let (mut set, mut condition) = match delivery.claims {
+        Some(_) => {
+            update = update
+                .expression_attribute_names("#claim", message_id)
+                .expression_attribute_values(":claim", claim);
+            let set = "SET #claims.#claim = :claim";
+            (set.to_string(), "attribute_exists(#claims)".to_string())
+        }
+        None => {
+            let claims = AttributeValue::M(HashMap::from([(message_id.to_string(), claim)]));
+            update = update.expression_attribute_values(":claims", claims);
+            let set = "SET #claims = :claims";
+            (set.to_string(), "attribute_not_exists(#claims)".to_string())
+        }
+    };
+    if !manual {
+        set.push_str(", scheduleClaim = :id");
+        condition.push_str(" AND scheduleStep = :step AND #state = :pending");
+        condition.push_str(" AND attribute_not_exists(scheduleClaim)");
+        update = update
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":id", s(message_id))
+            .expression_attribute_values(":step", n(delivery.schedule_step))
+            .expression_attribute_values(":pending", s("pending"));
+    }
+    let update = update
+        .update_expression(set)
+        .condition_expression(condition);
+    conditional(update.send().await.map(|_| ()), "UpdateItem delivery")
+}
+
+/// Records `attempt`, claimed under `message_id`, on `delivery` as read,
+/// the claim replaced by it: `false` when the item changed since it was
+/// read (another attempt recorded first, or this write's answer was lost).
 pub async fn record_attempt(
     client: &Client,
     table: &str,
     delivery: &Delivery,
+    message_id: &str,
     attempt: StoredAttempt,
     next: &NextState,
 ) -> Result<bool, DeliverError> {
@@ -57,8 +115,10 @@ pub async fn record_attempt(
         .update_item()
         .table_name(table)
         .set_key(Some(delivery_key(&delivery.partition, &delivery.event_id)))
-        .condition_expression("attemptCount = :seen")
+        .condition_expression("attemptCount = :seen AND attribute_exists(#claims.#claim)")
         .expression_attribute_names("#state", "state")
+        .expression_attribute_names("#claims", "claims")
+        .expression_attribute_names("#claim", message_id)
         .expression_attribute_values(":seen", n(delivery.attempt_count))
         .expression_attribute_values(":count", n(delivery.attempt_count + 1))
         .expression_attribute_values(":attempts", attempts)
@@ -66,11 +126,15 @@ pub async fn record_attempt(
         .expression_attribute_values(":step", n(next.schedule_step))
         .expression_attribute_values(":expires", n(expires_at(now)));
     let set = "SET attempts = :attempts, attemptCount = :count, #state = :state, scheduleStep = :step, expiresAt = :expires";
+    let mut remove = "REMOVE #claims.#claim".to_string();
+    if delivery.schedule_claim.as_deref() == Some(message_id) {
+        remove.push_str(", scheduleClaim");
+    }
     update = match next.next_attempt_at {
         Some(at) => update
-            .update_expression(format!("{set}, nextAttemptAt = :next"))
+            .update_expression(format!("{set}, nextAttemptAt = :next {remove}"))
             .expression_attribute_values(":next", s(time(at))),
-        None => update.update_expression(format!("{set} REMOVE nextAttemptAt")),
+        None => update.update_expression(format!("{set} {remove}, nextAttemptAt")),
     };
     conditional(update.send().await.map(|_| ()), "UpdateItem delivery")
 }

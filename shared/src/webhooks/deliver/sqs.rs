@@ -136,7 +136,14 @@ pub async fn handle_batch(
             continue;
         }
         match serde_json::from_str::<DeliveryMessage>(body) {
-            Ok(message) => messages.push((index, message, receives(record))),
+            Ok(mut message) => {
+                if message.id.is_empty() {
+                    // Sent before messages named themselves: SQS's name
+                    // for it is as stable across its receipts.
+                    message.id = record.message_id.clone().unwrap_or_default();
+                }
+                messages.push((index, message, receives(record)))
+            }
             Err(e) => handled[index] = Some(Err(DeliverError::Message(e.to_string()))),
         }
     }

@@ -15,6 +15,9 @@ fn delivery() -> Delivery {
         schedule_step: 0,
         next_attempt_at: None,
         created_at: None,
+        claims: None,
+        schedule_claim: None,
+        stored: true,
     }
 }
 

@@ -1,0 +1,189 @@
+//! An attempt written down in its claim's place: the delivery's next
+//! state by the schedule, the endpoint's failure state, and what becomes of
+//! the message (section 9, "Delivery").
+
+use super::delivery::until;
+use super::items::{self, Delivery, DeliveryState, Endpoint};
+use super::record::{self, NextState};
+use super::{DeliverError, Deliverer, Disposition};
+use crate::webhooks::attempt::{Attempt, FailureKind, Outcome};
+use crate::webhooks::schedule;
+use chrono::{DateTime, Utc};
+use std::time::Duration;
+
+/// Why an endpoint is disabled, as `disabledReason` says it.
+pub const GONE_REASON: &str = "the endpoint answered 410 Gone";
+pub const FAILING_REASON: &str = "every attempt failed for 3 days";
+/// How many times an attempt is written down against other writes to its
+/// delivery before the message is handed back (then tried again whole).
+const RECORD_TRIES: u32 = 5;
+/// The first wait before writing an attempt down again after an error
+/// (doubling): a throttled or unreachable table, for a few seconds at most.
+const RECORD_BACKOFF: Duration = Duration::from_millis(100);
+
+impl Deliverer {
+    /// Writes the attempt down in place of its claim (`id`, the claiming
+    /// message's name) and says what becomes of the message.
+    ///
+    /// Every attempt made is recorded: when another attempt of the delivery
+    /// recorded first (a retry by hand beside a scheduled one), the
+    /// delivery is read again and this attempt is added to it as it now
+    /// is. Only the scheduled attempt at the step it read moves the
+    /// schedule, and its message then carries the next attempt; any other
+    /// attempt leaves the schedule to the message that owns it, so a
+    /// pending delivery always keeps one. The endpoint's failure state
+    /// follows the attempt's outcome (not an interrupted one's: `endpoint`
+    /// `None`).
+    pub(super) async fn record(
+        &self,
+        delivery: &Delivery,
+        endpoint: Option<&Endpoint>,
+        attempt: &Attempt,
+        id: &str,
+        manual: bool,
+    ) -> Result<Disposition, DeliverError> {
+        let (client, table) = (&self.client, self.table.as_str());
+        // The endpoint first: the delivery's new state is the last write,
+        // so whoever sees it sees the endpoint's too (410: disabled).
+        if let Some(endpoint) = endpoint {
+            self.endpoint_state(endpoint, &attempt.outcome, attempt.at)
+                .await?;
+        }
+        let stored = record::stored(attempt, manual);
+        let mut seen = delivery.clone();
+        for tried in 1..=RECORD_TRIES {
+            let moves_schedule = !manual
+                && seen.state == DeliveryState::Pending
+                && seen.schedule_step == delivery.schedule_step;
+            let next = self.next_state(&seen, attempt, moves_schedule);
+            match record::record_attempt(client, table, &seen, id, stored.clone(), &next).await {
+                Ok(true) => {
+                    super::observe::attempt_made(&seen, attempt, &next, manual);
+                    return Ok(match next.next_attempt_at {
+                        Some(at) if moves_schedule && next.state == DeliveryState::Pending => {
+                            Disposition::Later(until(Utc::now(), at))
+                        }
+                        _ => Disposition::Done,
+                    });
+                }
+                Ok(false) => {} // another write came first: read it
+                Err(error) if tried < RECORD_TRIES => {
+                    tracing::warn!(%error, webhook_id = seen.webhook_id, "webhook attempt not yet recorded");
+                    tokio::time::sleep(RECORD_BACKOFF * (1 << tried)).await;
+                }
+                // The claim stays: the message's next receipt records the
+                // attempt as interrupted.
+                Err(error) => return Err(error),
+            }
+            let fresh = items::delivery(client, table, &seen.partition, &seen.event_id).await?;
+            let Some(fresh) = fresh else {
+                return Ok(Disposition::Done); // expired meanwhile
+            };
+            if fresh.claim_of(id).is_none() {
+                // Only this write takes the claim away: one whose answer
+                // was lost was made after all.
+                return Ok(carried(&fresh, manual));
+            }
+            seen = fresh;
+        }
+        Err(DeliverError::Db(format!(
+            "the attempt on {}/{} met {RECORD_TRIES} other writes in a row",
+            delivery.webhook_id, delivery.event_id
+        )))
+    }
+
+    /// The delivery after `attempt`: delivered; or pending until the
+    /// schedule's next time; or failed after the last (or on 410 or a
+    /// payload too large, which no retry mends). An attempt that does not
+    /// move the schedule (by hand, or one another attempt overtook) changes
+    /// nothing but on success: the schedule goes on as it was.
+    fn next_state(
+        &self,
+        delivery: &Delivery,
+        attempt: &Attempt,
+        moves_schedule: bool,
+    ) -> NextState {
+        let step = if moves_schedule {
+            delivery.schedule_step + 1
+        } else {
+            delivery.schedule_step
+        };
+        let failure = match &attempt.outcome {
+            Outcome::Delivered { .. } => {
+                return NextState {
+                    state: DeliveryState::Delivered,
+                    next_attempt_at: None,
+                    schedule_step: step,
+                }
+            }
+            Outcome::Failed(failure) => failure,
+        };
+        let failed = NextState {
+            state: DeliveryState::Failed,
+            next_attempt_at: None,
+            schedule_step: step,
+        };
+        if attempt.outcome.is_gone() || failure.kind == FailureKind::TooLarge {
+            return failed;
+        }
+        if !moves_schedule {
+            let (state, next_attempt_at) = (delivery.state, delivery.next_attempt_at);
+            return NextState {
+                state,
+                next_attempt_at,
+                schedule_step: step,
+            };
+        }
+        let retry_after = failure.retry_after;
+        match self
+            .schedule
+            .next_attempt(step, attempt.at, retry_after, schedule::jitter())
+        {
+            Some(at) => NextState {
+                state: DeliveryState::Pending,
+                next_attempt_at: Some(at),
+                schedule_step: step,
+            },
+            None => failed,
+        }
+    }
+
+    /// The endpoint after an attempt: no longer failing on success; failing
+    /// since its first failure, disabled after 3 days of them or at once on 410.
+    async fn endpoint_state(
+        &self,
+        endpoint: &Endpoint,
+        outcome: &Outcome,
+        at: DateTime<Utc>,
+    ) -> Result<(), DeliverError> {
+        let (client, table) = (&self.client, self.table.as_str());
+        if let Outcome::Delivered { .. } = outcome {
+            if endpoint.failing_since.is_some() {
+                record::endpoint_succeeded(client, table, endpoint.id).await?;
+            }
+            return Ok(());
+        }
+        if outcome.is_gone() {
+            record::disable(client, table, endpoint.id, GONE_REASON).await?;
+            return Ok(());
+        }
+        let since = match endpoint.failing_since {
+            Some(since) => Some(since),
+            None => record::endpoint_failed(client, table, endpoint.id, at).await?,
+        };
+        if since.is_some_and(|since| schedule::disables(since, at)) {
+            record::disable(client, table, endpoint.id, FAILING_REASON).await?;
+        }
+        Ok(())
+    }
+}
+
+/// What becomes of a message whose attempt `delivery` already shows: a
+/// scheduled one goes on carrying the schedule while the delivery is
+/// pending (at worst a second message carries it: at least once).
+fn carried(delivery: &Delivery, manual: bool) -> Disposition {
+    match (manual, delivery.state, delivery.next_attempt_at) {
+        (false, DeliveryState::Pending, Some(at)) => Disposition::Later(until(Utc::now(), at)),
+        _ => Disposition::Done,
+    }
+}

@@ -1,0 +1,58 @@
+use super::*;
+use chrono::TimeZone;
+
+#[test]
+fn a_cursor_names_one_event_and_is_refused_in_any_other_form() {
+    let position = ListPosition::of_event("19f1d8ce200-e1-0");
+    let cursor = position.cursor();
+    assert_eq!(cursor, "d31396631643863653230302d65312d30");
+    assert_eq!(ListPosition::from_cursor(&cursor), Some(position));
+    for refused in [
+        "",
+        "d",
+        "d3",
+        "d313",
+        "D3139",
+        "d31Z9",
+        "d3A39",
+        "p0000000000003039",
+    ] {
+        let read = ListPosition::from_cursor(refused);
+        assert!(read.is_none(), "{refused}: {read:?}");
+    }
+    assert_eq!(ListPosition::from_cursor("dfd"), None, "not ASCII");
+    assert_eq!(
+        ListPosition::from_cursor("d1f"),
+        None,
+        "a control character"
+    );
+    // Every cursor of the documented pattern is a position.
+    for first in b'2'..=b'7' {
+        for second in b"0123456789abcdef" {
+            let cursor = format!("d{}{}", first as char, *second as char);
+            assert!(ListPosition::from_cursor(&cursor).is_some(), "{cursor}");
+        }
+    }
+    let long = format!("d{}", "61".repeat(MAX_EVENT_ID + 1));
+    assert_eq!(ListPosition::from_cursor(&long), None);
+}
+
+#[test]
+fn event_ids_sort_as_their_times_and_keep_their_shard() {
+    let at = |seconds| Utc.timestamp_opt(seconds, 0).single().unwrap_or_default();
+    let earlier = timed_event_id(at(1_700_000_000), "ffff-9");
+    let later = timed_event_id(at(1_700_000_001), "0000-0");
+    assert!(earlier < later, "{earlier} < {later}");
+    assert_eq!(earlier, "18bcfe56800-ffff-9");
+    // Part of the stored layout: a delivery's key depends on these.
+    let shards: Vec<u16> = ["a", "b", "19f1d8ce200-e1-0"]
+        .iter()
+        .map(|id| shard_of_event(id, 8))
+        .collect();
+    assert_eq!(shards, [0, 5, 5]);
+    assert_eq!(shard_of_event("anything", 1), 0);
+    let spread: std::collections::HashSet<u16> = (0..200)
+        .map(|i| shard_of_event(&format!("19f1d8ce200-e{i}-0"), 8))
+        .collect();
+    assert_eq!(spread.len(), 8, "every shard is used");
+}
