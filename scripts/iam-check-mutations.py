@@ -116,8 +116,8 @@ MUTATIONS = [
     (
         "EventsRole",
         '                    dynamodb:LeadingKeys: ["WEBHOOK#*"]\n',
-        "EventsFunction: dynamodb:PutItem on DataTable",
-        "the events function's fan-out writes widened to every item (a pet, a key)",
+        "EventsFunction: dynamodb:BatchGetItem on DataTable",
+        "the events function's fan-out reads widened to every item (a category)",
         '                    dynamodb:LeadingKeys: ["*"]\n',
     ),
     (

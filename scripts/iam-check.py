@@ -85,9 +85,13 @@ EXPECTED_DENIALS = [
     # The events function reads the table through its stream, no other
     # stream (SAM's own role for a DynamoDB event would read them all); its
     # hold sweep touches only orders, their pets and hold counts, and its
-    # webhooks fan-out only reads keys and endpoints and puts deliveries: no
-    # key written, no other item put, no other index.
+    # webhooks fan-out only reads keys and endpoints (a delivery is made by
+    # its message's first receipt, in the webhooks function): no key
+    # written, no delivery or other item put, no other item read in
+    # batches, no other index.
     ("EventsFunction", "dynamodb:PutItem", "DataTable", [API_KEY]),
+    ("EventsFunction", "dynamodb:PutItem", "DataTable", ["WEBHOOK#1#0"]),
+    ("EventsFunction", "dynamodb:BatchGetItem", "DataTable", ["CATEGORY#1"]),
     ("EventsFunction", "dynamodb:UpdateItem", "DataTable", [API_KEY]),
     ("EventsFunction", "dynamodb:UpdateItem", "DataTable", ["WEBHOOK#1"]),
     ("EventsFunction", "dynamodb:DeleteItem", "DataTable", ["WEBHOOK#1"]),
