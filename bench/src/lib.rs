@@ -31,6 +31,7 @@ pub mod client;
 pub mod cost;
 pub mod dynamo;
 pub mod events;
+pub mod lambda_process;
 pub mod left_behind;
 pub mod load;
 pub mod log_lines;

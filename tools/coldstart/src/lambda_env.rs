@@ -4,6 +4,7 @@
 //! spawns the bootstraps with these.
 
 use petstore_bench::client::Error;
+use petstore_bench::lambda_process::{env_pairs, lambda_environment, LambdaProcess};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -127,55 +128,20 @@ pub fn lambda_command(
         }
         None => Command::new(setup.bootstrap),
     };
-    command
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("TZ", ":UTC")
-        .env("LANG", "en_US.UTF-8")
-        .env("AWS_LAMBDA_RUNTIME_API", runtime_api.to_string())
-        .env("AWS_LAMBDA_FUNCTION_NAME", function.name)
-        .env(
-            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
-            setup.memory_mb.to_string(),
-        )
-        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-        .env(
-            "AWS_LAMBDA_LOG_GROUP_NAME",
-            format!("/aws/lambda/{}", function.name),
-        )
-        .env("AWS_LAMBDA_LOG_STREAM_NAME", "2025/01/01/[$LATEST]bench")
-        .env("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
-        .env("AWS_EXECUTION_ENV", "AWS_Lambda_provided.al2023")
-        .env("LAMBDA_TASK_ROOT", "/var/task")
-        .env("_HANDLER", "bootstrap")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_DEFAULT_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env("AWS_SESSION_TOKEN", "local")
-        .env("AWS_ENDPOINT_URL_DYNAMODB", setup.dynamodb_endpoint)
-        // What the template's LoggingConfig (JSON, LogLevel INFO) sets; no
-        // RUST_LOG, which Lambda does not set and which would override it.
-        .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
-        .env("AWS_LAMBDA_LOG_LEVEL", "INFO")
+    let process = LambdaProcess {
+        function: function.name,
+        memory_mb: setup.memory_mb,
+        runtime_api,
+        dynamodb_endpoint: setup.dynamodb_endpoint,
+    };
+    lambda_environment(&mut command, &process)
         .envs(function.env.iter().copied())
-        .envs(extra_env())
+        .envs(env_pairs("BENCH_COLD_ENV"))
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log.try_clone()?)
         .kill_on_drop(true);
     Ok(command)
-}
-
-/// `BENCH_COLD_ENV="NAME=value,NAME2=value"`: more variables for the
-/// functions, to try a change without a rebuild (e.g. `SSL_CERT_DIR`).
-fn extra_env() -> Vec<(String, String)> {
-    std::env::var("BENCH_COLD_ENV")
-        .unwrap_or_default()
-        .split(',')
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(k, v)| (k.trim().to_string(), v.to_string()))
-        .collect()
 }
 
 /// The event of `setup`'s function.

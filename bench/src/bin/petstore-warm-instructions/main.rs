@@ -39,6 +39,7 @@ mod runtime_api;
 
 use bytes::Bytes;
 use petstore_bench::client::Error;
+use petstore_bench::lambda_process::{env_pairs, lambda_environment, LambdaProcess};
 use petstore_bench::processes::DynamoDbLocal;
 use petstore_bench::{api_key, env_or};
 use runtime_api::{serve, RuntimeApi, Seen};
@@ -273,49 +274,21 @@ fn lambda_command(
     command
         .arg("--tool=callgrind")
         .arg(format!("--callgrind-out-file={}.%p", prefix.display()))
-        .arg(&setup.row.bootstrap)
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("TZ", ":UTC")
-        .env("LANG", "en_US.UTF-8")
-        .env("AWS_LAMBDA_RUNTIME_API", runtime_api.to_string())
-        .env("AWS_LAMBDA_FUNCTION_NAME", function)
-        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
-        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-        .env(
-            "AWS_LAMBDA_LOG_GROUP_NAME",
-            format!("/aws/lambda/{function}"),
-        )
-        .env("AWS_LAMBDA_LOG_STREAM_NAME", "2025/01/01/[$LATEST]bench")
-        .env("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
-        .env("AWS_EXECUTION_ENV", "AWS_Lambda_provided.al2023")
-        .env("LAMBDA_TASK_ROOT", "/var/task")
-        .env("_HANDLER", "bootstrap")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_DEFAULT_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env("AWS_SESSION_TOKEN", "local")
-        .env("AWS_ENDPOINT_URL_DYNAMODB", &setup.dynamodb)
-        .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
-        .env("AWS_LAMBDA_LOG_LEVEL", "INFO")
+        .arg(&setup.row.bootstrap);
+    let process = LambdaProcess {
+        function,
+        memory_mb: 128,
+        runtime_api,
+        dynamodb_endpoint: &setup.dynamodb,
+    };
+    lambda_environment(&mut command, &process)
         .env("KEY_CACHE_SECONDS", "3600")
-        .envs(extra_env())
+        .envs(env_pairs("WARM_ENV"))
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log.try_clone()?)
         .kill_on_drop(true);
     Ok(command)
-}
-
-/// `WARM_ENV="NAME=value,NAME2=value"`.
-fn extra_env() -> Vec<(String, String)> {
-    std::env::var("WARM_ENV")
-        .unwrap_or_default()
-        .split(',')
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(k, v)| (k.trim().to_string(), v.to_string()))
-        .collect()
 }
 
 /// An API Gateway HTTP API (payload 2.0) event, as `tools/coldstart` sends it.
