@@ -24,7 +24,7 @@ use serde::Deserialize;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::process::{Child, Command};
 use tokio::sync::{watch, Notify};
@@ -354,32 +354,7 @@ async fn next_invocation(api: &RuntimeApi, now: Instant) -> Response<Full<Bytes>
         timeline.next_at.push(Instant::now());
         timeline.cpu_at_next.push(cpu);
     }
-    let deadline = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        + Duration::from_secs(30);
-    Response::builder()
-        .status(StatusCode::OK)
-        .header("content-type", "application/json")
-        .header(
-            "lambda-runtime-aws-request-id",
-            format!("bench-request-{served}"),
-        )
-        .header(
-            "lambda-runtime-deadline-ms",
-            deadline.as_millis().to_string(),
-        )
-        .header(
-            "lambda-runtime-invoked-function-arn",
-            api.function_arn.as_str(),
-        )
-        .header(
-            "lambda-runtime-trace-id",
-            "Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sampled=0",
-        )
-        .body(Full::new(api.event.clone()))
-        // Header values are ASCII we made (the ARN from a function name of ours).
-        .expect("a response of valid headers builds")
+    petstore_bench::lambda_process::invocation(served, &api.function_arn, api.event.clone())
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
 use tokio::net::TcpListener;
 use tokio::process::Command;
 use tokio::sync::Notify;
@@ -134,29 +134,6 @@ async fn next_invocation(api: &RuntimeApi) -> Response<Full<Bytes>> {
         // No more work: the process waits here until it is killed.
         std::future::pending::<()>().await;
     }
-    let deadline = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        + Duration::from_secs(30);
-    Response::builder()
-        .status(StatusCode::OK)
-        .header("content-type", "application/json")
-        .header(
-            "lambda-runtime-aws-request-id",
-            format!("bench-request-{served}"),
-        )
-        .header(
-            "lambda-runtime-deadline-ms",
-            deadline.as_millis().to_string(),
-        )
-        .header(
-            "lambda-runtime-invoked-function-arn",
-            "arn:aws:lambda:us-east-1:123456789012:function:bench",
-        )
-        .header(
-            "lambda-runtime-trace-id",
-            "Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sampled=0",
-        )
-        .body(Full::new(api.event.clone()))
-        .unwrap_or_default()
+    let arn = "arn:aws:lambda:us-east-1:123456789012:function:bench";
+    petstore_bench::lambda_process::invocation(served, arn, api.event.clone())
 }
