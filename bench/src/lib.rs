@@ -54,6 +54,15 @@ pub mod webhook_lines;
 pub mod webhook_results;
 pub mod webhooks;
 
+/// Cargo's target directory for the workspace at `root`: `CARGO_TARGET_DIR`,
+/// else `root/target`, where the tools find the builds they run and write
+/// their figures.
+pub fn target_dir(root: &std::path::Path) -> std::path::PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+}
+
 pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
         .ok()

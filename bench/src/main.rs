@@ -46,9 +46,7 @@ struct Settings {
 impl Settings {
     fn from_env() -> Result<Settings, Error> {
         let root = std::env::current_dir()?;
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root.join("target"));
+        let target = petstore_bench::target_dir(&root);
         let oha = std::env::var_os("BENCH_OHA")
             .map(PathBuf::from)
             .unwrap_or_else(|| root.join(".local/bin/oha"));

@@ -16,7 +16,7 @@ use petstore_bench::load::{self, Shape};
 use petstore_bench::processes::{DynamoDbLocal, PetstoreLocal};
 use petstore_bench::results::Mix;
 use petstore_bench::{api_key, env_or};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 #[tokio::main]
@@ -29,9 +29,7 @@ async fn main() {
 
 async fn run() -> Result<(), Error> {
     let root = std::env::current_dir()?;
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let target = petstore_bench::target_dir(&root);
     let service = target.join("release/petstore-local");
     let admin = target.join("debug/petstore-admin");
     let out = target.join("bench");

@@ -54,9 +54,7 @@ fn default_order_rate(template: &str) -> Option<String> {
 
 async fn run() -> Result<(), Error> {
     let root = std::env::current_dir()?;
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let target = petstore_bench::target_dir(&root);
     let out = target.join("bench");
     std::fs::create_dir_all(&out)?;
     let orders = std::env::var("BENCH_PARTITION_ORDERS")

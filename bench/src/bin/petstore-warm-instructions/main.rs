@@ -79,9 +79,7 @@ async fn main() {
 
 async fn run() -> Result<(), Error> {
     let root = std::env::current_dir()?;
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let target = petstore_bench::target_dir(&root);
     let out = target.join("bench/callgrind");
     std::fs::create_dir_all(&out)?;
     let rows = rows(&target)?;
