@@ -17,11 +17,14 @@ or a hook here serves no listed rule.
 """
 
 import re
+import time
 import uuid
 from pathlib import Path
 
 import schemathesis
 import yaml
+from schemathesis.openapi.checks import IgnoredAuth
+from schemathesis.specs.openapi.checks import ignored_auth
 
 HEADER = "idempotency-key"
 MAX_LENGTH = 255
@@ -111,3 +114,33 @@ def webhook_urls_within_the_rules(ctx, case, **kwargs):
     body = case.body
     if isinstance(body, dict) and isinstance(body.get("url"), str) and 1 <= len(body["url"]) <= 2048:
         body["url"] = WEBHOOK_URL
+
+
+# --- The source limit under the auth probes (contract section 4) -------------
+#
+# schemathesis's `ignored_auth` check probes each operation without a key
+# and with an invalid one, once per operation a run: about 60 requests
+# without a valid key, which contract section 4 counts against their source
+# (127.0.0.1, the free plan: 60 a minute). When a minute holds more of them
+# than that, a probe is answered 429, the right answer, which the check does
+# not retry and reported as auth not enforced (seen once under `make test`'s
+# parallel load). This check is `ignored_auth` itself (conformance.sh
+# excludes the built-in one), its probes sent again after a wait when, and
+# only when, a probe met the source limit: any other answer fails as before.
+
+SOURCE_LIMITED = "`429 "
+# Waits before the probes go again, seconds: past a minute in all, the
+# source limit's window.
+PROBE_WAITS = (10, 20, 40)
+
+
+@schemathesis.check
+def ignored_auth_past_the_source_limit(ctx, response, case):
+    for wait in PROBE_WAITS:
+        try:
+            return ignored_auth(ctx, response, case)
+        except IgnoredAuth as failure:
+            if SOURCE_LIMITED not in failure.message:
+                raise
+            time.sleep(wait)
+    return ignored_auth(ctx, response, case)
