@@ -4,9 +4,10 @@
 //! and delivery ids as any fan-out), and an event whose fan-out failed
 //! counts as unpublished, so its record is delivered again (batch item
 //! failure, then Lambda's bisecting retries and the dead-letter queue) and
-//! nothing is lost. A record delivered again creates no second delivery: a
-//! delivery's id is its endpoint's and its event's, and its item is put only
-//! if absent.
+//! nothing is lost. A record delivered again creates no second delivery:
+//! the fan-out writes nothing, and each message's first receipt (in the
+//! `webhooks` function) puts its delivery only if absent, the id being its
+//! endpoint's and its event's.
 //!
 //! This takes the place of the bus rule and events queue that carried each
 //! event to the `webhooks` function: no SQS message per event, no receive
