@@ -209,8 +209,9 @@ async fn inventory_lists_show_each_stock_change_and_resume_past_a_deleted_pet() 
 
 #[tokio::test]
 async fn a_backfill_gives_pets_written_before_the_inventory_index_their_entries() {
-    // Given a pet whose item predates the inventory index (no GSI5PK)
-    let app = TestApp::spawn().await;
+    // Given a pet whose item predates the inventory index (no GSI5PK), and
+    // so holds its stock (written as layout 1 writes pets, 1.0.0's way)
+    let app = TestApp::spawn_with(|name| (name == "DATA_LAYOUT").then(|| "1".into())).await;
     let (old, new) = (pet(&app, "available").await, pet(&app, "sold").await);
     let db = &app.app.db;
     let key = |id: u64| {

@@ -4,8 +4,10 @@
 //! | item change | events |
 //! |---|---|
 //! | pet created | `PetCreated`, then `StockChanged` from 0 (its first level, even 0) |
-//! | pet changed | `PetUpdated` if its record (name, category, status) changed; `StockChanged` if its stock did |
+//! | pet changed | `PetUpdated` if its record (name, category, status) changed; `StockChanged` if its stock did (a pet item that holds its stock) |
 //! | pet removed | `PetDeleted` (its inventory entry goes with it: no `StockChanged`) |
+//! | stock item changed | `StockChanged` if its stock did |
+//! | stock item created or removed | none (the pet's creation or removal says it; a pet's stock moved to its stock item by migration 0001 did not change) |
 //! | category created, changed, removed | `CategoryCreated`, `CategoryUpdated` (record changed: not its pet count), `CategoryDeleted` |
 //! | order created | `OrderPlaced` |
 //! | order changed from incomplete to complete | `OrderCompleted` (a new ship date alone: none) |
@@ -19,15 +21,18 @@
 //! so that an endpoint's deliveries, keyed by it, sort newest first
 //! (`petstore::webhooks::deliveries`); its `sequence` is the record's `SequenceNumber`
 //! followed by that index (one digit: a record yields at most two events).
-//! Sequence numbers rise per item, so for one record (a pet, and its stock,
-//! are one item) a later event has a larger `sequence`, compared as integers.
+//! Sequence numbers rise per partition key, so for one record (a pet and its
+//! stock item share the key `PET#<id>`) a later event has a larger
+//! `sequence`, compared as integers.
 
 use crate::change::Change;
 use chrono::{DateTime, SecondsFormat, Utc};
-use petstore::db::pets::StoredPet;
+use petstore::db::pets::stock::StoredPetItem;
 use petstore::db::stored::Stored;
 use petstore::db::DbError;
 use petstore::db::{categories::StoredCategory, orders::StoredOrder};
+use petstore::records::Id;
+use petstore::rules;
 use petstore::webhooks::deliveries::timed_event_id;
 use serde_json::{json, Map, Value};
 
@@ -107,21 +112,27 @@ type Details = Vec<(&'static str, Map<String, Value>)>;
 
 /// The events' own fields for a change from `old` to `new`.
 fn details(old: Option<Stored>, new: Option<Stored>) -> Result<Details, DbError> {
-    use Stored::{Category, Order, Pet};
+    use Stored::{Category, Order, Pet, Stock};
     Ok(match (old, new) {
         (None, Some(Pet(new))) => vec![
             ("PetCreated", fields([("pet", record(&new.pet)?)])),
-            stock_changed(&new, 0),
+            stock_changed(new.pet.id, first_stock(&new), 0),
         ],
         (Some(Pet(old)), Some(Pet(new))) => {
             let mut events = Vec::new();
             if old.pet != new.pet {
                 events.push(changed("PetUpdated", "pet", &new.pet, &old.pet)?);
             }
-            if old.stock != new.stock {
-                events.push(stock_changed(&new, old.stock));
+            // Both images hold the stock: not its move to a stock item.
+            if let (Some(before), Some(now)) = (old.stock, new.stock) {
+                if before != now {
+                    events.push(stock_changed(new.pet.id, now, before));
+                }
             }
             events
+        }
+        (Some(Stock(old)), Some(Stock(new))) if old.stock != new.stock => {
+            vec![stock_changed(new.id, new.stock, old.stock)]
         }
         (Some(Pet(old)), None) => vec![changed("PetDeleted", "pet", &old.pet, &old.pet)?],
         (None, Some(Category(new))) => vec![(
@@ -177,12 +188,20 @@ fn category_changed(
     changed(detail_type, "category", &now.category, &before.category)
 }
 
-fn stock_changed(pet: &StoredPet, previous: u32) -> (&'static str, Map<String, Value>) {
+/// A new pet's first stock: its pet item's, or, when its stock item holds
+/// it (made in the same transaction, and publishing nothing), what every new
+/// pet starts with.
+fn first_stock(pet: &StoredPetItem) -> u32 {
+    pet.stock
+        .unwrap_or_else(|| rules::initial_stock(pet.pet.status))
+}
+
+fn stock_changed(pet: Id, quantity: u32, previous: u32) -> (&'static str, Map<String, Value>) {
     (
         "StockChanged",
         fields([
-            ("petId", json!(pet.pet.id)),
-            ("quantity", json!(pet.stock)),
+            ("petId", json!(pet)),
+            ("quantity", json!(quantity)),
             ("previousQuantity", json!(previous)),
         ]),
     )

@@ -121,8 +121,8 @@ async fn read_pet(app: &App, id: Result<Id, ValidationError>) -> Result<Response
         return Err(ApiError::Sunset);
     }
     let id = id?;
-    match app.db.get_pet(id).await? {
-        Some(stored) => Ok(json(StatusCode::OK, &stored.pet)),
+    match app.db.get_pet_record(id).await? {
+        Some(pet) => Ok(json(StatusCode::OK, &pet)),
         None => Err(ApiError::not_found("pet", id)),
     }
 }

@@ -55,6 +55,13 @@ impl Expr {
         self
     }
 
+    /// Conditions the write on the item holding `attribute`.
+    pub(crate) fn has(mut self, attribute: &str) -> Expr {
+        let name = self.name(attribute);
+        self.condition.push(format!("attribute_exists({name})"));
+        self
+    }
+
     /// Conditions the write on no item having its key.
     pub(crate) fn absent(mut self) -> Expr {
         self.condition.push("attribute_not_exists(PK)".into());

@@ -1,4 +1,5 @@
-//! Inventory entries: the `stock` of each pet item, read and set.
+//! Inventory entries: the `stock` of each pet's stock item (`pets::stock`;
+//! of its pet item, for a pet written before stock items), read and set.
 //!
 //! Stock changes on every order, so the only index holding it is the
 //! inventory index (`GSI5`, [`pets::INVENTORY_INDEX`]), whose partition key
@@ -123,15 +124,17 @@ impl Db {
 }
 
 impl Db {
-    /// Gives every pet item without one its inventory index entry (`GSI5PK`),
-    /// for a table whose pets were written before the index existed; returns
+    /// Gives every pet item that holds its stock and has no inventory index
+    /// entry (`GSI5PK`) one, for a table whose pets were written before the
+    /// index existed; returns
     /// how many it gave. An operator's tool (`petstore-admin data
     /// backfill-inventory`): it scans the whole table, a page at a time, and
     /// writes each such pet once, on the condition that the pet is still
     /// there and still without it. Safe to run again, and beside traffic.
     pub async fn backfill_inventory_index(&self) -> Result<usize, DbError> {
         let mut written = 0;
-        let filter = "SK = :pet AND attribute_not_exists(GSI5PK)";
+        // A pet with a stock item has its entry there (`pets::stock`).
+        let filter = "SK = :pet AND attribute_exists(stock) AND attribute_not_exists(GSI5PK)";
         self.scan_each(filter, &[(":pet", pets::SK)], "PK", async |item| {
             let Some(pk) = item.get("PK").cloned() else {
                 return Ok(());
@@ -146,7 +149,9 @@ impl Db {
                 .table_name(&self.table)
                 .set_key(Some(key))
                 .update_expression("SET GSI5PK = :pk")
-                .condition_expression("attribute_exists(PK) AND attribute_not_exists(GSI5PK)")
+                .condition_expression(
+                    "attribute_exists(PK) AND attribute_exists(stock) AND attribute_not_exists(GSI5PK)",
+                )
                 .expression_attribute_values(":pk", pk)
                 .send()
                 .await;
@@ -179,7 +184,7 @@ impl Changes {
             let pet = self.existing_pet(pet_id).await?;
             let decision = rules::set_stock(pet.state(), quantity);
             let write =
-                Write::new().checked(PetCheck::AsRead, self.stock_write(pet_id, &decision)?);
+                Write::new().checked_each(PetCheck::AsRead, self.stock_write(&pet, &decision)?);
             let item = InventoryItem {
                 pet_id,
                 quantity,

@@ -12,10 +12,16 @@
 //!   were compared under NFKC ([`Name::legacy_folded`]) gets its current
 //!   claim ([`Name::folded`]) and loses the old one, while the category
 //!   still has that name.
+//! - `stock-items`: a pet whose item holds its stock (written by release
+//!   1.0.0, or under layout 1) gets its stock item and the pet item loses
+//!   its stock, together, on the condition that the pet is as read (see
+//!   `pets::stock`). Every stock write reads which item holds the stock and
+//!   rests on it still holding it, so none lands on the item it left.
 
 use super::categories::{self, name_key, name_pk, NAME_SK};
 use super::expr::Expr;
 use super::orders::{self, StoredOrder};
+use super::pets::stock;
 use super::write::{Check, OnFailure, Step, Write};
 use super::{n, s, Changes, DbError, Item};
 use crate::records::{Id, Name};
@@ -137,6 +143,27 @@ impl Changes {
                         .delete(self.table(), name_key(&legacy))?,
                 );
             Ok(Step::Write(write, Backfilled::Done))
+        })
+        .await
+    }
+}
+
+impl Changes {
+    /// Moves pet `id`'s stock to its stock item if its pet item still holds
+    /// it ([`stock::moved_to_stock_item`]).
+    pub async fn backfill_stock_item(&self, id: Id) -> Result<Backfilled, DbError> {
+        self.run("backfill stock item", move || async move {
+            let Some(pet) = self.get_pet(id).await? else {
+                return Ok(Step::Answer(Backfilled::Skipped));
+            };
+            if pet.stock_item {
+                return Ok(Step::Answer(Backfilled::Skipped));
+            }
+            let moved = stock::moved_to_stock_item(&pet, self.table())?;
+            Ok(Step::Write(
+                Write::new().checked_each(AsRead::Item, moved),
+                Backfilled::Done,
+            ))
         })
         .await
     }

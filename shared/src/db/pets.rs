@@ -1,26 +1,30 @@
-//! Pet items, which also hold the pet's inventory entry (`stock`, `openOrders`).
+//! Pet items, and beside each its stock item ([`stock`]).
+
+pub mod stock;
 
 use super::expr::Expr;
 use super::query::{Filter, IndexQuery, Projection};
 use super::shards::{Kind, Shards};
 use super::write::{Check, OnFailure, Step, Write};
-use super::{from_item, n, new_id, s, to_item, Changes, Db, DbError, Item, Page};
+use super::{classify, from_item, n, new_id, s, Changes, Db, DbError, Item, Layout, Page};
 use crate::records::{Id, NewPet, Pet, PetStatus};
 use crate::rules::{self, Guard, StockDecision, StockMove, StockState};
 use aws_sdk_dynamodb::types::TransactWriteItem;
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::LazyLock;
+use stock::StoredPetItem;
 
 /// A pet as stored: the record plus its stock.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct StoredPet {
-    #[serde(flatten)]
     pub pet: Pet,
     pub stock: u32,
     pub open_orders: u32,
+    /// Whether its stock is on its stock item ([`stock`]), or still on the
+    /// pet item (written before stock items, or under layout 1).
+    pub stock_item: bool,
 }
 
 impl StoredPet {
@@ -33,9 +37,11 @@ impl StoredPet {
     }
 }
 
-/// The item written for a pet: the record plus its keys.
+/// The item written for a pet: the record plus its keys (and, for a pet
+/// without a stock item, its stock and inventory entry).
 #[derive(Serialize)]
-struct PetItem<'a> {
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PetItem<'a> {
     #[serde(rename = "PK")]
     pk: String,
     #[serde(rename = "SK")]
@@ -46,11 +52,15 @@ struct PetItem<'a> {
     gsi2: String,
     #[serde(rename = "GSI3PK")]
     gsi3: String,
-    /// The pet's entry in the inventory index: a partition of its own.
-    #[serde(rename = "GSI5PK")]
-    gsi5: String,
+    /// The pet's entry in the inventory index, without a stock item.
+    #[serde(rename = "GSI5PK", skip_serializing_if = "Option::is_none")]
+    gsi5: Option<String>,
     #[serde(flatten)]
-    pet: &'a StoredPet,
+    pet: &'a Pet,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stock: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    open_orders: Option<u32>,
 }
 
 pub(crate) const SK: &str = "PET";
@@ -72,14 +82,17 @@ pub(crate) fn key(id: Id) -> Item {
 pub(crate) const INVENTORY_INDEX: &str = "GSI5";
 
 /// The key of pet `id`'s entry in [`INVENTORY_INDEX`], where a scan resumes
-/// after it. From the raw id: a cursor names an id that may be gone.
+/// after it. From the raw id: a cursor names an id that may be gone. The
+/// entry is the pet's stock item or, for a pet without one, its pet item;
+/// a pet has one entry, and the stock item's sort key sorts after the pet
+/// item's, so the scan resumes after the entry whichever item holds it.
 pub(crate) fn inventory_entry_key(id: u64) -> Item {
     let pk = s(format!("PET#{id}"));
     HashMap::from([
         ("GSI5PK".to_string(), pk.clone()),
         ("id".to_string(), n(id)),
         ("PK".to_string(), pk),
-        ("SK".to_string(), s(SK)),
+        ("SK".to_string(), s(stock::STOCK_SK)),
     ])
 }
 
@@ -133,10 +146,6 @@ impl PetFilter {
     }
 }
 
-pub(crate) fn pet_from(item: Item) -> Result<StoredPet, DbError> {
-    from_item(item)
-}
-
 /// Moves pet `id` to `status`, keeping its status index in step.
 fn with_status(expr: Expr, shards: &Shards, id: Id, status: PetStatus) -> Expr {
     expr.set("status", s(status.as_str()))
@@ -171,29 +180,39 @@ impl Check for PetCheck {
 }
 
 impl Db {
-    fn pet_put(&self, pet: &StoredPet) -> Result<TransactWriteItem, DbError> {
+    /// A new pet's items: with a stock item, unless the table is read as
+    /// layout 1, which release 1.0.0 (whose pets hold their stock) may still
+    /// serve beside this one.
+    fn pet_put(&self, pet: &StoredPet) -> Result<Vec<TransactWriteItem>, DbError> {
         let id = pet.pet.id.get();
-        let item = to_item(&PetItem {
+        let own_stock = !pet.stock_item;
+        let item = PetItem {
             pk: pk(pet.pet.id),
             sk: SK,
             gsi1: self.shards.key(Kind::Pet, ALL, id),
             gsi2: self.shards.key(Kind::Pet, &status_list(pet.pet.status), id),
             gsi3: category_partition(pet.pet.category_id),
-            gsi5: pk(pet.pet.id),
-            pet,
-        })?;
-        Expr::new().absent().put(&self.table, item)
+            gsi5: own_stock.then(|| pk(pet.pet.id)),
+            pet: &pet.pet,
+            stock: own_stock.then_some(pet.stock),
+            open_orders: own_stock.then_some(pet.open_orders),
+        };
+        stock::created_items(item, pet, &self.table)
     }
 
-    /// The pet item's side of a stock decision: its change, on the condition
-    /// that every guard of the decision still holds.
+    /// The writes of a stock decision about `pet` as read: its stock item's
+    /// change (or its pet item's, for a pet without one), on the condition
+    /// that every guard of the decision still holds, and, when the decision
+    /// moves the status, the pet item's status and status list too.
     pub(crate) fn stock_write(
         &self,
-        pet: Id,
+        pet: &StoredPet,
         decision: &StockDecision,
-    ) -> Result<TransactWriteItem, DbError> {
+    ) -> Result<Vec<TransactWriteItem>, DbError> {
         let change = decision.change;
-        let mut expr = Expr::new().exists().when_all(&decision.guards);
+        let id = pet.pet.id;
+        let (expr, holder) = pet.stock_holder();
+        let mut expr = expr.when_all(&decision.guards);
         expr = match change.stock {
             StockMove::Keep => expr,
             StockMove::Set(units) => expr.set("stock", n(units)),
@@ -203,10 +222,21 @@ impl Db {
         if change.open_orders != 0 {
             expr = expr.adjust("openOrders", i64::from(change.open_orders));
         }
-        if let Some(status) = change.status {
-            expr = with_status(expr, &self.shards, pet, status);
+        let Some(status) = change.status else {
+            return Ok(vec![expr.update(&self.table, holder)?]);
+        };
+        if !pet.stock_item {
+            let expr = with_status(expr, &self.shards, id, status);
+            return Ok(vec![expr.update(&self.table, holder)?]);
         }
-        expr.update(&self.table, key(pet))
+        let stock = expr.set("status", s(status.as_str()));
+        let pet_item = with_status(Expr::new().exists(), &self.shards, id, status);
+        // The pet item first: its stream record (`PetUpdated`) then comes
+        // before the stock item's (`StockChanged`), as when one item held both.
+        Ok(vec![
+            pet_item.update(&self.table, key(id))?,
+            stock.update(&self.table, holder)?,
+        ])
     }
 }
 
@@ -219,10 +249,11 @@ impl Changes {
                 pet: new.clone().into_pet(new_id(now)),
                 stock: rules::initial_stock(new.status),
                 open_orders: 0,
+                stock_item: self.layout != Layout::V1,
             };
             let category = new.category_id;
             let write = Write::new()
-                .checked(PetCheck::IdFree, self.pet_put(&pet)?)
+                .checked_each(PetCheck::IdFree, self.pet_put(&pet)?)
                 .checked(
                     PetCheck::CategoryExists(category),
                     self.pet_joins(category)?,
@@ -234,9 +265,28 @@ impl Changes {
 }
 
 impl Db {
-    /// Reads a pet and its stock.
+    /// Reads a pet and its stock: its partition (the pet item and its stock
+    /// item), strongly consistent, in one query.
     pub async fn get_pet(&self, id: Id) -> Result<Option<StoredPet>, DbError> {
-        self.get_item(pk(id), SK).await?.map(pet_from).transpose()
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("PK = :pk")
+            .expression_attribute_values(":pk", s(pk(id)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| classify(&self.table, e))?;
+        StoredPet::of_partition(out.items.unwrap_or_default())
+    }
+
+    /// Reads a pet's record alone (its pet item), strongly consistent.
+    pub async fn get_pet_record(&self, id: Id) -> Result<Option<Pet>, DbError> {
+        self.get_item(pk(id), SK)
+            .await?
+            .map(|item| from_item::<StoredPetItem>(item).map(|stored| stored.pet))
+            .transpose()
     }
 
     /// Reads a pet that must exist.
@@ -254,7 +304,7 @@ impl Db {
         let keys = unique.iter().map(|id| key(*id)).collect();
         let mut found: HashMap<Id, Pet> = HashMap::with_capacity(unique.len());
         for item in self.batch_get("batch get pets", keys, None).await? {
-            let pet = pet_from(item)?.pet;
+            let pet = from_item::<StoredPetItem>(item)?.pet;
             found.insert(pet.id, pet);
         }
         Ok(ids.iter().filter_map(|id| found.get(id).cloned()).collect())
@@ -293,8 +343,8 @@ impl Changes {
                 return Ok(Step::Answer(updated));
             }
             let (old, new) = (current.pet.category_id, updated.category_id);
-            let update = Expr::new()
-                .exists()
+            let update = current
+                .pet_item_expr()
                 .when(&moves_from)
                 .when(&Guard::CategoryIs(old))
                 .replace(&updated)?
@@ -305,6 +355,14 @@ impl Changes {
                 .set("GSI3PK", s(category_partition(new)))
                 .update(&self.table, key(id))?;
             let mut write = Write::new().checked(PetCheck::AsRead, update);
+            if current.stock_item && updated.status != current.pet.status {
+                let status = Expr::new()
+                    .exists()
+                    .when(&moves_from)
+                    .set("status", s(updated.status.as_str()))
+                    .update(&self.table, stock::stock_key(id))?;
+                write = write.checked(PetCheck::AsRead, status);
+            }
             if new != old {
                 write = write
                     .checked(PetCheck::CategoryExists(new), self.pet_joins(new)?)
@@ -321,14 +379,23 @@ impl Changes {
             let current = self.existing_pet(id).await?;
             let unordered = rules::delete_pet(current.state())?;
             let category = current.pet.category_id;
-            let delete = Expr::new()
-                .exists()
-                .when(&unordered)
-                .when(&Guard::CategoryIs(category))
-                .delete(&self.table, key(id))?;
-            let write = Write::new()
-                .checked(PetCheck::AsRead, delete)
+            let pet = current.pet_item_expr().when(&Guard::CategoryIs(category));
+            // Without a stock item, the pet item holds what `unordered` reads.
+            let pet = if current.stock_item {
+                pet
+            } else {
+                pet.when(&unordered)
+            };
+            let mut write = Write::new()
+                .checked(PetCheck::AsRead, pet.delete(&self.table, key(id))?)
                 .unchecked(self.pet_leaves(category)?);
+            if current.stock_item {
+                let stock = Expr::new().exists().when(&unordered);
+                write = write.checked(
+                    PetCheck::AsRead,
+                    stock.delete(&self.table, stock::stock_key(id))?,
+                );
+            }
             Ok(Step::Write(write, ()))
         })
         .await

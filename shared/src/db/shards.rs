@@ -47,10 +47,10 @@ pub enum Kind {
 /// writes its lists' shards about twice (placed, then completed or
 /// cancelled), so 4 order shards take 2,000 such writes a second at 500
 /// each, half DynamoDB's 1,000 per partition, room for an uneven spread.
-/// The list indexes carry the whole item, so every order also rewrites its
-/// pet's list entries (stock, open orders): one pet shard reaches its limit
-/// near 476 orders a second, so 4 pet shards. Every page reads every
-/// shard (each query at least half a read unit), which is why neither is
+/// A pet's stock is on its stock item, in no list (`pets::stock`), so an
+/// order rewrites its pet's list entries only when the pet's status moves:
+/// 1 pet shard at any rate. Every page reads every shard (each query at
+/// least half a read unit, and the CPU of a call), which is why none is
 /// larger than the rate needs. Categories are created by hand: 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shards {
@@ -76,7 +76,7 @@ pub const MAX_SHARDS: u16 = 256;
 impl Default for Shards {
     fn default() -> Shards {
         Shards {
-            pets: 4,
+            pets: 1,
             orders: 4,
             categories: 1,
             pets_draining: 0,

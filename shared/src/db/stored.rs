@@ -2,20 +2,25 @@
 //! its stream (the `events` function): which record an item is, if any.
 //!
 //! An item's sort key says what it is (see the layout in [`super`]): `PET`,
-//! `CATEGORY` and `ORDER` items are records; every other item (API keys,
-//! idempotency records, category name guards) is the service's own
-//! bookkeeping, and no reader outside it is told about it.
+//! `CATEGORY` and `ORDER` items are records, and `STOCK` a pet's stock;
+//! every other item (API keys, idempotency records, category name guards)
+//! is the service's own bookkeeping, and no reader outside it is told about
+//! it.
 
 use super::categories::{self, StoredCategory};
 use super::orders::{self, StoredOrder};
-use super::pets::{self, StoredPet};
+use super::pets;
+use super::pets::stock::{StockEntry, StoredPetItem, STOCK_SK};
 use super::{from_item, DbError, Item};
 use aws_sdk_dynamodb::types::AttributeValue;
 
 /// A record as stored, with what the API does not show (stock, owner, counts).
 #[derive(Debug, Clone)]
 pub enum Stored {
-    Pet(StoredPet),
+    /// A pet item: the record, with its stock if it has no stock item.
+    Pet(StoredPetItem),
+    /// A pet's stock item.
+    Stock(StockEntry),
     Category(StoredCategory),
     Order(StoredOrder),
 }
@@ -31,6 +36,7 @@ impl Stored {
         };
         Ok(Some(match kind {
             pets::SK => Stored::Pet(from_item(item)?),
+            STOCK_SK => Stored::Stock(from_item(item)?),
             categories::SK => Stored::Category(from_item(item)?),
             orders::SK => Stored::Order(from_item(item)?),
             _ => return Ok(None),
@@ -65,7 +71,16 @@ mod tests {
             ("stock", n(3)),
             ("openOrders", n(0)),
         ]);
-        assert!(matches!(Stored::of(pet)?, Some(Stored::Pet(p)) if p.stock == 3));
+        assert!(matches!(Stored::of(pet)?, Some(Stored::Pet(p)) if p.stock == Some(3)));
+        let stock = item(&[
+            ("PK", s("PET#5")),
+            ("SK", s("STOCK")),
+            ("id", n(5)),
+            ("status", s("available")),
+            ("stock", n(2)),
+            ("openOrders", n(1)),
+        ]);
+        assert!(matches!(Stored::of(stock)?, Some(Stored::Stock(e)) if e.stock == 2));
         let order = item(&[
             ("PK", s("ORDER#9")),
             ("SK", s("ORDER")),

@@ -77,6 +77,13 @@ impl<C: Check> Write<C> {
         self
     }
 
+    /// Adds items that rest on the same condition.
+    pub(crate) fn checked_each(self, check: C, items: Vec<TransactWriteItem>) -> Write<C> {
+        items
+            .into_iter()
+            .fold(self, |write, item| write.checked(check, item))
+    }
+
     /// Adds an item with no condition.
     pub(crate) fn unchecked(mut self, item: TransactWriteItem) -> Write<C> {
         self.items.push((None, item));

@@ -78,10 +78,7 @@ impl Changes {
                     OrderCheck::IdFree,
                     Expr::new().absent().put(self.table(), item)?,
                 )
-                .checked(
-                    OrderCheck::PetAsRead,
-                    self.stock_write(new.pet_id, &decision)?,
-                );
+                .checked_each(OrderCheck::PetAsRead, self.stock_write(&pet, &decision)?);
             let guard = match cap {
                 Some(cap) => Some(self.cap_guard(owner, cap).await?),
                 None => None,
@@ -122,10 +119,7 @@ impl Changes {
             if decision.completes() {
                 let pet = self.existing_pet(order.pet_id).await?;
                 let stock = rules::complete_order(pet.state());
-                write = write.checked(
-                    OrderCheck::PetAsRead,
-                    self.stock_write(order.pet_id, &stock)?,
-                );
+                write = write.checked_each(OrderCheck::PetAsRead, self.stock_write(&pet, &stock)?);
                 if let Some(owner) = holds::counted(order, stored.owner_id) {
                     write = write.unchecked(self.hold_change(owner, -1, None)?);
                 }
@@ -205,10 +199,7 @@ impl Db {
             .delete(self.table(), key(order.id))?;
         let mut write = Write::new()
             .checked(OrderCheck::OrderAsRead, delete)
-            .checked(
-                OrderCheck::PetAsRead,
-                self.stock_write(order.pet_id, &stock)?,
-            );
+            .checked_each(OrderCheck::PetAsRead, self.stock_write(pet, &stock)?);
         if let Some(owner) = holds::counted(order, stored.owner_id) {
             write = write.unchecked(self.hold_change(owner, -1, None)?);
         }

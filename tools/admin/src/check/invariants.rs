@@ -15,7 +15,7 @@ use super::item::{in_some_shard, problems, Finding, Kind, Scanned, Whole};
 use super::webhooks;
 use petstore::db::categories::StoredCategory;
 use petstore::db::orders::StoredOrder;
-use petstore::db::pets::StoredPet;
+use petstore::db::pets::stock::StoredPetItem;
 use petstore::db::shards::Kind as Listed;
 use petstore::records::MAX_ID;
 
@@ -90,7 +90,7 @@ fn key_names_id(s: &Scanned) -> Option<String> {
 fn reads_as_record(s: &Scanned) -> Option<String> {
     let item = s.item.clone();
     let read = match s.kind {
-        Kind::Pet => serde_dynamo::from_item::<_, StoredPet>(item).map(drop),
+        Kind::Pet => serde_dynamo::from_item::<_, StoredPetItem>(item).map(drop),
         Kind::Order => serde_dynamo::from_item::<_, StoredOrder>(item).map(drop),
         Kind::Category => serde_dynamo::from_item::<_, StoredCategory>(item).map(drop),
         _ => return webhooks::unreadable(s),
