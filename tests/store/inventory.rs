@@ -251,3 +251,44 @@ async fn a_backfill_gives_pets_written_before_the_inventory_index_their_entries(
     both.sort_unstable();
     assert_eq!(listed(app.get("/store/inventory").await.json()), both);
 }
+
+#[tokio::test]
+async fn an_inventory_list_pages_through_pets_of_both_forms_each_once() {
+    // Given pets whose stock is on their pet items (written as layout 1
+    // writes them, as 1.0.0 did) beside pets with stock items, on one table
+    let app = TestApp::spawn().await;
+    let old_form = app
+        .another_instance_with(|config| config.data_layout = petstore::db::Layout::V1)
+        .await;
+    let mut ids = Vec::new();
+    for round in 0..4 {
+        ids.push(pet(&old_form, "available").await);
+        ids.push(pet(&app, if round % 2 == 0 { "available" } else { "sold" }).await);
+    }
+    set_stock(&app, ids[0], 4).await.assert_status(200);
+    set_stock(&app, ids[1], 5).await.assert_status(200);
+
+    // When the inventory is read a pet a page, by either instance
+    for reader in [&app, &old_form] {
+        let mut seen = Vec::new();
+        let mut url = Some("/store/inventory?limit=1".to_string());
+        while let Some(page) = url {
+            let response = reader.get(&page).await;
+            response.assert_status(200);
+            for entry in response.json().as_array().into_iter().flatten() {
+                if let Some(id) = entry["petId"].as_u64().filter(|id| ids.contains(id)) {
+                    seen.push((id, entry["quantity"].as_u64()));
+                }
+            }
+            url = response.next_page();
+        }
+
+        // Then each pet is listed once, with its stock
+        let mut listed: Vec<u64> = seen.iter().map(|(id, _)| *id).collect();
+        listed.sort_unstable();
+        let mut expected = ids.clone();
+        expected.sort_unstable();
+        assert_eq!(listed, expected);
+        assert!(seen.contains(&(ids[0], Some(4))) && seen.contains(&(ids[1], Some(5))));
+    }
+}

@@ -1,7 +1,8 @@
 //! Orders and cancellations racing each other: the stock is never oversold,
-//! and no unit is lost or made up.
+//! and no unit is lost or made up; a pet's two statuses (its record's and its
+//! stock item's) stay one.
 
-use super::{inventory, order, pet, set_stock};
+use super::{inventory, order, pet, pet_status, set_stock};
 use crate::helpers::{TestApp, TestResponse};
 use futures::future::join_all;
 use serde_json::json;
@@ -127,4 +128,71 @@ async fn racing_cancellations_and_orders_conserve_the_stock() {
         placed >= 10,
         "at least the first 10 units were available: {placed}"
     );
+}
+
+#[tokio::test]
+async fn a_pet_s_status_and_its_stock_item_s_never_part_under_racing_changes() {
+    // Given pets with a few units each (their stock on stock items, whose
+    // copy of the status the stock rules read)
+    let app = TestApp::spawn().await;
+    let mut pets = Vec::new();
+    for _ in 0..3 {
+        let id = pet(&app, "available").await;
+        set_stock(&app, id, 3).await.assert_status(200);
+        pets.push(id);
+    }
+
+    // When, on each, orders sell it out (to pending), stock sets bring it
+    // back (to available), and status changes by hand (sold, available,
+    // pending) race each other
+    let mut tasks = Vec::new();
+    for &id in &pets {
+        for round in 0..8u64 {
+            let app = app.clone();
+            tasks.push(tokio::spawn(async move {
+                match round % 4 {
+                    0 | 1 => order(&app, id, 2).await.status,
+                    2 => set_stock(&app, id, 1 + round % 3).await.status,
+                    _ => {
+                        let status = ["sold", "available", "pending"][(round as usize / 4) % 3];
+                        app.patch(&format!("/pets/{id}"), json!({ "status": status }))
+                            .await
+                            .status
+                    }
+                }
+            }));
+        }
+    }
+    for status in join_all(tasks).await {
+        let status = status.expect("task ran");
+        assert!(
+            [200, 201, 409].contains(&status),
+            "a change answered {status}"
+        );
+    }
+
+    // Then each pet's status is the one its inventory entry shows, read by
+    // id (the stock item) and in the list (the inventory index)
+    for &id in &pets {
+        let record = pet_status(&app, id).await;
+        assert_eq!(
+            inventory(&app, id).await["status"],
+            json!(record),
+            "pet {id}"
+        );
+    }
+    let listed = app.get("/store/inventory?limit=100").await.json();
+    for &id in &pets {
+        let entry = listed
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|entry| entry["petId"] == json!(id));
+        let record = pet_status(&app, id).await;
+        assert_eq!(
+            entry.map(|e| e["status"].clone()),
+            Some(json!(record)),
+            "pet {id}"
+        );
+    }
 }

@@ -19,33 +19,47 @@ use crate::rules;
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-/// The attributes of a pet item an inventory entry is made of.
+/// The attributes of a pet's stock item (or of a pet item holding its
+/// stock) an inventory entry is made of, and which of the two it is.
 #[derive(serde::Deserialize)]
 struct StockRow {
     id: Id,
     stock: u32,
     status: PetStatus,
+    #[serde(rename = "SK")]
+    sk: String,
+}
+
+impl StockRow {
+    /// Where a scan resumes after this entry ([`pets::inventory_entry_key`]).
+    fn position(&self) -> u64 {
+        pets::inventory_position(self.id.get(), &self.sk)
+    }
 }
 
 /// What an inventory list reads: a [`StockRow`]'s attributes.
 pub(crate) static STOCK_FIELDS: LazyLock<Projection> = LazyLock::new(Projection::of::<StockRow>);
 
-fn inventory_item(row: StockRow) -> Result<InventoryItem, DbError> {
+fn inventory_item(pet_id: Id, stock: u32, status: PetStatus) -> Result<InventoryItem, DbError> {
     Ok(InventoryItem {
-        pet_id: row.id,
-        quantity: StockQuantity::new(row.stock).ok_or_else(|| {
-            DbError::internal(format!("pet {} holds stock {}", row.id, row.stock))
-        })?,
-        status: row.status,
+        pet_id,
+        quantity: StockQuantity::new(stock)
+            .ok_or_else(|| DbError::internal(format!("pet {pet_id} holds stock {stock}")))?,
+        status,
     })
 }
 
 fn stored_inventory_item(pet: &pets::StoredPet) -> Result<InventoryItem, DbError> {
-    inventory_item(StockRow {
-        id: pet.pet.id,
-        stock: pet.stock,
-        status: pet.pet.status,
-    })
+    inventory_item(pet.pet.id, pet.stock, pet.pet.status)
+}
+
+/// The position of the entry a scan examined last (its `LastEvaluatedKey`).
+fn examined_position(key: &super::Item) -> Result<u64, DbError> {
+    let sk = key.get("SK").and_then(|sk| sk.as_s().ok());
+    Ok(pets::inventory_position(
+        item_id(key)?,
+        sk.map_or(pets::SK, String::as_str),
+    ))
 }
 
 impl Db {
@@ -63,7 +77,8 @@ impl Db {
     /// Each round trip scans the next `limit + 1` entries (a status is a
     /// filter on them, so a round may keep few or none) until the page holds
     /// more than `limit`, the index ends, or [`PAGE_ROUND_TRIPS`] are spent;
-    /// the cursor is the last entry returned, or the last one examined.
+    /// the cursor is the last entry returned, or the last one examined (its
+    /// position: the pet's id, marked when a stock item holds the entry).
     pub async fn list_inventory(
         &self,
         status: Option<PetStatus>,
@@ -95,7 +110,7 @@ impl Db {
                 rows.push(from_item(item)?);
             }
             match out.last_evaluated_key {
-                Some(key) => examined_to = Some(item_id(&key)?),
+                Some(key) => examined_to = Some(examined_position(&key)?),
                 None => {
                     index_ended = true;
                     break;
@@ -107,7 +122,7 @@ impl Db {
         }
         let next_after = if rows.len() > limit {
             rows.truncate(limit);
-            rows.last().map(|row| row.id.get())
+            rows.last().map(StockRow::position)
         } else if index_ended {
             None
         } else {
@@ -116,7 +131,7 @@ impl Db {
         Ok(Page {
             items: rows
                 .into_iter()
-                .map(inventory_item)
+                .map(|row| inventory_item(row.id, row.stock, row.status))
                 .collect::<Result<Vec<_>, _>>()?,
             next_after,
         })

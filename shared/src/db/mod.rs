@@ -8,7 +8,8 @@
 //!
 //! | record | PK | SK | GSI1PK | GSI2PK | GSI3PK | GSI4PK | GSI5PK |
 //! |---|---|---|---|---|---|---|---|
-//! | pet (+ its stock) | `PET#<id>` | `PET` | `PET#<s>` | `PET#STATUS#<status>#<s>` | `PET#CATEGORY#<categoryId>` | | `PET#<id>` |
+//! | pet | `PET#<id>` | `PET` | `PET#<s>` | `PET#STATUS#<status>#<s>` | `PET#CATEGORY#<categoryId>` | | |
+//! | pet's stock (`stock`, `openOrders`, a copy of `status`) | `PET#<id>` | `STOCK` | | | | | `PET#<id>` |
 //! | category | `CATEGORY#<id>` | `CATEGORY` | `CATEGORY#<s>` | | | | |
 //! | category name claim | `CATEGORYNAME#<lowercased name>` | `CATEGORYNAME` | | | | | |
 //! | order (+ `ownerId`) | `ORDER#<id>` | `ORDER` | `ORDER#<s>` | `ORDER#COMPLETE#<bool>#<s>` | `ORDER#PET#<petId>` | `ORDER#OWNER#<keyId>` | |
@@ -22,11 +23,15 @@
 //! (GSI5), a status being a filter there ([`inventory`]).
 //!
 //! Why the layout is this way:
-//! - `stock` and `openOrders` live on the pet item: every stock rule is a
-//!   condition on one item. The list indexes carry whole items
-//!   ([`tables::INDEXES`]), so an order also rewrites its pet's list entries,
-//!   each on a sharded or per-category partition. A category keeps
-//!   `petCount`, so "in use" is a condition, not a query.
+//! - `stock`, `openOrders` and a copy of `status` live on the pet's stock
+//!   item ([`pets::stock`]): every stock rule is a condition on one item, and
+//!   an order writes no list entry of its pet's (the list indexes carry whole
+//!   items, [`tables::INDEXES`]) unless the pet's status moves, when the pet
+//!   item is written in the same transaction. So the pet lists need no
+//!   shards for the orders' sake, and a pets page is one query. A pet written
+//!   by release 1.0.0 holds its stock on its pet item (and its inventory
+//!   entry) until migration 0001 moves it. A category keeps `petCount`, so
+//!   "in use" is a condition, not a query.
 //! - DynamoDB gives a partition key at most 1,000 write units a second, so no
 //!   key takes a growing share of the writes: the all-orders lists are
 //!   sharded, a customer's orders are its own partition, and one pet selling

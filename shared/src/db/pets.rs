@@ -81,18 +81,38 @@ pub(crate) fn key(id: Id) -> Item {
 /// another pet's orders write. Read by scanning, a page in index order.
 pub(crate) const INVENTORY_INDEX: &str = "GSI5";
 
-/// The key of pet `id`'s entry in [`INVENTORY_INDEX`], where a scan resumes
-/// after it. From the raw id: a cursor names an id that may be gone. The
-/// entry is the pet's stock item or, for a pet without one, its pet item;
-/// a pet has one entry, and the stock item's sort key sorts after the pet
-/// item's, so the scan resumes after the entry whichever item holds it.
-pub(crate) fn inventory_entry_key(id: u64) -> Item {
+/// Marks an inventory position whose entry a stock item holds: ids are
+/// below 2^53, and the pet item of a pet without a stock item holds the
+/// others (every position issued before stock items among them).
+const STOCK_ITEM_ENTRY: u64 = 1 << 62;
+
+/// The position of pet `id`'s inventory entry, held by the item whose sort
+/// key is `sk`: what a cursor names, so a scan resumes after exactly the
+/// item it stopped at (DynamoDB Local resumes a scan at a key no item has
+/// somewhere else than after it).
+pub(crate) fn inventory_position(id: u64, sk: &str) -> u64 {
+    if sk == stock::STOCK_SK {
+        id | STOCK_ITEM_ENTRY
+    } else {
+        id
+    }
+}
+
+/// The key of the inventory entry at `position` ([`inventory_position`]) in
+/// [`INVENTORY_INDEX`], where a scan resumes after it. From the raw id: a
+/// cursor names an id that may be gone.
+pub(crate) fn inventory_entry_key(position: u64) -> Item {
+    let (id, sk) = if position & STOCK_ITEM_ENTRY != 0 {
+        (position & !STOCK_ITEM_ENTRY, stock::STOCK_SK)
+    } else {
+        (position, SK)
+    };
     let pk = s(format!("PET#{id}"));
     HashMap::from([
         ("GSI5PK".to_string(), pk.clone()),
         ("id".to_string(), n(id)),
         ("PK".to_string(), pk),
-        ("SK".to_string(), s(stock::STOCK_SK)),
+        ("SK".to_string(), s(sk)),
     ])
 }
 

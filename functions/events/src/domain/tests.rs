@@ -17,6 +17,21 @@ fn pet(status: &str, stock: u32, open: u32) -> Item {
     }))
 }
 
+/// A pet item with a stock item beside it: the record alone.
+fn pet_record(status: &str) -> Item {
+    item(json!({
+        "PK": "PET#5", "SK": "PET", "GSI1PK": "PET#0", "id": 5, "name": "Rex",
+        "categoryId": 2, "status": status
+    }))
+}
+
+fn stock_item(status: &str, stock: u32, open: u32) -> Item {
+    item(json!({
+        "PK": "PET#5", "SK": "STOCK", "GSI5PK": "PET#5", "id": 5,
+        "status": status, "stock": stock, "openOrders": open
+    }))
+}
+
 fn order(complete: bool, ship_date: Option<&str>) -> Item {
     let mut order = json!({
         "PK": "ORDER#9", "SK": "ORDER", "id": 9, "petId": 5, "quantity": 2,
@@ -187,4 +202,56 @@ fn a_redelivered_record_yields_the_same_events() {
         events_of(&record).expect("readable"),
         events_of(&record.clone()).expect("readable")
     );
+}
+
+#[test]
+fn a_pet_with_a_stock_item_is_created_with_its_first_stock_level_once() -> TestResult {
+    // Its pet item announces both (the first level is the rules' initial
+    // stock); the stock item made in the same transaction announces nothing.
+    for (status, first) in [("available", 1), ("sold", 0)] {
+        let events = events_of(&change(None, Some(pet_record(status))))?;
+        let kinds: Vec<_> = events.iter().map(|e| e.detail_type).collect();
+        assert_eq!(kinds, ["PetCreated", "StockChanged"]);
+        assert_eq!(events[1].detail["quantity"], first);
+        assert_eq!(events[1].detail["previousQuantity"], 0);
+    }
+    assert!(types(&change(None, Some(stock_item("available", 1, 0)))).is_empty());
+    Ok(())
+}
+
+#[test]
+fn a_stock_item_announces_its_stock_and_nothing_else() -> TestResult {
+    let sold = change(
+        Some(stock_item("available", 3, 0)),
+        Some(stock_item("available", 1, 1)),
+    );
+    let events = events_of(&sold)?;
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        (
+            &events[0].detail["petId"],
+            &events[0].detail["quantity"],
+            &events[0].detail["previousQuantity"]
+        ),
+        (&json!(5), &json!(1), &json!(3))
+    );
+    // Its open orders or its status copy alone: no event (the pet item's
+    // own change announces the status).
+    let completed = change(
+        Some(stock_item("pending", 0, 1)),
+        Some(stock_item("sold", 0, 0)),
+    );
+    assert!(types(&completed).is_empty());
+    // Removed with its pet: the pet item's removal announces it.
+    assert!(types(&change(Some(stock_item("sold", 0, 0)), None)).is_empty());
+    Ok(())
+}
+
+#[test]
+fn a_pet_s_stock_moved_to_its_stock_item_announces_nothing() {
+    // Migration 0001's stock-items backfill: the pet item loses its stock,
+    // and the stock item is made with the same figures.
+    let moved = change(Some(pet("available", 2, 1)), Some(pet_record("available")));
+    assert!(types(&moved).is_empty());
+    assert!(types(&change(None, Some(stock_item("available", 2, 1)))).is_empty());
 }
