@@ -7,8 +7,8 @@ commands (`petstore-admin data ...`, the debug build):
 
 1. write data (a `data import` of a small store) and check it sound;
 2. note the time and take an on-demand backup;
-3. damage the data (delete a category, set a stock below 0): `data check`
-   must now fail;
+3. damage the data (delete a category, set a stock below 0 on a pet item
+   and on a stock item): `data check` must now fail;
 4. restore the backup into a new table (`data restore --backup`), and the
    noted point in time into another (`data restore --from --at`);
 5. check the settings a restore leaves out are back (stream, TTL, PITR,
@@ -41,6 +41,8 @@ import rehearsal_repoint
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN = ROOT / "target" / "debug" / "petstore-admin"
+# The store's pet with a stock item (the others hold their stock themselves).
+STOCKED_PET = (1 << 30) + 4
 
 
 def deploy_rehearsal():
@@ -58,12 +60,15 @@ def admin(endpoint: str, tables: dict[str, str], *args: str) -> subprocess.Compl
 
 def store_lines() -> str:
     """A small sound store as `data export` writes it: a category, its name
-    claim, two pets (one with an open order), the order and its key's hold
-    count."""
+    claim, three pets (one with an open order), the order and its key's hold
+    count. Two pets are in release 1.0.0's form (stock, openOrders and the
+    inventory entry on the pet item); the third has its stock item
+    (`PET#<id>`/`STOCK`), as this release writes pets."""
     category, pets, order = 1 << 30, [(1 << 30) + 1, (1 << 30) + 2], (1 << 30) + 3
+    stocked = STOCKED_PET
     items = [
         {"PK": {"S": f"CATEGORY#{category}"}, "SK": {"S": "CATEGORY"}, "GSI1PK": {"S": "CATEGORY#0"},
-         "id": {"N": str(category)}, "name": {"S": "Dogs"}, "petCount": {"N": "2"}},
+         "id": {"N": str(category)}, "name": {"S": "Dogs"}, "petCount": {"N": "3"}},
         {"PK": {"S": "CATEGORYNAME#dogs"}, "SK": {"S": "CATEGORYNAME"}, "categoryId": {"N": str(category)}},
     ]
     for n, pet in enumerate(pets):
@@ -72,6 +77,12 @@ def store_lines() -> str:
                       "openOrders": {"N": "1" if n == 0 else "0"}, "GSI1PK": {"S": "PET#0"},
                       "GSI2PK": {"S": "PET#STATUS#available#0"}, "GSI3PK": {"S": f"PET#CATEGORY#{category}"},
                       "GSI5PK": {"S": f"PET#{pet}"}})
+    items.append({"PK": {"S": f"PET#{stocked}"}, "SK": {"S": "PET"}, "id": {"N": str(stocked)}, "name": {"S": "Rex 2"},
+                  "categoryId": {"N": str(category)}, "status": {"S": "available"}, "GSI1PK": {"S": "PET#0"},
+                  "GSI2PK": {"S": "PET#STATUS#available#0"}, "GSI3PK": {"S": f"PET#CATEGORY#{category}"}})
+    items.append({"PK": {"S": f"PET#{stocked}"}, "SK": {"S": "STOCK"}, "id": {"N": str(stocked)},
+                  "status": {"S": "available"}, "stock": {"N": "4"}, "openOrders": {"N": "0"},
+                  "GSI5PK": {"S": f"PET#{stocked}"}})
     # An open order holds: it says when it lapses and its key's count has it.
     lapses = (datetime.now(timezone.utc) + timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     items.append({"PK": {"S": f"ORDER#{order}"}, "SK": {"S": "ORDER"}, "id": {"N": str(order)},
@@ -126,6 +137,8 @@ def rehearse(emulator, dr, steps: Steps) -> None:
     ddb.delete_item(TableName=table, Key={"PK": {"S": f"CATEGORY#{1 << 30}"}, "SK": {"S": "CATEGORY"}})
     ddb.update_item(TableName=table, Key={"PK": {"S": f"PET#{(1 << 30) + 2}"}, "SK": {"S": "PET"}},
                     UpdateExpression="SET stock = :s", ExpressionAttributeValues={":s": {"N": "-5"}})
+    ddb.update_item(TableName=table, Key={"PK": {"S": f"PET#{STOCKED_PET}"}, "SK": {"S": "STOCK"}},
+                    UpdateExpression="SET stock = :s", ExpressionAttributeValues={":s": {"N": "-4"}})
     damaged = admin(emulator.endpoint, tables, "data", "check")
     found = [json.loads(line)["invariant"] for line in damaged.stdout.splitlines()[:-1]]
     steps.step("damage the data; data check fails", started, damaged.returncode == 1, ", ".join(sorted(set(found))))
@@ -187,9 +200,11 @@ def repoint(emulator, dr, before, old: str, new: str, tables: dict[str, str], st
     reads = live["Environment"]["Variables"]["TABLE_NAME"]
     category = ddb.get_item(TableName=reads, Key={"PK": {"S": f"CATEGORY#{1 << 30}"}, "SK": {"S": "CATEGORY"}}).get("Item")
     stock = ddb.get_item(TableName=reads, Key={"PK": {"S": f"PET#{(1 << 30) + 2}"}, "SK": {"S": "PET"}})["Item"]["stock"]["N"]
+    on_item = ddb.get_item(TableName=reads, Key={"PK": {"S": f"PET#{STOCKED_PET}"}, "SK": {"S": "STOCK"}})["Item"]["stock"]["N"]
     checked = admin(emulator.endpoint, {**tables, "TABLE_NAME": reads}, "data", "check")
-    steps.step(f"the pets function's live TABLE_NAME is {reads}: the deleted category is there, the stock is {stock}, data check sound",
-               started, reads == new and category is not None and stock == "5" and checked.returncode == 0,
+    steps.step(f"the pets function's live TABLE_NAME is {reads}: the deleted category is there, the stocks are {stock} "
+               f"(pet item) and {on_item} (stock item), data check sound",
+               started, reads == new and category is not None and (stock, on_item) == ("5", "4") and checked.returncode == 0,
                checked.stdout.strip().splitlines()[-1] if checked.stdout else checked.stderr)
 
 

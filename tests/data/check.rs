@@ -35,12 +35,16 @@ pub async fn assert_sound(app: &TestApp) {
 }
 
 /// A store with one of everything: a category, a pet without orders, a pet
-/// with an open and a complete order, API keys, an idempotency record.
+/// with an open and a complete order (both with stock items), a pet in
+/// release 1.0.0's form (its stock on its pet item), API keys, an
+/// idempotency record.
 pub(super) struct Store {
     pub(super) app: TestApp,
     category: u64,
     spare: u64,
     pet: u64,
+    /// A pet as release 1.0.0 wrote it: no stock item.
+    old: u64,
     open_order: u64,
     complete_order: u64,
 }
@@ -51,6 +55,8 @@ impl Store {
         let category = app.create_category("Dogs").await;
         let spare = app.create_pet("Spare", category, "available").await;
         let pet = app.create_pet("Rex", category, "available").await;
+        let old = app.create_pet("Old", category, "available").await;
+        in_release_1_0_form(&app, old).await;
         app.put(&format!("/store/inventory/{pet}"), json!({ "quantity": 5 }))
             .await
             .assert_status(200);
@@ -71,6 +77,7 @@ impl Store {
             category,
             spare,
             pet,
+            old,
             open_order,
             complete_order,
         }
@@ -163,6 +170,36 @@ impl Store {
     }
 }
 
+/// Puts pet `id`, written with a stock item, in the form release 1.0.0
+/// wrote pets (and this code writes them under `DATA_LAYOUT=1`): its stock,
+/// open orders and inventory entry on its pet item, and no stock item.
+pub(super) async fn in_release_1_0_form(app: &TestApp, id: u64) {
+    let db = &app.app.db;
+    let key = |sk: &str| HashMap::from([("PK".to_string(), s(pet(id))), ("SK".to_string(), s(sk))]);
+    let stock = db
+        .client()
+        .delete_item()
+        .table_name(db.table())
+        .set_key(Some(key("STOCK")))
+        .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+        .send()
+        .await
+        .expect("delete")
+        .attributes
+        .expect("the pet had a stock item");
+    db.client()
+        .update_item()
+        .table_name(db.table())
+        .set_key(Some(key("PET")))
+        .update_expression("SET stock = :stock, openOrders = :open, GSI5PK = :pk")
+        .expression_attribute_values(":stock", stock["stock"].clone())
+        .expression_attribute_values(":open", stock["openOrders"].clone())
+        .expression_attribute_values(":pk", s(pet(id)))
+        .send()
+        .await
+        .expect("update");
+}
+
 pub(super) fn s(value: impl Into<String>) -> AttributeValue {
     AttributeValue::S(value.into())
 }
@@ -184,9 +221,9 @@ async fn a_store_the_service_wrote_is_sound() {
     let store = Store::new().await;
     let report = check(&store.app).await;
     assert!(report.sound(), "{:#?}", report.findings);
-    // Category, its claim, 2 pets, 2 orders, 2 keys, 1 idempotency record,
-    // the customer's hold count.
-    assert_eq!(report.items, 10, "every item is read");
+    // Category, its claim, 3 pets, 2 stock items, 2 orders, 2 keys, 1
+    // idempotency record, the customer's hold count.
+    assert_eq!(report.items, 13, "every item is read");
 }
 
 #[tokio::test]
@@ -199,7 +236,7 @@ async fn the_pre_traffic_checks_key_is_sound_in_no_list_and_a_listed_key_out_of_
         .expect("the check's key is made in DynamoDB Local");
     let report = check(&store.app).await;
     assert!(report.sound(), "{:#?}", report.findings);
-    assert_eq!(report.items, 11, "the short-lived key is read");
+    assert_eq!(report.items, 14, "the short-lived key is read");
     // A key without an expiresAt belongs in the key list.
     let hash = ApiKeyHash::of(store.app.api_key.as_deref().unwrap_or_default());
     let pk = format!("APIKEY#{}", hash.as_str());
@@ -234,6 +271,13 @@ async fn a_key_that_does_not_name_its_id() {
             ("key-names-id", &pet(store.spare)),
         )
         .await;
+    let store = Store::new().await;
+    store
+        .reported_after_setting(
+            (&pet(store.pet), "STOCK", "id", Some(n(0))),
+            ("key-names-id", &pet(store.pet)),
+        )
+        .await;
 }
 
 #[tokio::test]
@@ -245,36 +289,80 @@ async fn an_item_the_service_cannot_read() {
             ("reads-as-record", &pet(store.spare)),
         )
         .await;
-}
-
-#[tokio::test]
-async fn a_negative_stock() {
     let store = Store::new().await;
     store
         .reported_after_setting(
-            (&pet(store.pet), "PET", "stock", Some(n(-1))),
-            ("stock-not-negative", &pet(store.pet)),
+            (&pet(store.spare), "STOCK", "status", Some(s("lost"))),
+            ("reads-as-record", &pet(store.spare)),
         )
         .await;
 }
 
 #[tokio::test]
-async fn a_negative_open_order_count() {
+async fn a_negative_stock_on_either_holder() {
     let store = Store::new().await;
     store
         .reported_after_setting(
-            (&pet(store.spare), "PET", "openOrders", Some(n(-1))),
+            (&pet(store.pet), "STOCK", "stock", Some(n(-1))),
+            ("stock-not-negative", &pet(store.pet)),
+        )
+        .await;
+    store
+        .reported_after_setting(
+            (&pet(store.old), "PET", "stock", Some(n(-1))),
+            ("stock-not-negative", &pet(store.old)),
+        )
+        .await;
+}
+
+#[tokio::test]
+async fn a_negative_open_order_count_on_either_holder() {
+    let store = Store::new().await;
+    store
+        .reported_after_setting(
+            (&pet(store.spare), "STOCK", "openOrders", Some(n(-1))),
             ("open-orders-not-negative", &pet(store.spare)),
+        )
+        .await;
+    store
+        .reported_after_setting(
+            (&pet(store.old), "PET", "openOrders", Some(n(-1))),
+            ("open-orders-not-negative", &pet(store.old)),
+        )
+        .await;
+}
+
+#[tokio::test]
+async fn a_pet_holding_its_stock_without_its_open_order_count() {
+    let store = Store::new().await;
+    store
+        .reported_after_setting(
+            (&pet(store.old), "PET", "openOrders", None),
+            ("open-orders-not-negative", &pet(store.old)),
         )
         .await;
 }
 
 #[tokio::test]
 async fn a_pet_missing_from_an_index_or_in_the_wrong_list() {
+    // A pet holding its stock is its own inventory entry.
     let store = Store::new().await;
     store
         .reported_after_setting(
-            (&pet(store.spare), "PET", "GSI5PK", None),
+            (&pet(store.old), "PET", "GSI5PK", None),
+            ("pet-index-keys", &pet(store.old)),
+        )
+        .await;
+    // A pet with a stock item is not: that item is.
+    let store = Store::new().await;
+    store
+        .reported_after_setting(
+            (
+                &pet(store.spare),
+                "PET",
+                "GSI5PK",
+                Some(s(pet(store.spare))),
+            ),
             ("pet-index-keys", &pet(store.spare)),
         )
         .await;
@@ -288,6 +376,60 @@ async fn a_pet_missing_from_an_index_or_in_the_wrong_list() {
                 Some(s("PET#STATUS#sold#0")),
             ),
             ("pet-index-keys", &pet(store.pet)),
+        )
+        .await;
+}
+
+#[tokio::test]
+async fn a_stock_item_out_of_the_inventory_or_in_a_list() {
+    let store = Store::new().await;
+    store
+        .reported_after_setting(
+            (&pet(store.spare), "STOCK", "GSI5PK", None),
+            ("stock-item-keys", &pet(store.spare)),
+        )
+        .await;
+    let store = Store::new().await;
+    store
+        .reported_after_setting(
+            (&pet(store.pet), "STOCK", "GSI1PK", Some(s("PET#0"))),
+            ("stock-item-keys", &pet(store.pet)),
+        )
+        .await;
+}
+
+#[tokio::test]
+async fn a_pet_whose_stock_is_on_both_items_or_on_neither() {
+    let store = Store::new().await;
+    store
+        .reported_after_setting(
+            (&pet(store.spare), "PET", "stock", Some(n(0))),
+            ("stock-held-once", &pet(store.spare)),
+        )
+        .await;
+    let store = Store::new().await;
+    store.delete(&pet(store.spare), "STOCK").await;
+    store
+        .assert_reported("stock-held-once", &pet(store.spare))
+        .await;
+}
+
+#[tokio::test]
+async fn a_stock_item_whose_pet_is_gone() {
+    let store = Store::new().await;
+    store.delete(&pet(store.spare), "PET").await;
+    store
+        .assert_reported("stock-item-pet-known", &pet(store.spare))
+        .await;
+}
+
+#[tokio::test]
+async fn a_stock_item_whose_status_is_not_its_pets() {
+    let store = Store::new().await;
+    store
+        .reported_after_setting(
+            (&pet(store.spare), "STOCK", "status", Some(s("sold"))),
+            ("stock-item-status", &pet(store.spare)),
         )
         .await;
 }
@@ -380,12 +522,19 @@ async fn an_idempotency_record_that_never_expires() {
 }
 
 #[tokio::test]
-async fn an_open_order_count_that_misses_an_order() {
+async fn an_open_order_count_that_misses_an_order_or_counts_one_too_many() {
     let store = Store::new().await;
     store
         .reported_after_setting(
-            (&pet(store.pet), "PET", "openOrders", Some(n(0))),
+            (&pet(store.pet), "STOCK", "openOrders", Some(n(0))),
             ("open-orders-counted", &pet(store.pet)),
+        )
+        .await;
+    let store = Store::new().await;
+    store
+        .reported_after_setting(
+            (&pet(store.old), "PET", "openOrders", Some(n(1))),
+            ("open-orders-counted", &pet(store.old)),
         )
         .await;
 }
@@ -432,7 +581,8 @@ async fn a_category_that_miscounts_its_pets() {
     let pk = format!("CATEGORY#{}", store.category);
     store
         .reported_after_setting(
-            (&pk, "CATEGORY", "petCount", Some(n(3))),
+            // It holds 3.
+            (&pk, "CATEGORY", "petCount", Some(n(2))),
             ("category-pet-count", &pk),
         )
         .await;

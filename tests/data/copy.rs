@@ -2,7 +2,7 @@
 //! in another stage's table as they were, sound under its shard counts,
 //! served by its API; its keys, idempotency records and webhooks stay behind.
 
-use super::check::{assert_sound, check};
+use super::check::{assert_sound, check, in_release_1_0_form};
 use super::webhooks::Webhooks;
 use crate::helpers::TestApp;
 use crate::idempotency::send_keyed;
@@ -15,12 +15,24 @@ use petstore_admin::scan::{BoxError, ScanOptions};
 use serde_json::json;
 use std::collections::BTreeMap;
 
-/// A source stage with a category, a pet with an open, a complete and a
-/// keyed order; returns it and its pet.
+/// A source stage with a category, a pet (with its stock item) with open,
+/// complete and keyed orders, and a pet in release 1.0.0's form (its stock
+/// on its pet item) with 2 in stock; returns it and the first pet.
 async fn source() -> (TestApp, u64) {
+    let (app, pet, _) = source_with_old_pet().await;
+    (app, pet)
+}
+
+/// [`source`], and the pet in release 1.0.0's form.
+async fn source_with_old_pet() -> (TestApp, u64, u64) {
     let app = TestApp::spawn().await;
     let category = app.create_category("Dogs").await;
     let pet = app.create_pet("Rex", category, "available").await;
+    let old = app.create_pet("Old", category, "available").await;
+    app.put(&format!("/store/inventory/{old}"), json!({ "quantity": 2 }))
+        .await
+        .assert_status(200);
+    in_release_1_0_form(&app, old).await;
     app.put(
         &format!("/store/inventory/{pet}"),
         json!({ "quantity": 50 }),
@@ -46,7 +58,7 @@ async fn source() -> (TestApp, u64) {
                 .assert_status(200);
         }
     }
-    (app, pet)
+    (app, pet, old)
 }
 
 /// Every item of `app`'s table, by key.
@@ -102,7 +114,7 @@ async fn exported_with_summary(app: &TestApp) -> (Vec<u8>, Copied) {
 
 #[tokio::test]
 async fn a_stage_copied_into_another_is_the_same_data_without_its_keys() {
-    let (prod, pet) = source().await;
+    let (prod, pet, old) = source_with_old_pet().await;
     assert_sound(&prod).await;
     let (lines, exported) = exported_with_summary(&prod).await;
     assert_eq!(exported.left_out.get("APIKEY"), Some(&2), "{exported:?}");
@@ -143,6 +155,25 @@ async fn a_stage_copied_into_another_is_the_same_data_without_its_keys() {
         .post("/store/orders", json!({ "petId": pet }))
         .await;
     fresh.assert_status(201);
+    // Both forms of a pet arrived as they were, and are served as they are:
+    // an order of the pet holding its own stock writes that pet item.
+    let has = |items: &BTreeMap<(String, String), Item>, id: u64, sk: &str| {
+        items.contains_key(&(format!("PET#{id}"), sk.to_string()))
+    };
+    let dev_items = items(&dev).await;
+    assert!(has(&dev_items, pet, "STOCK") && !has(&dev_items, old, "STOCK"));
+    let of_old = dev
+        .as_customer()
+        .await
+        .post("/store/orders", json!({ "petId": old }))
+        .await;
+    of_old.assert_status(201);
+    let old_item = &items(&dev).await[&(format!("PET#{old}"), "PET".to_string())];
+    assert_eq!(old_item.get("stock"), Some(&AttributeValue::N("1".into())));
+    assert_eq!(
+        old_item.get("openOrders"),
+        Some(&AttributeValue::N("1".into()))
+    );
     assert_sound(&dev).await;
 }
 

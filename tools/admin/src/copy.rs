@@ -3,7 +3,8 @@
 //! a line `{"Item": {...}}` per item).
 //!
 //! What is copied is the data the service serves: pets (with their stock and
-//! open-order counts), categories, their name claims, and orders. What is a
+//! open-order counts, on their stock items or, for pets written before stock
+//! items, on their pet items: each copied as it is), categories, their name claims, and orders. What is a
 //! stage's own is not ([`copied`]): API keys (a production key must never
 //! open a development stage), idempotency records (answers to another
 //! stage's callers, expiring within a day), webhooks (endpoints belong to
@@ -37,8 +38,10 @@ use std::io::{BufRead, Write};
 /// endpoints the target does not have.
 pub fn copied(kind: Kind) -> bool {
     match kind {
+        // A pet's stock item goes with its pet item.
+        Kind::Pet | Kind::Stock | Kind::Order | Kind::Category | Kind::NameClaim => true,
         // A key's hold count goes with the orders it counts.
-        Kind::Pet | Kind::Order | Kind::Category | Kind::NameClaim | Kind::Holds => true,
+        Kind::Holds => true,
         // A backfill's progress is its own table's (the other runs its own,
         // which finds nothing left to do).
         Kind::ApiKey | Kind::Idempotency | Kind::Migration | Kind::Unknown => false,
@@ -177,7 +180,9 @@ async fn put_new(client: &Client, table: &str, item: Item) -> Result<(), BoxErro
 
 /// `item` with its sharded list keys (GSI1PK, GSI2PK of pets, orders and
 /// categories) under `shards`' counts: the list is the key before its last
-/// `#`, the shard is recomputed from the id.
+/// `#`, the shard is recomputed from the id. Every other key is kept: a
+/// stock item's (and an old pet item's) inventory entry, `GSI5PK = PK`, is
+/// not sharded.
 pub fn resharded(mut item: Item, shards: Shards) -> Item {
     let listed = match kind_of(&item) {
         Kind::Pet => Listed::Pet,

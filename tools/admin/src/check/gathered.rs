@@ -8,10 +8,21 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use petstore::records::Name;
 use std::collections::HashMap;
 
-/// What a table invariant knows of a pet.
+/// What a table invariant knows of a pet, from its pet item.
 #[derive(Debug)]
 pub struct PetFacts {
     pub category: Option<u64>,
+    pub status: Option<String>,
+    /// Whether the pet item holds the stock (written before stock items).
+    pub holds_stock: bool,
+    /// Its `openOrders`, if it holds the stock.
+    pub open_orders: Whole,
+}
+
+/// What a table invariant knows of a pet's stock item.
+#[derive(Debug)]
+pub struct StockFacts {
+    pub status: Option<String>,
     pub open_orders: Whole,
 }
 
@@ -26,6 +37,8 @@ pub struct CategoryFacts {
 #[derive(Debug, Default)]
 pub struct Gathered {
     pub pets: HashMap<u64, PetFacts>,
+    /// Each stock item, by the pet id its key names.
+    pub stock_items: HashMap<u64, StockFacts>,
     /// The incomplete orders naming each pet id.
     pub open_orders: HashMap<u64, Vec<u64>>,
     pub categories: HashMap<u64, CategoryFacts>,
@@ -54,6 +67,15 @@ impl Gathered {
     pub fn add(&mut self, s: &Scanned) {
         match s.kind {
             Kind::Pet => self.add_pet(s),
+            Kind::Stock => {
+                if let Some(pet) = s.pk_number("PET#") {
+                    let facts = StockFacts {
+                        status: s.text("status").map(str::to_string),
+                        open_orders: s.whole("openOrders"),
+                    };
+                    self.stock_items.insert(pet, facts);
+                }
+            }
             Kind::Order => self.add_order(s),
             Kind::Category => self.add_category(s),
             Kind::NameClaim => {
@@ -97,14 +119,32 @@ impl Gathered {
         if let Some(category) = category {
             *self.pets_in.entry(category).or_default() += 1;
         }
-        let open_orders = s.whole("openOrders");
+        let holds_stock = s.holds_stock();
         self.pets.insert(
             id,
             PetFacts {
                 category,
-                open_orders,
+                status: s.text("status").map(str::to_string),
+                holds_stock,
+                open_orders: s.whole("openOrders"),
             },
         );
+    }
+
+    /// Each pet's open-order counts, from whichever item holds them (both,
+    /// when both do: `stock-held-once` reports that): the pet id, the
+    /// holder's SK and its count.
+    pub fn open_order_counts(&self) -> impl Iterator<Item = (u64, &'static str, &Whole)> {
+        let on_pets = self
+            .pets
+            .iter()
+            .filter(|(_, facts)| facts.holds_stock)
+            .map(|(pet, facts)| (*pet, "PET", &facts.open_orders));
+        let on_stock = self
+            .stock_items
+            .iter()
+            .map(|(pet, facts)| (*pet, "STOCK", &facts.open_orders));
+        on_pets.chain(on_stock)
     }
 
     fn add_order(&mut self, s: &Scanned) {
@@ -139,6 +179,10 @@ impl Gathered {
 
     pub fn pet_finding(id: u64, invariant: &'static str, problem: String) -> Finding {
         Finding::new(format!("PET#{id}"), "PET", invariant, problem)
+    }
+
+    pub fn stock_finding(id: u64, invariant: &'static str, problem: String) -> Finding {
+        Finding::new(format!("PET#{id}"), "STOCK", invariant, problem)
     }
 
     pub fn order_finding(id: u64, invariant: &'static str, problem: String) -> Finding {

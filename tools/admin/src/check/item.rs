@@ -8,7 +8,13 @@ use serde::Serialize;
 /// What an item is, by its sort key (`db/mod.rs`'s table of records).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A pet item (`PET#<id>`, `PET`): the record, with its stock and open
+    /// orders when it has no stock item (written by release 1.0.0 or under
+    /// layout 1).
     Pet,
+    /// A pet's stock item (`PET#<id>`, `STOCK`): its stock, open orders, a
+    /// copy of its status and its inventory index entry.
+    Stock,
     Order,
     Category,
     NameClaim,
@@ -35,6 +41,7 @@ impl Kind {
     pub fn of_sk(sk: &str) -> Kind {
         match sk {
             "PET" => Kind::Pet,
+            "STOCK" => Kind::Stock,
             "ORDER" => Kind::Order,
             "CATEGORY" => Kind::Category,
             "CATEGORYNAME" => Kind::NameClaim,
@@ -53,7 +60,7 @@ impl Kind {
     /// What every partition key of this kind starts with.
     pub fn pk_prefix(self) -> Option<&'static str> {
         match self {
-            Kind::Pet => Some("PET#"),
+            Kind::Pet | Kind::Stock => Some("PET#"),
             Kind::Order => Some("ORDER#"),
             Kind::Category => Some("CATEGORY#"),
             Kind::NameClaim => Some("CATEGORYNAME#"),
@@ -138,6 +145,14 @@ impl<'a> Scanned<'a> {
             Whole::Absent => Some("no expiresAt: TTL never deletes it".to_string()),
             Whole::Not(why) => Some(why),
         }
+    }
+
+    /// Whether this pet item holds its pet's stock, as release 1.0.0 wrote
+    /// pets (and this code under layout 1): it has `stock` or `openOrders`.
+    /// A pet item without either has its stock on its stock item.
+    pub fn holds_stock(&self) -> bool {
+        self.kind == Kind::Pet
+            && (self.item.contains_key("stock") || self.item.contains_key("openOrders"))
     }
 
     /// `name` is `expected` (`None`: absent), or the problem.
