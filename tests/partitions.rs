@@ -1,7 +1,8 @@
 //! Sharded lists (`shared/src/db/shards.rs`): with several shards each
 //! holding more than a page, every list, with every filter, pages through
-//! its records in order with no gap and no repeat; and raising a shard count
-//! over stored records loses none of them.
+//! its records in order with no gap and no repeat; raising a shard count
+//! over stored records loses none of them; and the template gives the pet
+//! lists one shard at every `OrderRate`.
 
 use crate::helpers::TestApp;
 use aws_sdk_dynamodb::types::{AttributeValue, Select};
@@ -504,4 +505,35 @@ async fn lowering_the_order_shard_count_hides_no_order_before_during_or_after_th
         true,
     )
     .await;
+}
+
+/// The shard counts the template gives the functions at `OrderRate`'s (or,
+/// for `..._DRAINING`, `DrainingOrderRate`'s) every allowed value: `name`'s
+/// value in Globals, the default's first.
+fn template_counts(template: &serde_yaml_ng::Value, name: &str) -> Vec<(String, u64)> {
+    let variables = &template["Globals"]["Function"]["Environment"]["Variables"];
+    crate::shield::capacity_values(template, &variables[name], name)
+}
+
+/// A pet's stock is on its stock item, in no list, so orders do not write
+/// the pet lists unless a pet's status moves: 1 pet shard at every rate,
+/// and the counts at the default `OrderRate` are the code's own defaults
+/// (what `make run` and the tests use). A draining rate reads 1 pet shard
+/// too (or none): no release keyed its pets over more (docs/partitions.md,
+/// "Why a pet's stock is on an item of its own").
+#[test]
+fn the_pet_lists_have_one_shard_at_every_order_rate_and_the_default_is_the_codes() {
+    let template = crate::deploy::read_yaml("template.yaml");
+    let pets = template_counts(&template, "PET_LIST_SHARDS");
+    assert!(pets.len() > 1, "{pets:?}");
+    assert!(pets.iter().all(|(_, shards)| *shards == 1), "{pets:?}");
+    let defaults = petstore::db::shards::Shards::default();
+    assert_eq!(pets[0].1, u64::from(defaults.pets), "{pets:?}");
+    let orders = template_counts(&template, "ORDER_LIST_SHARDS");
+    assert_eq!(orders[0].1, u64::from(defaults.orders), "{orders:?}");
+    let draining = template_counts(&template, "PET_LIST_SHARDS_DRAINING");
+    assert!(
+        draining.iter().all(|(_, shards)| *shards <= 1),
+        "{draining:?}"
+    );
 }

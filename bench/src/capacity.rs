@@ -353,27 +353,63 @@ fn value_size(value: &Value) -> usize {
 mod tests {
     use super::*;
 
+    /// Layout 2's indexes (`shared/src/db/indexes.rs`): the lists carry the
+    /// whole item, the inventory index a pet's `stock` and `status`.
     fn layout() -> Layout {
+        let list = |name: &str| {
+            json!({"IndexName": format!("{name}v2"),
+                   "KeySchema": [{"AttributeName": format!("{name}PK"), "KeyType": "HASH"},
+                                 {"AttributeName": "id", "KeyType": "RANGE"}],
+                   "Projection": {"ProjectionType": "ALL"}})
+        };
         let description = json!({
             "KeySchema": [{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
             "GlobalSecondaryIndexes": [
-                {"IndexName": "GSI1", "KeySchema": [{"AttributeName": "GSI1PK", "KeyType": "HASH"}, {"AttributeName": "id", "KeyType": "RANGE"}],
-                 "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["status"]}},
-                {"IndexName": "GSI2", "KeySchema": [{"AttributeName": "GSI2PK", "KeyType": "HASH"}, {"AttributeName": "id", "KeyType": "RANGE"}],
-                 "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["status", "stock"]}}
+                list("GSI1"), list("GSI2"), list("GSI3"),
+                {"IndexName": "GSI5", "KeySchema": [{"AttributeName": "GSI5PK", "KeyType": "HASH"}, {"AttributeName": "id", "KeyType": "RANGE"}],
+                 "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["stock", "status"]}}
             ]
         });
         Layout::from_description(&description).expect("a layout")
     }
 
-    fn pet(status: &str, stock: u32) -> Option<Image> {
-        json!({
+    fn image(value: Value) -> Option<Image> {
+        value.as_object().cloned()
+    }
+
+    /// Pet 1's pet item as written with a stock item: its record and its
+    /// lists' keys (all pets, by status: shard 0; its category).
+    fn pet(status: &str) -> Option<Image> {
+        image(json!({
             "PK": {"S": "PET#1"}, "SK": {"S": "PET"}, "id": {"N": "1"},
             "GSI1PK": {"S": "PET#0"}, "GSI2PK": {"S": format!("PET#STATUS#{status}#0")},
-            "status": {"S": status}, "stock": {"N": stock.to_string()}, "openOrders": {"N": "0"}
-        })
-        .as_object()
-        .cloned()
+            "GSI3PK": {"S": "PET#CATEGORY#7"},
+            "name": {"S": "Rex"}, "categoryId": {"N": "7"}, "status": {"S": status}
+        }))
+    }
+
+    /// Pet 1's stock item (`shared/src/db/pets/stock.rs`): its stock, open
+    /// orders, a copy of its status, and its inventory entry's key.
+    fn stock(status: &str, stock: u32, open_orders: u32) -> Option<Image> {
+        image(json!({
+            "PK": {"S": "PET#1"}, "SK": {"S": "STOCK"}, "id": {"N": "1"},
+            "GSI5PK": {"S": "PET#1"}, "status": {"S": status},
+            "stock": {"N": stock.to_string()}, "openOrders": {"N": open_orders.to_string()}
+        }))
+    }
+
+    /// Pet 1 as release 1.0.0 wrote it (and layout 1 still does): one item
+    /// holding its record, its stock and its inventory entry.
+    fn pet_holding_its_stock(status: &str, stock: u32, open_orders: u32) -> Option<Image> {
+        let mut item = pet(status)?;
+        item.insert("GSI5PK".into(), json!({"S": "PET#1"}));
+        item.insert("stock".into(), json!({"N": stock.to_string()}));
+        item.insert("openOrders".into(), json!({"N": open_orders.to_string()}));
+        Some(item)
+    }
+
+    fn change(before: Option<Image>, after: Option<Image>) -> ItemChange {
+        ItemChange { before, after }
     }
 
     fn scopes(writes: &[PartitionWrite]) -> Vec<(&str, &str)> {
@@ -383,6 +419,10 @@ mod tests {
             .collect()
     }
 
+    fn units(writes: &[PartitionWrite]) -> Vec<f64> {
+        writes.iter().map(|w| w.units).collect()
+    }
+
     /// An item of `bytes` bytes by the rules: one string attribute `d`.
     fn item_of(bytes: usize) -> Option<Image> {
         let value = "x".repeat(bytes - 1);
@@ -390,64 +430,90 @@ mod tests {
     }
 
     #[test]
-    fn an_index_is_written_only_when_its_key_or_a_projected_attribute_changes() {
+    fn an_order_writes_its_pets_stock_item_and_inventory_entry_and_no_list() {
         let layout = layout();
-        let stock = ItemChange {
-            before: pet("available", 5),
-            after: pet("available", 4),
-        };
-        assert_eq!(
-            scopes(&layout.writes(&stock, true, true)),
-            vec![("table", "PET#1"), ("GSI2", "PET#STATUS#available#0")]
-        );
+        // Placed: a unit taken, an order open; the pet item is not written.
+        let placed = change(stock("available", 5, 0), stock("available", 4, 1));
+        let writes = layout.writes(&placed, true, true);
+        assert_eq!(scopes(&writes), vec![("table", "PET#1"), ("GSI5", "PET#1")]);
         // The table write doubled by the transaction, the index's not.
-        let units: Vec<f64> = layout
-            .writes(&stock, true, true)
-            .iter()
-            .map(|w| w.units)
-            .collect();
-        assert_eq!(units, vec![2.0, 1.0]);
-        let mut quiet = stock.clone();
-        quiet.after = pet("available", 5);
-        if let Some(after) = quiet.after.as_mut() {
-            after.insert("openOrders".into(), json!({"N": "1"}));
-        }
+        assert_eq!(units(&writes), vec![2.0, 1.0]);
+        // Completed: only the open orders move, which GSI5 does not hold.
+        let completed = change(stock("available", 4, 1), stock("available", 4, 0));
         assert_eq!(
-            scopes(&layout.writes(&quiet, false, true)),
+            scopes(&layout.writes(&completed, true, true)),
             vec![("table", "PET#1")]
         );
-        let moved = ItemChange {
-            before: pet("available", 1),
-            after: pet("pending", 0),
-        };
+    }
+
+    #[test]
+    fn a_pet_holding_its_stock_rewrites_every_list_entry_on_every_order() {
+        // Why the stock has an item of its own: the lists carry the whole
+        // item, so on the pet item an order's stock change rewrote the
+        // pet's entry in each of them, on shared partitions.
+        let placed = change(
+            pet_holding_its_stock("available", 5, 0),
+            pet_holding_its_stock("available", 4, 1),
+        );
         assert_eq!(
-            scopes(&layout.writes(&moved, false, true)),
+            scopes(&layout().writes(&placed, true, true)),
             vec![
                 ("table", "PET#1"),
-                ("GSI1", "PET#0"),
-                ("GSI2", "PET#STATUS#available#0"),
-                ("GSI2", "PET#STATUS#pending#0")
+                ("GSI1v2", "PET#0"),
+                ("GSI2v2", "PET#STATUS#available#0"),
+                ("GSI3v2", "PET#CATEGORY#7"),
+                ("GSI5", "PET#1")
             ]
         );
-        let created = ItemChange {
-            before: None,
-            after: pet("sold", 0),
-        };
-        assert_eq!(layout.writes(&created, true, true).len(), 3);
-        let deleted = ItemChange {
-            before: pet("sold", 0),
-            after: None,
-        };
-        assert_eq!(layout.writes(&deleted, true, true).len(), 3);
+    }
+
+    #[test]
+    fn a_status_move_writes_the_pet_item_and_its_lists_too() {
+        let layout = layout();
+        // The last unit ordered: the pet moves to pending, on both items in
+        // one transaction; its status list entry moves (a delete and a put).
+        let pet_item = change(pet("available"), pet("pending"));
+        let stock_item = change(stock("available", 1, 0), stock("pending", 0, 1));
+        assert_eq!(
+            scopes(&layout.writes(&pet_item, true, true)),
+            vec![
+                ("table", "PET#1"),
+                ("GSI1v2", "PET#0"),
+                ("GSI2v2", "PET#STATUS#available#0"),
+                ("GSI2v2", "PET#STATUS#pending#0"),
+                ("GSI3v2", "PET#CATEGORY#7")
+            ]
+        );
+        assert_eq!(
+            scopes(&layout.writes(&stock_item, true, true)),
+            vec![("table", "PET#1"), ("GSI5", "PET#1")]
+        );
+    }
+
+    #[test]
+    fn a_pet_is_created_and_deleted_with_its_stock_item() {
+        let layout = layout();
+        let (pet_item, stock_item) = (pet("available"), stock("available", 1, 0));
+        // The pet item: the table and its three lists; the stock item: the
+        // table and the inventory index.
+        let created = [
+            change(None, pet_item.clone()),
+            change(None, stock_item.clone()),
+        ];
+        let deleted = [change(pet_item, None), change(stock_item, None)];
+        for changes in [created, deleted] {
+            let counts: Vec<usize> = changes
+                .iter()
+                .map(|c| layout.writes(c, true, true).len())
+                .collect();
+            assert_eq!(counts, vec![4, 2]);
+        }
     }
 
     #[test]
     fn a_refused_write_consumes_the_item_as_it_stood_and_writes_no_index() {
         let layout = layout();
-        let refused = ItemChange {
-            before: pet("available", 5),
-            after: pet("available", 5),
-        };
+        let refused = change(stock("available", 5, 0), stock("available", 5, 0));
         let writes = layout.writes(&refused, false, false);
         assert_eq!(scopes(&writes), vec![("table", "PET#1")]);
         assert_eq!(writes[0].units, 1.0);

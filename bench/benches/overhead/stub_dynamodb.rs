@@ -26,21 +26,35 @@ pub fn client() -> aws_sdk_dynamodb::Client {
 #[derive(Debug, Clone)]
 struct StubDynamoDb;
 
+/// A pet item as written with a stock item: its stock, open orders and
+/// inventory entry are on [`stock_item`], beside it in its partition.
 fn pet_item(id: u64) -> String {
     let item = serde_json::json!({
         "PK": {"S": format!("PET#{id}")},
         "SK": {"S": "PET"},
-        "GSI1PK": {"S": "PET"},
-        "GSI2PK": {"S": "PET#STATUS#available"},
+        "GSI1PK": {"S": "PET#0"},
+        "GSI2PK": {"S": "PET#STATUS#available#0"},
         "GSI3PK": {"S": "PET#CATEGORY#7"},
         "id": {"N": id.to_string()},
         "name": {"S": format!("Pet number {id}")},
         "categoryId": {"N": "7"},
         "status": {"S": "available"},
-        "stock": {"N": "1000"},
-        "openOrders": {"N": "0"},
     });
     item.to_string()
+}
+
+/// Pet `id`'s stock item (`shared/src/db/pets/stock.rs`).
+fn stock_item(id: u64) -> String {
+    serde_json::json!({
+        "PK": {"S": format!("PET#{id}")},
+        "SK": {"S": "STOCK"},
+        "GSI5PK": {"S": format!("PET#{id}")},
+        "id": {"N": id.to_string()},
+        "status": {"S": "available"},
+        "stock": {"N": "1000"},
+        "openOrders": {"N": "0"},
+    })
+    .to_string()
 }
 
 fn category_item() -> String {
@@ -93,6 +107,8 @@ fn api_key_item() -> String {
 struct Canned {
     get_api_key: String,
     get_pet: String,
+    /// `get_pet`'s Query of the pet's partition: its pet and stock items.
+    query_pet_partition: String,
     get_category: String,
     get_order: String,
     query_20: String,
@@ -107,6 +123,11 @@ fn canned() -> &'static Canned {
         Canned {
             get_api_key: format!("{{\"Item\":{}}}", api_key_item()),
             get_pet: format!("{{\"Item\":{}}}", pet_item(1)),
+            query_pet_partition: format!(
+                "{{\"Count\":2,\"ScannedCount\":2,\"Items\":[{},{}]}}",
+                pet_item(1),
+                stock_item(1)
+            ),
             get_category: format!("{{\"Item\":{}}}", category_item()),
             get_order: format!("{{\"Item\":{}}}", order_item()),
             query_20: format!(
@@ -186,6 +207,11 @@ impl HttpConnector for StubDynamoDb {
             "GetItem" if contains(body, b"\"PET#") => c.get_pet.clone(),
             "GetItem" if contains(body, b"\"CATEGORY#") => c.get_category.clone(),
             "GetItem" if contains(body, b"\"ORDER#") => c.get_order.clone(),
+            // The table's own key (no index): a pet's partition, which
+            // `get_pet` reads whole (every order and stock change does).
+            "Query" if !contains(body, b"\"IndexName\"") && contains(body, b"\"PET#") => {
+                c.query_pet_partition.clone()
+            }
             "Query" => projected_query(body),
             "BatchGetItem" => c.batch_5.clone(),
             "UpdateItem" | "PutItem" | "DeleteItem" => "{\"Attributes\":{}}".into(),
