@@ -185,13 +185,13 @@ async fn stock_items_moved_under_orders_cancels_and_stock_sets_leave_one_exact_h
         let (staff, done, ops) = (staff.clone(), done.clone(), ops.clone());
         tasks.push(tokio::spawn(set_stock(staff, pets, done, ops)));
     }
-    // The backfill's every DynamoDB call held back up to 200 ms: between
+    // The backfill's every DynamoDB call held back up to 400 ms: between
     // its read of a pet and its transaction, the writers change the pet
     // often enough that some moves lose the race and are decided again.
     // Throttled, small pages, so the moves span the writes.
     let delays = FaultMix {
         delay: 100,
-        max_delay: Duration::from_millis(200),
+        max_delay: Duration::from_millis(400),
         ..FaultMix::NONE
     };
     let proxy = FaultProxy::start(&staff.endpoint, delays, 47).await;
