@@ -8,16 +8,22 @@
 3. Serve it with this release's code as migration 0001's first template
    state deploys it (`petstore-local`, DATA_LAYOUT=1), and start shoppers:
    customers placing and cancelling orders, staff completing and cancelling
-   the old open orders, through the HTTP API, until the end.
+   the old open orders, setting pets' stock and now and then creating a pet
+   (under layout 1 one that holds its stock, as 1.0.0's do), through the
+   HTTP API, until the end.
 4. Walk migration 0001 (migrations/0001-holds-and-lapses.json) in order:
    each template state's change to the data table (the template rendered
    with DataLayoutStep) made through DynamoDB's API, at most one index a
    state, the indexes it must leave checked; each backfill `petstore-admin data
-   migrate run` while the shoppers go on; at the switch the new state's
-   code takes the traffic (a second server with DATA_LAYOUT=2, as a release
-   shifts it).
+   migrate run` while the shoppers go on; before the switch, as
+   scripts/upgrade.py does, `data migrate run` again (a new `stock-items`
+   pass for the pets created since) and `status --require-done`; at the
+   switch the new state's code takes the traffic (a second server with
+   DATA_LAYOUT=2, as a release shifts it), and `data migrate run` once more
+   moves the pets the old server created meanwhile.
 5. Stop the shoppers: no answer was 5xx; `data check` is sound (stock,
-   open-order and hold counts exact, every claim current); every list, paged
+   open-order and hold counts exact, every claim current); every pet's
+   stock on its stock item, its pet item without it; every list, paged
    to its end, holds every record of its kind in the table.
 
 `--skip-backfills` runs the same without the backfills: it must fail (the
@@ -239,9 +245,11 @@ class Shoppers:
     """Customers placing and cancelling, staff completing and cancelling the
     old open orders, until stopped; every answer's status counted."""
 
-    def __init__(self, server: Server, customers: list[str], staff: str, pets: list[int], old_open: list[int]) -> None:
+    def __init__(self, server: Server, customers: list[str], staff: str, pets: list[int], old_open: list[int],
+                 category: int) -> None:
         self.base = server.url
-        self.customers, self.staff, self.pets = customers, staff, pets
+        self.customers, self.staff, self.pets, self.category = customers, staff, pets, category
+        self.created: list[int] = []
         self.old_open = list(old_open)
         self.lock = threading.Lock()
         self.statuses: dict[int, int] = {}
@@ -250,6 +258,7 @@ class Shoppers:
         self.threads = [threading.Thread(target=self.customer, args=(key, n), daemon=True)
                         for n, key in enumerate(customers)]
         self.threads.append(threading.Thread(target=self.staff_member, daemon=True))
+        self.threads.append(threading.Thread(target=self.stock_keeper, daemon=True))
 
     def start(self) -> None:
         for thread in self.threads:
@@ -298,6 +307,26 @@ class Shoppers:
                 status, body, _ = call(self.base, self.staff, "PATCH", f"/store/orders/{order}", {"complete": True})
                 self.note("complete an old order", status, body)
             time.sleep(0.1)
+
+    def stock_keeper(self) -> None:
+        """Staff setting the pets' stock (the pets the customers order), and
+        creating a pet every few sets: under layout 1, one that holds its
+        stock, which the `stock-items` backfill must still move."""
+        rng, sets = random.Random(7), 0
+        while not self.stopping.is_set():
+            pet = rng.choice(self.pets)
+            status, body, _ = call(self.base, self.staff, "PUT", f"/store/inventory/{pet}",
+                                   {"quantity": rng.randrange(20, 60)})
+            self.note("set stock", status, body)
+            sets += 1
+            if sets % 10 == 0 and len(self.created) < 8:
+                status, body, _ = call(self.base, self.staff, "POST", "/pets",
+                                       {"name": f"Rehearsal pet {sets}", "categoryId": self.category,
+                                        "status": "available"})
+                self.note("create a pet", status, body)
+                if status == 201:
+                    self.created.append(body["id"])
+            time.sleep(0.25)
 
     def switch(self, server: Server) -> None:
         self.base = server.url
@@ -354,6 +383,7 @@ def rehearse(emulator, dr, steps: Steps, skip_backfills: bool) -> None:
     pets = [int(i["id"]["N"]) for i in items if kind(i) == "PET" and i["SK"]["S"] == "PET"]
     old_open = [int(i["id"]["N"]) for i in items if kind(i) == "ORDER" and i["SK"]["S"] == "ORDER"
                 and not i.get("complete", {}).get("BOOL") and "lapsesAt" not in i]
+    category = next(int(i["id"]["N"]) for i in items if kind(i) == "CATEGORY" and i["SK"]["S"] == "CATEGORY")
     migration = json.loads(MIGRATION.read_text())
     server, shoppers = None, None
     for entry in migration["steps"]:
@@ -367,6 +397,8 @@ def rehearse(emulator, dr, steps: Steps, skip_backfills: bool) -> None:
                        ran.returncode == 0, (ran.stdout.strip().splitlines() or [ran.stderr.strip()])[-1])
             continue
         step = entry["step"]
+        if entry.get("switch") and not skip_backfills:
+            require_done(stack, steps, "before the switch")
         changes = apply_indexes(stack, step)
         got = stack.indexes()
         steps.step(f"DataLayoutStep={step}: {entry['does']}", started, got == expected_indexes(step) and changes <= 1,
@@ -378,7 +410,7 @@ def rehearse(emulator, dr, steps: Steps, skip_backfills: bool) -> None:
             if shoppers is None:
                 customers = [key_of(stack, "--plan", plan) for plan in ("free", "pro", "pro", "business")]
                 staff = key_of(stack, "--role", "staff", "--plan", "business")
-                shoppers = Shoppers(new_server, customers, staff, pets, old_open)
+                shoppers = Shoppers(new_server, customers, staff, pets, old_open, category)
                 shoppers.start()
             else:
                 # As a release shifts traffic: the new version takes every
@@ -388,6 +420,8 @@ def rehearse(emulator, dr, steps: Steps, skip_backfills: bool) -> None:
                 server.stop()
             server, server_layout = new_server, layout
             steps.step(f"this release's code serves with DATA_LAYOUT={layout}", started)
+            if layout == "2" and not skip_backfills:
+                require_done(stack, steps, "after the switch")
     # The lists keyed under 32 shards moved under the template's OrderRate
     # while the shoppers go on; then the release's own deploy drops the
     # draining count, and finish() lists through it.
@@ -403,6 +437,23 @@ def rehearse(emulator, dr, steps: Steps, skip_backfills: bool) -> None:
     shoppers.stop()
     finish(stack, drained, shoppers, staff, steps)
     drained.stop()
+
+
+def require_done(stack: Stack, steps: Steps, when: str) -> None:
+    """As scripts/upgrade.py around the switch: `data migrate run` (a
+    backfill pending again, `stock-items` for the pets layout 1 created
+    since, runs a new pass), then `status --require-done`."""
+    started = time.monotonic()
+    ran = stack.admin("data", "migrate", "run")
+    lines = ran.stdout.strip().splitlines()
+    steps.step(f"data migrate run {when}: {len(lines)} backfill passes", started, ran.returncode == 0,
+               (lines or [ran.stderr.strip()])[-1] if lines or ran.returncode else "")
+    started = time.monotonic()
+    status = stack.admin("data", "migrate", "status", "--require-done")
+    pending = [s["step"] for s in map(json.loads, status.stdout.splitlines()) if s["state"] != "done"
+               and s["kind"] == "backfill"] if status.stdout.strip() else []
+    steps.step(f"data migrate status --require-done {when}", started, status.returncode == 0,
+               f"pending {pending}" if pending else status.stderr.strip())
 
 
 def create_released(emulator, dr, checks):
@@ -480,6 +531,13 @@ def finish(stack: Stack, server: Server, shoppers: Shoppers, staff: str, steps: 
     open_orders = {int(i["id"]["N"]) for i in items if kind(i) == "ORDER" and i["SK"]["S"] == "ORDER"
                    and not i.get("complete", {}).get("BOOL")}
     pets = {int(i["id"]["N"]) for i in items if kind(i) == "PET" and i["SK"]["S"] == "PET"}
+    stock_items = {int(i["id"]["N"]) for i in items if kind(i) == "PET" and i["SK"]["S"] == "STOCK"}
+    holding = sorted(int(i["id"]["N"]) for i in items if kind(i) == "PET" and i["SK"]["S"] == "PET"
+                     and ("stock" in i or "openOrders" in i or "GSI5PK" in i))
+    steps.step(f"every pet's stock on its stock item ({len(pets)} pets, {len(shoppers.created)} created "
+               "during the walk), no pet item holding it", started, stock_items == pets and not holding,
+               f"pet items holding stock {holding[:5]}, pets without a stock item {sorted(pets - stock_items)[:5]}"
+               if holding or stock_items != pets else "")
     categories = {int(i["id"]["N"]) for i in items if kind(i) == "CATEGORY" and i["SK"]["S"] == "CATEGORY"}
     lists = {
         "GET /store/orders": ({o["id"] for o in every_page(server.url, staff, "/store/orders?limit=100")}, orders),

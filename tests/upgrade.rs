@@ -10,11 +10,15 @@
 //!   the migration fails, as the rehearsal must show.
 //! - `migration`: the backfills under concurrent shoppers, exact; twice is
 //!   a no-op; interrupted, they resume; afterwards layout 2 serves it all.
+//! - `stock_items`: the `stock-items` backfill raced by orders, cancels and
+//!   stock sets on the same pets: one exact holder each; pending again while
+//!   layout 1 creates a pet that holds its stock; the switch serves them.
 //! - `throughput`: the backfills' rate on DynamoDB Local (ignored: a
 //!   measurement for docs/upgrade.md, run by name).
 
 mod migration;
 mod serving;
+mod stock_items;
 mod throughput;
 
 use crate::helpers::{repo_root, TestApp};

@@ -34,6 +34,8 @@ pub enum Backfill {
     Holds,
     /// Category names claimed before the NFKC comparison: current claims.
     NameClaims,
+    /// Pets whose pet item holds their stock (1.0.0's form): stock items.
+    StockItems,
 }
 
 impl Backfill {
@@ -41,6 +43,7 @@ impl Backfill {
         match name {
             "holds" => Some(Backfill::Holds),
             "name-claims" => Some(Backfill::NameClaims),
+            "stock-items" => Some(Backfill::StockItems),
             _ => None,
         }
     }
@@ -49,6 +52,7 @@ impl Backfill {
         match self {
             Backfill::Holds => "holds",
             Backfill::NameClaims => "name-claims",
+            Backfill::StockItems => "stock-items",
         }
     }
 
@@ -57,6 +61,8 @@ impl Backfill {
         match self {
             Backfill::Holds => 2,
             Backfill::NameClaims => 3,
+            // The pet item's update and the stock item's put.
+            Backfill::StockItems => 2,
         }
     }
 
@@ -68,6 +74,51 @@ impl Backfill {
                 &[("#complete", "complete")],
             ),
             Backfill::NameClaims => ("SK = :category", &[]),
+            // A pet item holding its stock; stock items and moved pets are not.
+            Backfill::StockItems => (
+                "SK = :pet AND attribute_exists(#stock)",
+                &[("#stock", "stock")],
+            ),
+        }
+    }
+
+    /// Whether an item this backfill changes is left on `table` once it is
+    /// done. Only `stock-items` can have any: until the switch, the
+    /// functions read layout 1 and create pets that hold their stock (as
+    /// release 1.0.0 did), so a pet created after the scan passed its place
+    /// is one more to move. Holds and name claims are made the new way by
+    /// every write of this release. A consistent scan, stopped at the first
+    /// such pet.
+    pub async fn left_over(
+        self,
+        client: &aws_sdk_dynamodb::Client,
+        table: &str,
+    ) -> Result<bool, BoxError> {
+        if self != Backfill::StockItems {
+            return Ok(false);
+        }
+        let (filter, names) = self.filter();
+        let mut start = None;
+        loop {
+            let mut request = client
+                .scan()
+                .table_name(table)
+                .consistent_read(true)
+                .filter_expression(filter)
+                .expression_attribute_values(":pet", AttributeValue::S("PET".into()))
+                .select(aws_sdk_dynamodb::types::Select::Count)
+                .set_exclusive_start_key(start.take());
+            for (placeholder, name) in names {
+                request = request.expression_attribute_names(*placeholder, *name);
+            }
+            let out = request.send().await?;
+            if out.count() > 0 {
+                return Ok(true);
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(false);
+            }
         }
     }
 
@@ -80,6 +131,7 @@ impl Backfill {
         match self {
             Backfill::Holds => changes.backfill_hold(id, now).await,
             Backfill::NameClaims => changes.backfill_name_claim(id).await,
+            Backfill::StockItems => changes.backfill_stock_item(id).await,
         }
     }
 }
@@ -237,6 +289,7 @@ impl Run<'_> {
             let values = [
                 (":order", AttributeValue::S("ORDER".into())),
                 (":category", AttributeValue::S("CATEGORY".into())),
+                (":pet", AttributeValue::S("PET".into())),
                 (":open", AttributeValue::Bool(false)),
             ];
             for (placeholder, value) in values {

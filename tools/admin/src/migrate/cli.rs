@@ -51,7 +51,7 @@ pub struct Target {
 pub struct RunArgs {
     #[command(flatten)]
     pub target: Target,
-    /// Run only this backfill (holds, name-claims), if it is pending.
+    /// Run only this backfill (holds, name-claims, stock-items), if it is pending.
     #[arg(long, value_name = "NAME")]
     pub only: Option<String>,
     /// Item writes a second at most (default: 25% of a provisioned table's

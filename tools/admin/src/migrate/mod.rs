@@ -135,11 +135,21 @@ pub async fn plan(
             },
             StepSpec::Backfill { name, does } => {
                 let progress = progress::read(client, table, manifest.id, name).await?;
+                let mut state = progress.as_ref().map_or(State::Pending, |p| p.state());
+                // Done, and yet an item to change appeared since: pending
+                // again (a new pass), until none is left.
+                if state == State::Done {
+                    let backfill = backfill::Backfill::named(name)
+                        .ok_or_else(|| format!("no backfill is named `{name}`"))?;
+                    if backfill.left_over(client, table).await? {
+                        state = State::Pending;
+                    }
+                }
                 StepStatus {
                     kind: "backfill",
                     step: name.clone(),
                     does: does.clone(),
-                    state: progress.as_ref().map_or(State::Pending, |p| p.state()),
+                    state,
                     progress,
                 }
             }
@@ -231,7 +241,10 @@ pub async fn run(
     {
         let backfill = backfill::Backfill::named(&name)
             .ok_or_else(|| format!("no backfill is named `{name}`"))?;
-        let found = progress::read(client, table, manifest.id, &name).await?;
+        // A backfill done before and pending again starts a new pass.
+        let found = progress::read(client, table, manifest.id, &name)
+            .await?
+            .filter(|p| p.state() != State::Done);
         bar.reset();
         bar.set_message(name.clone());
         let outcome =
@@ -274,8 +287,18 @@ mod tests {
         assert_eq!((manifest.from_layout, manifest.to_layout), (1, 2));
         assert_eq!(
             manifest.backfills().collect::<Vec<_>>(),
-            ["holds", "name-claims"]
+            ["holds", "name-claims", "stock-items"]
         );
+        // Every backfill comes before the switch (template step 5).
+        let switch = manifest
+            .steps
+            .iter()
+            .position(|s| matches!(s, StepSpec::Template { step, .. } if step == "5"));
+        let stock_items = manifest
+            .steps
+            .iter()
+            .position(|s| matches!(s, StepSpec::Backfill { name, .. } if name == "stock-items"));
+        assert!(stock_items < switch && stock_items.is_some());
         Ok(())
     }
 

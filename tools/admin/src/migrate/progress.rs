@@ -177,7 +177,10 @@ impl Ledger {
                      segmentCount = :segments, scanned = :zero, changed = :zero, skipped = :zero, \
                      conflicts = :zero",
                 )
-                .condition_expression("attribute_not_exists(PK)")
+                // A first run, or a new pass over one done before (items
+                // it must change appeared since: `Backfill::left_over`).
+                .condition_expression("attribute_not_exists(PK) OR #state = :done")
+                .expression_attribute_values(":done", AttributeValue::S("done".into()))
                 .expression_attribute_values(":segments", AttributeValue::N(segments.to_string()))
                 .expression_attribute_values(":zero", AttributeValue::N("0".into())),
         };
