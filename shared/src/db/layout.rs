@@ -81,7 +81,7 @@ impl Layout {
     }
 
     /// Of what `wanted` reads, what `list`'s index projects under this
-    /// layout (and `id`, every index's sort key): a list asks an index only
+    /// layout (and `id`, every index's sort key, and the table's key): a list asks an index only
     /// for what it holds, since DynamoDB refuses the whole query otherwise.
     pub(crate) fn readable(
         self,
@@ -89,7 +89,8 @@ impl Layout {
         wanted: &'static Projection,
     ) -> Cow<'static, Projection> {
         let projected = self.entry(list).1;
-        let held = |name: &str| name == shape::ID || projected.holds(name);
+        // Every index holds the table's key too (`PK`, `SK`).
+        let held = |name: &str| matches!(name, shape::ID | "PK" | "SK") || projected.holds(name);
         if wanted.names.iter().all(|(_, name)| held(name)) {
             return Cow::Borrowed(wanted);
         }
