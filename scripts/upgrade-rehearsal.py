@@ -211,7 +211,11 @@ def call(base: str, key: str, method: str, path: str, body: dict | None = None) 
     request = urllib.request.Request(base + path, data=data, method=method,
                                      headers={"X-API-Key": key, "Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
+        # 90 s: under `make test`'s parallel rehearsals moto ran this walk's
+        # backfills 8x slower than alone, and one order (a read and a
+        # transaction, each retried on conflict with the backfill's moves)
+        # once went past 30 s. A request the switch dropped never answers.
+        with urllib.request.urlopen(request, timeout=90) as answer:
             raw = answer.read()
             return answer.status, json.loads(raw) if raw else None, dict(answer.headers)
     except urllib.error.HTTPError as error:
