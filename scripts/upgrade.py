@@ -169,8 +169,10 @@ def main() -> int:
             run([*ADMIN, "data", "migrate", "run", "--table", table, "--only", entry["name"]], args.dry_run)
             continue
         if entry.get("switch"):  # the functions read the new layout: only once every backfill is done
-            # A backfill pending again runs its new pass first: until the
-            # switch, layout 1 creates pets that hold their stock (stock-items).
+            # A backfill with items left over runs another pass first: until
+            # the switch, layout 1 creates pets that hold their stock
+            # (stock-items); status passes with such pets left, which both
+            # layouts serve.
             run([*ADMIN, "data", "migrate", "run", "--table", table], args.dry_run)
             run([*ADMIN, "data", "migrate", "status", "--table", table, "--require-done"], args.dry_run)
         run(deploy_command(args.stage, args.template_file, entry["step"], args.yes, draining), args.dry_run)

@@ -102,6 +102,12 @@ pub struct StepStatus {
     /// A backfill's progress item, as stored.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub progress: Option<progress::Progress>,
+    /// A done backfill with items to change written since it ran (pets
+    /// created under layout 1, which release 1.0.0 may serve beside):
+    /// `run` makes another pass. The switch does not wait for it: both
+    /// layouts serve such items, and after the switch none is written.
+    #[serde(rename = "leftOver", skip_serializing_if = "std::ops::Not::not")]
+    pub left_over: bool,
 }
 
 /// Every step of `manifest` with its state on `table`.
@@ -132,25 +138,25 @@ pub async fn plan(
                 does: does.clone(),
                 state: template_state(&indexes, creates.as_deref(), deletes.as_deref()),
                 progress: None,
+                left_over: false,
             },
             StepSpec::Backfill { name, does } => {
                 let progress = progress::read(client, table, manifest.id, name).await?;
-                let mut state = progress.as_ref().map_or(State::Pending, |p| p.state());
-                // Done, and yet an item to change appeared since: pending
-                // again (a new pass), until none is left.
-                if state == State::Done {
-                    let backfill = backfill::Backfill::named(name)
-                        .ok_or_else(|| format!("no backfill is named `{name}`"))?;
-                    if backfill.left_over(client, table).await? {
-                        state = State::Pending;
-                    }
-                }
+                let state = progress.as_ref().map_or(State::Pending, |p| p.state());
+                // Done, and yet an item to change appeared since: left over
+                // for another pass (see `StepStatus::left_over`).
+                let left_over = state == State::Done
+                    && backfill::Backfill::named(name)
+                        .ok_or_else(|| format!("no backfill is named `{name}`"))?
+                        .left_over(client, table)
+                        .await?;
                 StepStatus {
                     kind: "backfill",
                     step: name.clone(),
                     does: does.clone(),
                     state,
                     progress,
+                    left_over,
                 }
             }
         });
@@ -197,14 +203,16 @@ fn template_state(
     State::NotVisible
 }
 
-/// What `run` may do: the backfills still to run, in order, once every
-/// template step before each is in place; or the step to deploy first.
+/// What `run` may do: the backfills still to run (or with items left over),
+/// in order, once every template step before each is in place; or the step
+/// to deploy first.
 pub fn runnable(statuses: &[StepStatus]) -> Result<Vec<String>, String> {
     let mut pending = Vec::new();
     let last_backfill = statuses.iter().rposition(|s| s.kind == "backfill");
     for status in &statuses[..last_backfill.map_or(0, |i| i + 1)] {
         match (status.kind, status.state) {
-            ("template", State::Done) | ("backfill", State::Done) => {}
+            ("template", State::Done) => {}
+            ("backfill", State::Done) if !status.left_over => {}
             ("template", _) => {
                 return Err(format!(
                     "template step {} is not in place ({}): deploy it first \
@@ -241,7 +249,7 @@ pub async fn run(
     {
         let backfill = backfill::Backfill::named(&name)
             .ok_or_else(|| format!("no backfill is named `{name}`"))?;
-        // A backfill done before and pending again starts a new pass.
+        // A backfill done before, with items left over, starts a new pass.
         let found = progress::read(client, table, manifest.id, &name)
             .await?
             .filter(|p| p.state() != State::Done);
@@ -278,6 +286,7 @@ mod tests {
             does: String::new(),
             state,
             progress: None,
+            left_over: false,
         }
     }
 
