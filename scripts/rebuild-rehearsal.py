@@ -106,7 +106,7 @@ def rehearse(ur, emulator, dr, steps) -> None:
     ddb = emulator.client("dynamodb")
     dev, wanted, label = data_tables()
     apply(ddb, stack.table, dev)
-    ran = [stack.admin("data", "migrate", "run", "--only", name) for name in ("holds", "name-claims")]
+    ran = [stack.admin("data", "migrate", "run", "--only", name) for name in ("holds", "name-claims", "stock-items")]
     steps.step(f"the dev stage's table: {label}", started,
                shape(ddb, stack.table) == wanted_shape(dev) and all(r.returncode == 0 for r in ran),
                f"indexes {sorted(shape(ddb, stack.table))}")

@@ -169,8 +169,8 @@ class Stack:
 
 # The released stack's 32 order list shards (and 1 pet list shard) read
 # beside this template's OrderRate's while the lists are resharded
-# (Capacity of DrainingOrderRate=10000: 32 and 32).
-DRAINING = {"ORDER_LIST_SHARDS_DRAINING": "32", "PET_LIST_SHARDS_DRAINING": "32"}
+# (Capacity of DrainingOrderRate=10000: 32 and 1).
+DRAINING = {"ORDER_LIST_SHARDS_DRAINING": "32", "PET_LIST_SHARDS_DRAINING": "1"}
 
 
 class Server:

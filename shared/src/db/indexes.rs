@@ -32,11 +32,11 @@ pub type Index = (&'static str, Projects);
 /// no part of the stored layout: a list reads every field from its index,
 /// and a new field ships with no index, template or migration change
 /// (docs/data.md, "What the list indexes hold"). The price is paid on
-/// writes: an index copy is rewritten whenever its item changes, so an
-/// order's change to its pet's `stock` and `openOrders` also rewrites the
-/// pet's copies in `GSI1v2`..`GSI3v2` (one write unit each for an item
-/// under 1 KB, on the pet lists' shards and its category's partition; the
-/// figures are in docs/data.md). The inventory index
+/// writes: an index copy is rewritten whenever its item changes. So a
+/// pet's `stock` and `openOrders`, which every order changes, are on its
+/// stock item (`pets::stock`), in none of these: an order rewrites the
+/// pet's copies in `GSI1v2`..`GSI3v2` only when it moves the pet's status
+/// (the figures are in docs/data.md). The inventory index
 /// (`GSI5`) stays narrow: every pet is in it, on a partition of its own,
 /// and it is scanned whole, so a wide entry would only cost reads.
 ///
