@@ -128,18 +128,23 @@ async fn order_and_cancel(
     }
 }
 
+/// Sets `pet`'s stock to [`GIVEN`].
+async fn give_stock(staff: &TestApp, pet: u64) {
+    staff
+        .put(
+            &format!("/store/inventory/{pet}"),
+            json!({ "quantity": GIVEN }),
+        )
+        .await
+        .assert_status(200);
+}
+
 /// Staff setting each pet's stock to [`GIVEN`] in turn until `done`.
 async fn set_stock(staff: TestApp, pets: Vec<u64>, done: Arc<AtomicBool>, ops: Arc<AtomicU64>) {
     let mut round = 0;
     while round < 2 * pets.len() || !done.load(Ordering::SeqCst) {
         let pet = pets[round % pets.len()];
-        staff
-            .put(
-                &format!("/store/inventory/{pet}"),
-                json!({ "quantity": GIVEN }),
-            )
-            .await
-            .assert_status(200);
+        give_stock(&staff, pet).await;
         ops.fetch_add(1, Ordering::SeqCst);
         round += 1;
     }
@@ -155,13 +160,7 @@ async fn stock_items_moved_under_orders_cancels_and_stock_sets_leave_one_exact_h
         let pet = staff
             .create_pet(&format!("Racer {i}"), category, "available")
             .await;
-        staff
-            .put(
-                &format!("/store/inventory/{pet}"),
-                json!({ "quantity": GIVEN }),
-            )
-            .await
-            .assert_status(200);
+        give_stock(&staff, pet).await;
         race.push(pet);
     }
     let before = snapshot(&staff).await;

@@ -12,7 +12,7 @@
 
 use super::gathered::Gathered;
 use super::item::{in_some_shard, problems, Finding, Kind, Scanned, Whole};
-use super::webhooks;
+use super::{stock, webhooks};
 use petstore::db::categories::StoredCategory;
 use petstore::db::orders::StoredOrder;
 use petstore::db::pets::stock::{StockEntry, StoredPetItem};
@@ -39,10 +39,10 @@ pub const INVARIANTS: &[Invariant] = &[
     Invariant { name: "known-kind", says: "every item is a known record: its SK names a kind and its PK has that kind's prefix", rule: Rule::Item(known_kind) },
     Invariant { name: "key-names-id", says: "a pet's, its stock item's, an order's, category's or webhook endpoint's PK is its kind's prefix and its id, a valid id (1 to 2^53-1)", rule: Rule::Item(key_names_id) },
     Invariant { name: "reads-as-record", says: "a pet, stock, order, category, webhook endpoint or delivery item reads as its record (the service can serve it; an endpoint and a delivery as both the API and the delivery handler read them)", rule: Rule::Item(reads_as_record) },
-    Invariant { name: "stock-not-negative", says: "a pet's stock, on whichever item holds it (its stock item, or a pet item written before stock items), is a whole number, never below 0", rule: Rule::Item(stock_not_negative) },
-    Invariant { name: "open-orders-not-negative", says: "a pet's open-order count, on whichever item holds it, is a whole number, never below 0", rule: Rule::Item(open_orders_not_negative) },
+    Invariant { name: "stock-not-negative", says: "a pet's stock, on whichever item holds it (its stock item, or a pet item written before stock items), is a whole number, never below 0", rule: Rule::Item(stock::stock_not_negative) },
+    Invariant { name: "open-orders-not-negative", says: "a pet's open-order count, on whichever item holds it, is a whole number, never below 0", rule: Rule::Item(stock::open_orders_not_negative) },
     Invariant { name: "pet-index-keys", says: "a pet item is in the all-pets list (GSI1) and its status's list (GSI2) under its shard, its category's list (GSI3), in no owner list, and in the inventory index (GSI5PK = PK) exactly when it holds its stock (written before stock items)", rule: Rule::Item(pet_index_keys) },
-    Invariant { name: "stock-item-keys", says: "a stock item is the pet's entry in the inventory index (GSI5PK = PK) and in no list (GSI1PK..GSI4PK absent)", rule: Rule::Item(stock_item_keys) },
+    Invariant { name: "stock-item-keys", says: "a stock item is the pet's entry in the inventory index (GSI5PK = PK) and in no list (GSI1PK..GSI4PK absent)", rule: Rule::Item(stock::stock_item_keys) },
     Invariant { name: "order-index-keys", says: "an order is in the all-orders list (GSI1) and its completion's list (GSI2) under its shard, its pet's list (GSI3), its owner's list (GSI4) exactly when it has an owner; not in the inventory", rule: Rule::Item(order_index_keys) },
     Invariant { name: "category-index-keys", says: "a category is in the all-categories list (GSI1) under its shard, and in no other index", rule: Rule::Item(category_index_keys) },
     Invariant { name: "unlisted-kinds", says: "name claims, idempotency records, hold counts, backfill progress, webhook endpoint counts and delivery slots are in no index; an API key only in the key list (GSI1PK = APIKEY; a short-lived one, with an expiresAt, in none) with a whole-number id", rule: Rule::Item(unlisted_kinds) },
@@ -53,9 +53,9 @@ pub const INVARIANTS: &[Invariant] = &[
     Invariant { name: "webhook-items-expire", says: "a webhook delivery and a delivery slot have their expiry (expiresAt, the TTL attribute): a delivery goes 30 days after its last change, a deleted endpoint's slots a day after their lease", rule: Rule::Item(webhooks::items_expire) },
     Invariant { name: "webhook-delivery-not-overdue", says: "a pending webhook delivery has an attempt to come: its nextAttemptAt is at most an hour past (later, no queue message is carrying it)", rule: Rule::Item(webhooks::delivery_not_overdue) },
     Invariant { name: "open-orders-counted", says: "a pet's open-order count, on whichever item holds it, equals its incomplete orders", rule: Rule::Table(open_orders_counted) },
-    Invariant { name: "stock-held-once", says: "a pet's stock is on exactly one item: its stock item, or its pet item (written before stock items, with stock and openOrders); never both, never neither", rule: Rule::Table(stock_held_once) },
-    Invariant { name: "stock-item-pet-known", says: "a stock item's pet item exists (a pet is deleted with its stock item)", rule: Rule::Table(stock_item_pet_known) },
-    Invariant { name: "stock-item-status", says: "a stock item's status equals its pet item's (both are written in one transaction)", rule: Rule::Table(stock_item_status) },
+    Invariant { name: "stock-held-once", says: "a pet's stock is on exactly one item: its stock item, or its pet item (written before stock items, with stock and openOrders); never both, never neither", rule: Rule::Table(stock::stock_held_once) },
+    Invariant { name: "stock-item-pet-known", says: "a stock item's pet item exists (a pet is deleted with its stock item)", rule: Rule::Table(stock::stock_item_pet_known) },
+    Invariant { name: "stock-item-status", says: "a stock item's status equals its pet item's (both are written in one transaction)", rule: Rule::Table(stock::stock_item_status) },
     Invariant { name: "open-order-pet-known", says: "an incomplete order's pet exists (a pet with incomplete orders cannot be deleted; complete orders may outlive it)", rule: Rule::Table(open_order_pet_known) },
     Invariant { name: "pet-category-known", says: "a pet's category exists", rule: Rule::Table(pet_category_known) },
     Invariant { name: "category-pet-count", says: "a category's petCount equals the pets in it", rule: Rule::Table(category_pet_count) },
@@ -106,35 +106,6 @@ fn reads_as_record(s: &Scanned) -> Option<String> {
         .map(|e| format!("does not read as a {:?}: {e}", s.kind))
 }
 
-/// A counter of a pet that must be a whole number, never below 0, on the
-/// item that holds it: its stock item, or a pet item that still holds its
-/// stock (it has `stock` or `openOrders`; a pet item without either has a
-/// stock item, which `stock-held-once` sees).
-fn counter_of_pet(s: &Scanned, name: &str) -> Option<String> {
-    let holds = match s.kind {
-        Kind::Stock => true,
-        Kind::Pet => s.holds_stock(),
-        _ => false,
-    };
-    if !holds {
-        return None;
-    }
-    match s.whole(name) {
-        Whole::Value(v) if v >= 0 => None,
-        Whole::Value(v) => Some(format!("{name} is {v}, below 0")),
-        Whole::Absent => Some(format!("{name} is missing")),
-        Whole::Not(why) => Some(why),
-    }
-}
-
-fn stock_not_negative(s: &Scanned) -> Option<String> {
-    counter_of_pet(s, "stock")
-}
-
-fn open_orders_not_negative(s: &Scanned) -> Option<String> {
-    counter_of_pet(s, "openOrders")
-}
-
 /// `name` is `id`'s key in the sharded list `list`, or the problem.
 fn sharded_is(s: &Scanned, name: &str, list: &str, id: u64, kind: Listed) -> Option<String> {
     let actual = s.text(name);
@@ -170,15 +141,6 @@ fn pet_index_keys(s: &Scanned) -> Option<String> {
         .flatten()
         .collect(),
     )
-}
-
-fn stock_item_keys(s: &Scanned) -> Option<String> {
-    if s.kind != Kind::Stock {
-        return None;
-    }
-    let mut found = vec![s.attribute_is("GSI5PK", Some(s.pk()))];
-    found.extend(["GSI1PK", "GSI2PK", "GSI3PK", "GSI4PK"].map(|g| s.attribute_is(g, None)));
-    problems(found.into_iter().flatten().collect())
 }
 
 fn order_index_keys(s: &Scanned) -> Option<String> {
@@ -260,51 +222,6 @@ fn open_orders_counted(g: &Gathered) -> Vec<Finding> {
                     problem,
                 ));
             }
-        }
-    }
-    found
-}
-
-fn stock_held_once(g: &Gathered) -> Vec<Finding> {
-    let mut found = Vec::new();
-    for (pet, facts) in &g.pets {
-        let problem = match (facts.holds_stock, g.stock_items.contains_key(pet)) {
-            (true, true) => "both its pet item and its stock item hold its stock",
-            (false, false) => "neither a stock item nor stock on its pet item",
-            _ => continue,
-        };
-        found.push(Gathered::pet_finding(
-            *pet,
-            "stock-held-once",
-            problem.to_string(),
-        ));
-    }
-    found
-}
-
-fn stock_item_pet_known(g: &Gathered) -> Vec<Finding> {
-    g.stock_items
-        .keys()
-        .filter(|pet| !g.pets.contains_key(pet))
-        .map(|pet| {
-            let problem = format!("a stock item of pet {pet}, which has no pet item");
-            Gathered::stock_finding(*pet, "stock-item-pet-known", problem)
-        })
-        .collect()
-}
-
-fn stock_item_status(g: &Gathered) -> Vec<Finding> {
-    let mut found = Vec::new();
-    for (pet, stock) in &g.stock_items {
-        let Some(facts) = g.pets.get(pet) else {
-            continue;
-        };
-        if stock.status != facts.status {
-            let problem = format!(
-                "status is {:?}, its pet item's {:?}",
-                stock.status, facts.status
-            );
-            found.push(Gathered::stock_finding(*pet, "stock-item-status", problem));
         }
     }
     found

@@ -12,6 +12,7 @@
 pub mod gathered;
 pub mod invariants;
 pub mod item;
+pub mod stock;
 pub mod webhooks;
 
 use crate::scan::{scan_pages, BoxError, ScanOptions};
