@@ -75,6 +75,14 @@ EXPECTED_DENIALS = [
     # upgrade runs; docs/upgrade.md.)
     ("PetsFunction", "dynamodb:Query", "DataTable/index/GSI4", ["ORDER#OWNER#1"]),
     ("PetsFunction", "dynamodb:Query", "DataTable/index/GSI4v2", ["ORDER#OWNER#1"]),
+    # A pet's partition (its pet item and stock item) is the one base-table
+    # partition the data functions and the hold sweep query: not the keys',
+    # nor another record's, nor the webhooks'.
+    ("PetsFunction", "dynamodb:Query", "DataTable", [API_KEY]),
+    ("PetsFunction", "dynamodb:Query", "DataTable", ["ORDER#1"]),
+    ("StoreFunction", "dynamodb:Query", "DataTable", [API_KEY]),
+    ("StoreFunction", "dynamodb:Query", "DataTable", ["WEBHOOK#1#0"]),
+    ("EventsFunction", "dynamodb:Query", "DataTable", ["ORDER#1"]),
     # Neither data function scans the table; only the store function scans,
     # and only the inventory index (one entry per pet).
     ("PetsFunction", "dynamodb:Scan", "DataTable", []),
