@@ -119,6 +119,43 @@ def coldstart(f):
     )
 
 
+def keyed_floor(f):
+    """The keyed rows against both floors: the bare one (one `GetItem`) and
+    `floor-keyed` (the bare SDK making the calls contract section 4 leaves a
+    keyed page), so what is DynamoDB's and what is the pet store's shows."""
+    cold = need(f["coldstart"], "coldstart.json (tools/coldstart)")
+    rows = []
+    for at in cold["by_memory"]:
+        by_label = {b["label"]: b for b in at["bootstraps"]}
+        floor, keyed = by_label.get("floor"), by_label.get("floor-keyed")
+        if not floor or not keyed:
+            continue
+
+        def over(b, base, figure):
+            value, under = b[figure]["p50_ms"], base[figure]["p50_ms"]
+            return "-" if not under else f"{value / under:.2f}"
+
+        for label in ("floor-keyed", "pets", "store", "webhooks"):
+            b = by_label.get(label)
+            if not b:
+                continue
+            rows.append([
+                f"{at['memory_mb']} MB", label,
+                f"**{over(b, floor, 'warm')}** / {over(b, keyed, 'warm')}",
+                f"{over(b, floor, 'first_response')} / **{over(b, keyed, 'first_response')}**",
+                f"{over(b, floor, 'first_invocation')} / {over(b, keyed, 'first_invocation')}",
+                num(b["warm_cpu"]["p50_ms"] - keyed["warm_cpu"]["p50_ms"], 2),
+            ])
+    if not rows:
+        return "*The floor-keyed row was not run.*"
+    return table(
+        ["Memory", "bootstrap", "warm p50 ÷ floor / ÷ floor-keyed",
+         "first response ÷ floor / ÷ floor-keyed", "first invocation ÷ floor / ÷ floor-keyed",
+         "warm CPU over floor-keyed's (ms)"],
+        rows,
+    )
+
+
 def p50_p95(summary):
     """A summary's p50 / p95; "-" for one a run did not record."""
     if not summary:
@@ -458,7 +495,8 @@ def notes(f):
 
 
 MARKERS = {
-    "run": run_header, "coldstart": coldstart, "memory_size": memory_size,
+    "run": run_header, "coldstart": coldstart, "keyed_floor": keyed_floor,
+    "memory_size": memory_size,
     "full_cpu": full_cpu, "load": load_runs, "calls": calls, "abuse": abuse,
     "overhead": overhead, "sizes": sizes, "targets": targets,
     "partitions": partitions, "quotas": quotas, "cost": cost, "notes": notes,

@@ -43,7 +43,7 @@ use petstore_bench::client::Error;
 use petstore_bench::processes::DynamoDbLocal;
 use petstore_bench::{api_key, env_or, machine};
 use quota::CpuQuota;
-use rows::{FLOOR_REQUEST, FLOOR_WRITE_REQUEST, FUNCTIONS};
+use rows::{FLOOR_KEYED_REQUEST, FLOOR_REQUEST, FLOOR_WRITE_REQUEST, FUNCTIONS};
 use runtime_api::{Hooks, Spawn};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -75,7 +75,7 @@ impl Settings {
                 function,
             })
             .collect();
-        for floor in [&FLOOR_REQUEST, &FLOOR_WRITE_REQUEST] {
+        for floor in [&FLOOR_REQUEST, &FLOOR_WRITE_REQUEST, &FLOOR_KEYED_REQUEST] {
             bootstraps.push(Bootstrap {
                 label: floor.label.to_string(),
                 path: target.join("release/coldstart-floor"),

@@ -5,6 +5,14 @@
 //! request's own call, and one call per request: a `GetItem`, or with
 //! `FLOOR_CALL=update` an `UpdateItem` adding one to a count (the least a
 //! function that must write its count does: the `floor-write` row).
+//!
+//! With `FLOOR_CALL=keyed` it makes the calls contract section 4 leaves a
+//! keyed `GET /pets?limit=20`, no more: the first request looks its key up
+//! (a `GetItem`), then counts (the `UpdateItem`) beside the page's `Query`;
+//! a warm request, its key known, makes the count and the query side by
+//! side. Init opens the two connections those need, as the pet store's
+//! does. So the `floor-keyed` row is the bare SDK doing a keyed page's
+//! DynamoDB work: what is left over it is the pet store's own.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
@@ -38,11 +46,45 @@ async fn update_item(client: &Client, table: &str) -> Result<bool, Error> {
     Ok(item.attributes.is_some())
 }
 
-async fn call(client: &Client, table: &str, update: bool) -> Result<bool, Error> {
-    if update {
-        update_item(client, table).await
-    } else {
-        get_item(client, table).await
+/// The first page of the pets list, as the pets function queries it.
+async fn page(client: &Client, table: &str) -> Result<bool, Error> {
+    let out = client
+        .query()
+        .table_name(table)
+        .index_name("GSI1v2")
+        .key_condition_expression("#pk = :pk")
+        .expression_attribute_names("#pk", "GSI1PK")
+        .expression_attribute_values(":pk", AttributeValue::S("PET#0".into()))
+        .limit(20)
+        .send()
+        .await?;
+    Ok(out.count > 0)
+}
+
+/// What the floor does for one request.
+#[derive(Clone, Copy, PartialEq)]
+enum Call {
+    Get,
+    Update,
+    /// A keyed page: the key's look-up first (when `first`), then the count
+    /// beside the page's query.
+    Keyed {
+        first: bool,
+    },
+}
+
+async fn call(client: &Client, table: &str, call: Call) -> Result<bool, Error> {
+    match call {
+        Call::Get => get_item(client, table).await,
+        Call::Update => update_item(client, table).await,
+        Call::Keyed { first } => {
+            if first {
+                get_item(client, table).await?;
+            }
+            let (count, page) = tokio::join!(update_item(client, table), page(client, table));
+            count?;
+            page
+        }
     }
 }
 
@@ -57,13 +99,30 @@ async fn main() -> Result<(), Error> {
         .await;
     let client = Client::new(&config);
     let table = std::env::var("TABLE_NAME").unwrap_or_else(|_| "petstore".to_string());
-    let update = std::env::var("FLOOR_CALL").is_ok_and(|call| call == "update");
-    // Init primes the one connection (a failure is left to the request).
-    let _ = call(&client, &table, update).await;
+    let kind = match std::env::var("FLOOR_CALL").as_deref() {
+        Ok("update") => Call::Update,
+        Ok("keyed") => Call::Keyed { first: true },
+        _ => Call::Get,
+    };
+    // Init primes the connections (a failure is left to the request): the
+    // request's one call, or for a keyed page two reads at once.
+    if kind == Call::Get || kind == Call::Update {
+        let _ = call(&client, &table, kind).await;
+    } else {
+        let _ = tokio::join!(get_item(&client, &table), get_item(&client, &table));
+    }
+    let served = std::cell::Cell::new(0_u64);
     run(service_fn(|_request: Request| {
         let (client, table) = (&client, &table);
+        let kind = match kind {
+            Call::Keyed { .. } => Call::Keyed {
+                first: served.get() == 0,
+            },
+            other => other,
+        };
+        served.set(served.get() + 1);
         async move {
-            let found = call(client, table, update).await?;
+            let found = call(client, table, kind).await?;
             let body = format!("{{\"found\":{found}}}");
             Ok::<_, Error>(Response::builder().status(200).body(Body::from(body))?)
         }
