@@ -16,6 +16,12 @@
 //! [`FaultProxy::cancel_next_transaction`] scripts one fault exactly: the
 //! next `TransactWriteItems` is cancelled by a conflict on its last item, as
 //! DynamoDB cancels one that meets another transaction on an item.
+//!
+//! [`FaultProxy::hold_first`] forces an interleaving: the first call a
+//! predicate picks is held before it is forwarded, until the test has made
+//! the write it must meet and releases it. A race test asserts that its
+//! race happened only when the race was made to happen this way, so it
+//! passes on every machine and fails without the code it protects.
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -131,8 +137,51 @@ impl Call {
     }
 }
 
+/// What picks the call a [`HeldCall`] holds: its operation and body.
+type Picks = Box<dyn Fn(&str, &str) -> bool + Send + Sync>;
+
+/// One [`FaultProxy::hold_first`]: taken by the first call it picks.
+struct Hold {
+    picks: Picks,
+    taken: AtomicBool,
+    /// The held call's body, sent when it arrives.
+    arrived: Mutex<Option<tokio::sync::oneshot::Sender<String>>>,
+    released: tokio::sync::Notify,
+}
+
+/// A call held at the proxy until [`HeldCall::release`] (or its drop, so
+/// that a failing test never leaves a call hanging).
+pub struct HeldCall {
+    hold: Arc<Hold>,
+    arrived: Option<tokio::sync::oneshot::Receiver<String>>,
+}
+
+impl HeldCall {
+    /// Waits until the call arrives and is held; its request body. Panics
+    /// after `within` with none: the test never made the call it holds.
+    pub async fn arrived(&mut self, within: Duration) -> String {
+        let arrived = self.arrived.take().expect("arrived is awaited once");
+        match tokio::time::timeout(within, arrived).await {
+            Ok(Ok(body)) => body,
+            _ => panic!("no call the hold picks arrived within {within:?}"),
+        }
+    }
+
+    /// Forwards the held call (or lets the first picked call through
+    /// unheld, if none has arrived yet).
+    pub fn release(self) {}
+}
+
+impl Drop for HeldCall {
+    fn drop(&mut self) {
+        self.hold.taken.store(true, Ordering::SeqCst);
+        self.hold.released.notify_one();
+    }
+}
+
 struct Shared {
     upstream: SocketAddr,
+    holds: Mutex<Vec<Arc<Hold>>>,
     calls: Mutex<Vec<Call>>,
     mix: FaultMix,
     rng: Mutex<StdRng>,
@@ -187,6 +236,7 @@ impl FaultProxy {
         let endpoint = format!("http://{}", listener.local_addr().expect("bound"));
         let shared = Arc::new(Shared {
             upstream,
+            holds: Mutex::new(Vec::new()),
             calls: Mutex::new(Vec::new()),
             mix,
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
@@ -229,6 +279,29 @@ impl FaultProxy {
         self.shared
             .throttle_record_reads
             .store(reads, Ordering::SeqCst);
+    }
+
+    /// Holds the first call that `picks` (given its operation, `GetItem`,
+    /// ..., and its JSON body) accepts, before forwarding it, until the
+    /// returned [`HeldCall`] is released. Faults are drawn for it as usual
+    /// once it is released.
+    pub fn hold_first(
+        &self,
+        picks: impl Fn(&str, &str) -> bool + Send + Sync + 'static,
+    ) -> HeldCall {
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        let hold = Arc::new(Hold {
+            picks: Box::new(picks),
+            taken: AtomicBool::new(false),
+            arrived: Mutex::new(Some(sender)),
+            released: tokio::sync::Notify::new(),
+        });
+        let holds = self.shared.holds.lock();
+        holds.unwrap_or_else(|e| e.into_inner()).push(hold.clone());
+        HeldCall {
+            hold,
+            arrived: Some(receiver),
+        }
     }
 
     /// Cancels the next `TransactWriteItems` (without forwarding it) by a
@@ -289,6 +362,28 @@ async fn handle(
         calls.push(call);
         calls.len() - 1
     };
+    let operation = target.and_then(|t| t.rsplit('.').next()).unwrap_or("");
+    let body_text = String::from_utf8_lossy(&body);
+    let held = {
+        let holds = shared.holds.lock().unwrap_or_else(|e| e.into_inner());
+        holds
+            .iter()
+            .find(|hold| {
+                (hold.picks)(operation, &body_text) && !hold.taken.swap(true, Ordering::SeqCst)
+            })
+            .cloned()
+    };
+    if let Some(hold) = held {
+        let arrived = hold
+            .arrived
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(arrived) = arrived {
+            let _ = arrived.send(body_text.into_owned());
+        }
+        hold.released.notified().await;
+    }
     if target.is_some_and(|t| t.ends_with(".TransactWriteItems"))
         && shared.cancel_next_transaction.swap(false, Ordering::SeqCst)
     {

@@ -6,6 +6,7 @@
 use super::{inventory, order, pet, pet_status, set_stock};
 use crate::domain_events::stream_events;
 use crate::helpers::{TestApp, TestResponse};
+use crate::idempotency::proxy::{FaultMix, FaultProxy};
 use crate::idempotency::send_keyed;
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{Duration, Utc};
@@ -230,6 +231,92 @@ async fn a_lapse_racing_a_cancel_or_a_completion_ends_each_hold_exactly_once() {
         .delete(&format!("/pets/{pet_id}"))
         .await
         .assert_status(204);
+}
+
+/// A due order of 2 of a pet's 3 units, and a sweeper whose DynamoDB
+/// calls go through a proxy (so that a test can hold one of the lapse's
+/// writes while the customer's own request, sent straight to DynamoDB,
+/// lands).
+async fn due_order_and_a_proxied_sweeper() -> (TestApp, TestApp, TestApp, FaultProxy, u64, u64) {
+    let staff = TestApp::spawn().await;
+    let pet_id = pet(&staff, "available").await;
+    set_stock(&staff, pet_id, 3).await.assert_status(200);
+    let customer = staff.with_new_key(Plan::Pro, None).await;
+    let order_id = order(&customer, pet_id, 2).await.id();
+    let proxy = FaultProxy::start(&staff.endpoint, FaultMix::NONE, 1).await;
+    let sweeper = staff.instance_reaching(&proxy.endpoint).await;
+    (staff, customer, sweeper, proxy, pet_id, order_id)
+}
+
+/// The announcements of `order_id`'s end: whether each said `lapsed`.
+async fn endings(staff: &TestApp, order_id: u64) -> Vec<bool> {
+    stream_events(staff)
+        .await
+        .into_iter()
+        .filter(|e| {
+            matches!(e.detail_type, "OrderCancelled" | "OrderCompleted")
+                && e.detail["order"]["id"] == order_id
+        })
+        .map(|e| e.detail["lapsed"] == json!(true))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_cancel_landing_while_a_lapse_s_mark_is_held_ends_the_hold_and_the_lapse_ends_nothing() {
+    // Given a due order whose lapse is held at the proxy just before its mark
+    let (staff, customer, sweeper, proxy, pet_id, order_id) =
+        due_order_and_a_proxied_sweeper().await;
+    let mut mark =
+        proxy.hold_first(|operation, body| operation == "UpdateItem" && body.contains("lapsing"));
+    let due = Utc::now() + Duration::days(31);
+    let db = sweeper.app.db.unrecorded();
+    let lapse = tokio::spawn(async move { db.lapse_order(id(order_id), due).await });
+    mark.arrived(std::time::Duration::from_secs(60)).await;
+
+    // When the customer's cancel lands first
+    customer
+        .delete(&format!("/store/orders/{order_id}"))
+        .await
+        .assert_status(204);
+    mark.release();
+
+    // Then the lapse's mark fails in DynamoDB, it reads the order again and
+    // ends nothing: the units come back once, announced once, not lapsed
+    let lapsed = lapse.await.expect("the lapse ran");
+    assert_eq!(lapsed.ok(), Some(false));
+    assert_eq!(inventory(&staff, pet_id).await["quantity"], 3);
+    let owner = id(customer.key_id);
+    assert_eq!(staff.app.db.open_holds(owner).await.ok(), Some(0));
+    assert_eq!(endings(&staff, order_id).await, vec![false]);
+}
+
+#[tokio::test]
+async fn a_cancel_or_completion_arriving_while_a_lapse_is_ending_finds_the_order_gone() {
+    // Given a due order marked by its lapse, whose ending is held at the proxy
+    let (staff, customer, sweeper, proxy, pet_id, order_id) =
+        due_order_and_a_proxied_sweeper().await;
+    let mut ending = proxy.hold_first(|operation, _| operation == "TransactWriteItems");
+    let due = Utc::now() + Duration::days(31);
+    let db = sweeper.app.db.unrecorded();
+    let lapse = tokio::spawn(async move { db.lapse_order(id(order_id), due).await });
+    ending.arrived(std::time::Duration::from_secs(60)).await;
+
+    // When the customer cancels it and staff completes it meanwhile
+    let path = format!("/store/orders/{order_id}");
+    customer.delete(&path).await.assert_error(404, "NOT_FOUND");
+    staff
+        .patch(&path, json!({"complete": true}))
+        .await
+        .assert_error(404, "NOT_FOUND");
+    ending.release();
+
+    // Then the lapse ends it, once: its units back, announced as lapsed
+    let lapsed = lapse.await.expect("the lapse ran");
+    assert_eq!(lapsed.ok(), Some(true));
+    assert_eq!(inventory(&staff, pet_id).await["quantity"], 3);
+    let owner = id(customer.key_id);
+    assert_eq!(staff.app.db.open_holds(owner).await.ok(), Some(0));
+    assert_eq!(endings(&staff, order_id).await, vec![true]);
 }
 
 #[tokio::test]

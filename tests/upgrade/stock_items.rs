@@ -185,18 +185,52 @@ async fn stock_items_moved_under_orders_cancels_and_stock_sets_leave_one_exact_h
         let (staff, done, ops) = (staff.clone(), done.clone(), ops.clone());
         tasks.push(tokio::spawn(set_stock(staff, pets, done, ops)));
     }
-    // The backfill's every DynamoDB call held back up to 400 ms: between
-    // its read of a pet and its transaction, the writers change the pet
-    // often enough that some moves lose the race and are decided again.
-    // Throttled, small pages, so the moves span the writes.
+    // The backfill's every DynamoDB call held back up to 400 ms, so that
+    // its moves span the writers' changes. That a move meets a write is
+    // not left to those delays: the first move's transaction is held at
+    // the proxy until an order of its pet has landed (stock and open
+    // orders changed under it), so its condition must fail and the move
+    // be decided again from a fresh read.
     let delays = FaultMix {
         delay: 100,
         max_delay: Duration::from_millis(400),
         ..FaultMix::NONE
     };
     let proxy = FaultProxy::start(&staff.endpoint, delays, 47).await;
+    let race_keys: Vec<String> = race
+        .iter()
+        .map(|id| format!(r#"{{"S":"PET#{id}"}}"#))
+        .collect();
+    let mut held = proxy.hold_first(move |operation, body| {
+        operation == "TransactWriteItems"
+            && body.contains(r#"{"S":"STOCK"}"#)
+            && race_keys.iter().any(|key| body.contains(key.as_str()))
+    });
+    let racer = staff.as_customer().await;
+    let race_pets = race.clone();
+    let met = tokio::spawn(async move {
+        let body = held.arrived(Duration::from_secs(120)).await;
+        let pet = race_pets
+            .iter()
+            .copied()
+            .find(|id| body.contains(&format!(r#"{{"S":"PET#{id}"}}"#)))
+            .expect("the held move names a race pet");
+        let placed = racer
+            .post("/store/orders", json!({ "petId": pet, "quantity": 1 }))
+            .await;
+        placed.assert_status(201);
+        held.release();
+        // Cancelled once the move has been decided again: one more
+        // shopper's unit at most in the race pets' bounds below.
+        (racer, pet, placed.id())
+    });
     let migrator = staff.instance_reaching(&proxy.endpoint).await;
     let outcomes = run_backfills(&migrator, &options(40, 2, Some(4))).await;
+    let (racer, met_pet, met_order) = met.await.expect("the forced writer ran");
+    racer
+        .delete(&format!("/store/orders/{met_order}"))
+        .await
+        .assert_status(204);
     done.store(true, Ordering::SeqCst);
     for task in tasks {
         task.await.expect("a writer ends");
@@ -212,18 +246,26 @@ async fn stock_items_moved_under_orders_cancels_and_stock_sets_leave_one_exact_h
     );
     assert_eq!(moved.changed, pets.len() as u64, "{moved:?}");
     // One transaction a pet moved, and one more for each move whose pet a
-    // writer changed first (its condition failed: read again, decided again).
-    let transactions = proxy
+    // writer changed first (its condition failed: read again, decided
+    // again); the held one at least, for the pet its forced order met.
+    let moves: Vec<String> = proxy
         .calls()
-        .iter()
+        .into_iter()
         .filter(|c| c.operation == "TransactWriteItems" && c.body.contains(r#"{"S":"STOCK"}"#))
-        .count() as u64;
-    let raced = transactions.saturating_sub(moved.changed);
+        .map(|c| c.body)
+        .collect();
+    let raced = (moves.len() as u64).saturating_sub(moved.changed);
     eprintln!(
-        "stock-items: {transactions} transactions for {} pets: {raced} races lost",
+        "stock-items: {} transactions for {} pets: {raced} races lost",
+        moves.len(),
         moved.changed
     );
-    assert!(raced > 0, "no move met a write: the test proves nothing");
+    let met_key = format!(r#"{{"S":"PET#{met_pet}"}}"#);
+    let tries = moves.iter().filter(|b| b.contains(&met_key)).count();
+    assert!(
+        tries >= 2,
+        "pet {met_pet}'s move met its order and was tried {tries} time(s)"
+    );
 
     let after = snapshot(&staff).await;
     let held = assert_one_holder_each(&after);
@@ -247,10 +289,11 @@ async fn stock_items_moved_under_orders_cancels_and_stock_sets_leave_one_exact_h
         );
     }
     // A race pet ends at its last set, plus the units of orders placed
-    // before that set and cancelled after it: one a shopper at most.
+    // before that set and cancelled after it: one a shopper at most, the
+    // forced writer counted as one more.
     for pet in &race {
         let (stock, _) = held[pet];
-        let most = GIVEN + shoppers as u64;
+        let most = GIVEN + shoppers as u64 + 1;
         assert!(
             (GIVEN..=most).contains(&stock),
             "pet {pet}: stock {stock}, not within {GIVEN}..={most}"
