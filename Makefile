@@ -13,6 +13,13 @@ SHELL := bash
 .DELETE_ON_ERROR:
 MAKEFLAGS += --no-print-directory
 
+# The lab (lab/: `make bench`, its tools and their checks) brings its own
+# targets and what `make test` runs of it (LAB_CHECKS); a fork that deletes
+# lab/ loses those and nothing else (lab/README.md, "Dropping the lab").
+LAB_CHECKS :=
+LAB_MANIFESTS :=
+-include lab/lab.mk
+
 PORT ?= 3000
 DYNAMODB_PORT ?= 8000
 LAMBDA_ARCH ?= --arm64
@@ -40,7 +47,7 @@ RECORD_AWS_CALLS := PETSTORE_AWS_CALLS=$(AWS_CALLS)
 LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
-.PHONY: help run run-lambda invoke test-run-lambda test iam-check key build bench bench-report check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status check-circles venv lint-template lint-openapi conformance clients docs-browser cors-browser lint-asyncapi deploy-rehearsal
+.PHONY: help run run-lambda invoke test-run-lambda test iam-check key build test-without-lab check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status check-circles venv lint-template lint-openapi conformance clients docs-browser cors-browser lint-asyncapi deploy-rehearsal
 .PHONY: test-rust test-lint-rust test-served-stacks contract-check layout-check contract-release release-check deploy-role-check lint-workflows restore-rehearsal front-rehearsal upgrade-rehearsal
 
 help: ## List the targets
@@ -74,7 +81,7 @@ test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on Dyna
 	$(RECORD_AWS_CALLS) cargo test --workspace -- --test-threads=$(TEST_THREADS) 2>&1 | tee .local/cargo-test.log
 	$(RECORD_AWS_CALLS) scripts/test-local-stacks.sh
 	$(RECORD_AWS_CALLS) $(MAKE) test-run-lambda
-	$(MAKE) --no-print-directory -j3 --output-sync=target iam-check contract-check layout-check lint-workflows deploy-role-check lint-template deploy-rehearsal restore-rehearsal front-rehearsal upgrade-rehearsal lint-openapi lint-asyncapi check-docs test-served-stacks
+	$(MAKE) --no-print-directory -j3 --output-sync=target iam-check contract-check layout-check lint-workflows deploy-role-check lint-template deploy-rehearsal restore-rehearsal front-rehearsal upgrade-rehearsal lint-openapi lint-asyncapi check-docs test-served-stacks test-without-lab $(LAB_CHECKS)
 	@scripts/test-summary.sh .local/cargo-test.log
 
 # The checks that serve a local stack to a client (schemathesis, the generated
@@ -194,18 +201,15 @@ lint-workflows: venv ## Lint .github/workflows offline (check-jsonschema, zizmor
 
 venv: $(VENV_STAMP) ## Install the pinned Python tools into .venv (requirements-dev.txt)
 
-bench: dynamodb-install ## Measure cold start, warm latency, DynamoDB calls and cost, overhead, zip size (target/bench/*.json), then write docs/performance.md
-	bash bench/run.sh
-
-bench-report: ## Write docs/performance.md again from the last make bench run's files (target/bench/*.json)
-	python3 scripts/bench-report.py target/bench
+test-without-lab: ## Show that a fork which deletes lab/ keeps the service's build and checks (the tree copied without it)
+	scripts/test-without-lab.sh
 
 check-docs: node_modules/.package-lock.json ## Check the docs offline: every relative link and #anchor resolves, every make command shown is a target
 	scripts/check-docs.sh
 
-# The cold-start floor is a workspace of its own: checked too.
+# The lab's workspaces (lab.mk's LAB_MANIFESTS) are checked too.
 check-circles: ## Fail on a module circle: two files of a crate that import each other, directly or around a ring (tools/circles)
-	cargo run -q -p petstore-circles -- Cargo.toml tools/coldstart/floor/Cargo.toml
+	cargo run -q -p petstore-circles -- Cargo.toml $(LAB_MANIFESTS)
 
 dynamodb-install: ## Download DynamoDB Local into .local/dynamodb (once)
 	@$(DYNAMODB) install

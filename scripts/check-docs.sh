@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # make check-docs: the documentation holds together, offline.
 #
-# 1. Every relative link and #anchor in README.md, docs/ and bench/README.md
+# 1. Every relative link and #anchor in README.md, docs/ and lab/bench/README.md
 #    resolves: remark-validate-links (pinned in package.json) checks links to
 #    files and to headings, GitHub's way of making anchors, without a network.
 # 2. Every `make TARGET` the pages show is a target of the Makefile.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-pages=(README.md docs/*.md bench/README.md)
+pages=(README.md docs/*.md lab/bench/README.md)
 
 # --frail: a warning (a dead link) fails the run. The repository is not
 # looked up on a forge: links are checked against the working tree only.

@@ -4,15 +4,15 @@
 # under target/bench-profiles/ so the real build's artifacts are untouched.
 # Not part of `make bench`; run by hand:
 #
-#   bash bench/profiles.sh                    # the default variants below
-#   bash bench/profiles.sh opt3 nolto         # some of them
+#   bash lab/bench/profiles.sh                    # the default variants below
+#   bash lab/bench/profiles.sh opt3 nolto         # some of them
 #
 # Each variant is the workspace's [profile.release] with one change, made
 # through CARGO_PROFILE_RELEASE_* variables. Prints a table and writes
 # target/bench/profiles.json.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 [[ -x .venv/bin/cargo-lambda ]] || make --no-print-directory .venv/bin/cargo-lambda
 export PATH="$ROOT/.venv/bin:$PATH"

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # `make bench`: builds what it measures, then measures. Reports, never fails on
-# a figure. See bench/README.md for what each step measures and the knobs.
+# a figure. See lab/bench/README.md for what each step measures and the knobs.
 #
 #   BENCH_SECONDS=10 BENCH_CONCURRENCY=16 BENCH_COLD_SPAWNS=30   the defaults
 #   BENCH_ZIP=0        skip the arm64 zip build (3-7 min when not up to date)
 #   BENCH_OVERHEAD=0   skip the criterion in-process bench
 #   BENCH_OHA=0        skip installing/running oha
-#   BENCH_ONLY=partitions   the partition model (tools/partitions) alone
-#   BENCH_COLDSTART=0  skip the cold starts (tools/coldstart: Lambda-like, knobs
+#   BENCH_ONLY=partitions   the partition model (lab/partitions) alone
+#   BENCH_COLDSTART=0  skip the cold starts (lab/coldstart: Lambda-like, knobs
 #                      COLDSTART_SPAWNS=32 COLDSTART_MEMORY=128,256,512,1024; then
 #                      at full CPU, BENCH_COLD_SPAWNS=30, a file the runner reads;
 #                      COLDSTART_FULL_CPU=0 skips that second run)
@@ -18,9 +18,16 @@
 #                      run are read if there)
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+# The lab's own crates (lab/Cargo.toml, a workspace of their own), built into
+# the service's target directory beside the service's binaries.
+lab_cargo() {
+  local command=$1
+  shift
+  CARGO_TARGET_DIR="$TARGET" cargo "$command" --manifest-path lab/Cargo.toml "$@"
+}
 OUT="$TARGET/bench"
 mkdir -p "$OUT"
 log() { echo "bench: $*" >&2; }
@@ -28,8 +35,9 @@ log() { echo "bench: $*" >&2; }
 scripts/dynamodb-local.sh install
 
 # Debug builds: they only send requests. petstore-admin issues the keys.
-log "building petstore-admin and the partition model (tools/partitions)"
-cargo build -p petstore-admin -p petstore-partitions
+log "building petstore-admin and the partition model (lab/partitions)"
+cargo build -p petstore-admin
+lab_cargo build -p petstore-partitions
 
 if [[ "${BENCH_ONLY:-}" == partitions ]]; then
   [[ -n "${BENCH_PARTITION_SERVICE:-}" ]] || cargo build --release -p petstore-local
@@ -37,11 +45,12 @@ if [[ "${BENCH_ONLY:-}" == partitions ]]; then
 fi
 
 if [[ "${BENCH_ONLY:-}" == cost ]]; then
-  cargo build --release -p petstore-local -p petstore-bench
+  cargo build --release -p petstore-local
+  lab_cargo build --release -p petstore-bench
   exec "$TARGET/release/petstore-bench"
 fi
 
-# What the run measures, for the generated page (scripts/bench-report.py).
+# What the run measures, for the generated page (lab/bench/report.py).
 # The files of an older run are removed, so the page never mixes two runs.
 rm -f "$OUT"/{run,results,coldstart,cold-start-full-cpu,overhead,partitions,partitions-top}.json
 STARTED_AT=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -63,15 +72,16 @@ fi
 
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 # The functions alone, as `cargo lambda build -p pets -p store -p events -p webhooks` builds
-# them: built with the bench's crates, they would get those crates' features too.
+# them (the lab's crates are another workspace: their features never join).
 log "building the functions' release bootstraps for this host"
 cargo build --release -p pets -p store -p events -p webhooks
 log "building the bench's own release binaries"
-cargo build --release -p petstore-local -p petstore-bench -p petstore-coldstart
+cargo build --release -p petstore-local
+lab_cargo build --release -p petstore-bench -p petstore-coldstart
 
 if [[ "${BENCH_COLDSTART:-1}" != 0 ]]; then
   # The floor, in its own workspace, with the pet store's [profile.release].
-  log "building the floor function (tools/coldstart/floor)"
+  log "building the floor function (lab/coldstart/floor)"
   mapfile -t FLOOR_PROFILE < <(python3 - <<'EOF'
 import json, tomllib
 with open("Cargo.toml", "rb") as manifest:
@@ -84,8 +94,8 @@ for key, value in release.items():
 EOF
   )
   CARGO_TARGET_DIR="$TARGET" cargo build --release --locked \
-    --manifest-path tools/coldstart/floor/Cargo.toml "${FLOOR_PROFILE[@]}"
-  log "cold start as Lambda runs it, then at full CPU (tools/coldstart)"
+    --manifest-path lab/coldstart/floor/Cargo.toml "${FLOOR_PROFILE[@]}"
+  log "cold start as Lambda runs it, then at full CPU (lab/coldstart)"
   rm -f "$OUT/cold-start-full-cpu.json"
   "$TARGET/release/petstore-coldstart" || log "the cold start failed; its figures are missing"
 fi
@@ -106,7 +116,7 @@ fi
 if [[ "${BENCH_OVERHEAD:-1}" != 0 ]]; then
   log "in-process router + wrapper overhead (criterion)"
   rm -f "$OUT/overhead.json"
-  cargo bench -p petstore-bench --bench overhead -- --noplot 2> >(grep -v '^Gnuplot not found' >&2) \
+  lab_cargo bench -p petstore-bench --bench overhead -- --noplot 2> >(grep -v '^Gnuplot not found' >&2) \
     || log "the overhead bench failed; its figures are missing"
 fi
 
@@ -125,4 +135,4 @@ BENCH_ORDER_RATE="$top_order_rate" BENCH_PARTITIONS_STEM=partitions-top "$TARGET
 
 "$TARGET/release/petstore-bench"
 run_info
-python3 scripts/bench-report.py "$OUT"
+python3 lab/bench/report.py "$OUT"

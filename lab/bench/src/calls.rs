@@ -24,7 +24,7 @@ use std::time::Instant;
 
 /// What the counted service needs in its environment to log as in Lambda:
 /// the JSON lines of `telemetry::json` and the metrics line on stdout, at the
-/// level and in the format the template gives Lambda (as `tools/coldstart`
+/// level and in the format the template gives Lambda (as `lab/coldstart`
 /// spawns the functions); `store`, the longer of the two functions' names,
 /// is the metrics line's `Function`.
 pub const LAMBDA_LOGGING: [&str; 3] = [

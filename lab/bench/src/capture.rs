@@ -6,7 +6,7 @@
 //! a projection or a filter does not lower what a read consumes, and the
 //! request being counted never waits for those reads). [`crate::capacity`]
 //! turns both into units. Used by the bench's call counts (`calls.rs`) and
-//! the partition model (`tools/partitions`).
+//! the partition model (`lab/partitions`).
 //!
 //! The images are exact as long as no two writes to one item overlap: the
 //! counts send one request at a time, and the partition model's workers

@@ -74,7 +74,7 @@ pub struct Inputs<'a> {
     pub events_per_change: Option<f64>,
     /// The repository (template.yaml, openapi.yaml).
     pub root: &'a Path,
-    /// `target/bench`, where `tools/coldstart` left the functions' logs.
+    /// `target/bench`, where `lab/coldstart` left the functions' logs.
     pub out: &'a Path,
 }
 
@@ -91,7 +91,7 @@ pub fn costs(inputs: &Inputs<'_>) -> Costs {
     // An HTTP API sends no trace header, so PassThrough records nothing.
     let traced_share = if tracing == "Active" { XRAY_SHARE } else { 0.0 };
     let metrics_line_bytes = log_lines::metrics_line_bytes(inputs.out).unwrap_or_else(|| {
-        notes.push("no metrics (EMF) lines in target/bench/cold-*.log (tools/coldstart did not run): not counted".into());
+        notes.push("no metrics (EMF) lines in target/bench/cold-*.log (lab/coldstart did not run): not counted".into());
         0.0
     });
     // Lambda's own lines are INFO: a `SystemLogLevel` of WARN or ERROR drops them.

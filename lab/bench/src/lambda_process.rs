@@ -1,7 +1,7 @@
 //! A bootstrap as Lambda starts it: the environment Lambda gives a
 //! function's process on `provided.al2023`, and nothing of the machine's.
 //! The tools that spawn the release bootstraps against a Runtime API of
-//! their own (`tools/coldstart`, `petstore-warm-instructions`) start them
+//! their own (`lab/coldstart`, `petstore-warm-instructions`) start them
 //! with it, so that what they measure is what Lambda would run.
 
 use std::net::SocketAddr;

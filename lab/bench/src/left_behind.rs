@@ -1,7 +1,7 @@
-//! What the steps `bench/run.sh` runs before the runner leave in
+//! What the steps `lab/bench/run.sh` runs before the runner leave in
 //! `target/bench/` for it: the in-process overhead (criterion), the
 //! partition model at the stated and the highest OrderRate
-//! (`tools/partitions`), the full-CPU cold starts (`tools/coldstart`).
+//! (`lab/partitions`), the full-CPU cold starts (`lab/coldstart`).
 
 use crate::results::{
     ColdStart, Overhead, COLD_START_FILE, OVERHEAD_FILE, PARTITIONS_FILE, PARTITIONS_TOP_STEM,

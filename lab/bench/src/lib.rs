@@ -15,8 +15,8 @@
 //!   the lines read by [`webhook_lines`]);
 //! - [`sizes`]: the arm64 zips; [`targets`]: each figure against its target;
 //! - the in-process router + wrapper overhead is `benches/overhead/` (criterion),
-//!   the partition-load model `tools/partitions`, the cold starts (Lambda-like,
-//!   and at full CPU) `tools/coldstart`; each leaves a file the runner reads.
+//!   the partition-load model `lab/partitions`, the cold starts (Lambda-like,
+//!   and at full CPU) `lab/coldstart`; each leaves a file the runner reads.
 //!
 //! Every figure lands in a record of [`results`] (a leaf), which
 //! `results.json` is made of and [`report`] prints; the runner (`main.rs`)

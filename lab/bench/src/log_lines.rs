@@ -57,7 +57,7 @@ pub fn access_log_bytes(template: &str) -> Option<usize> {
 }
 
 /// The mean size of the functions' metrics (EMF) lines in the logs
-/// `tools/coldstart` left (`cold-<function>.log`): every request writes one.
+/// `lab/coldstart` left (`cold-<function>.log`): every request writes one.
 pub fn metrics_line_bytes(out: &Path) -> Option<f64> {
     let mut sizes = Vec::new();
     for function in ["pets", "store"] {

@@ -1,4 +1,4 @@
-//! `petstore-bench`: the runner behind `make bench`. See `bench/README.md`.
+//! `petstore-bench`: the runner behind `make bench`. See `lab/bench/README.md`.
 //!
 //! It expects the release binaries to be built (the Makefile does that), starts
 //! its own DynamoDB Local and `petstore-local` on free ports, measures, writes
@@ -54,7 +54,7 @@ impl Settings {
             concurrency: env_or("BENCH_CONCURRENCY", 16),
             seconds: env_or("BENCH_SECONDS", 10),
             warmup_seconds: env_or("BENCH_WARMUP_SECONDS", 2),
-            // Used by tools/coldstart, which made the full-CPU figures.
+            // Used by lab/coldstart, which made the full-CPU figures.
             cold_spawns: env_or("BENCH_COLD_SPAWNS", 30),
             count_repeats: env_or("BENCH_COUNT_REPEATS", 20),
             lambda_memory_mb: env_or("BENCH_MEMORY_MB", 128),

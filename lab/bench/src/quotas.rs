@@ -1,7 +1,7 @@
 //! The account's default quotas on a request's path, and the load of each
 //! mix at which each binds: the scale model past the partitions.
 //!
-//! The partition model (`tools/partitions`) shows no partition of the
+//! The partition model (`lab/partitions`) shows no partition of the
 //! tables binds before 10,000 orders/s with 50,000 reads/s. A new account
 //! meets other limits far earlier: the stage's own throttle (a template
 //! parameter), API Gateway's account throttle, Lambda's concurrency,
@@ -319,7 +319,7 @@ mod tests {
 
     #[test]
     fn the_stage_throttle_is_the_templates_order_rate_at_its_default() {
-        let template = include_str!("../../template.yaml");
+        let template = include_str!("../../../template.yaml");
         assert_eq!(
             template_setting(template, "ThrottlingRateLimit").as_deref(),
             Some("1000")

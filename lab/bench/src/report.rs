@@ -4,7 +4,7 @@ use crate::results::{BenchResults, Costs, OhaCheck, OhaRun, OperationCalls, Over
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// `partitions`: the partition model's section, as `tools/partitions` rendered it.
+/// `partitions`: the partition model's section, as `lab/partitions` rendered it.
 pub fn print_table(results: &BenchResults, partitions: Option<&str>) {
     let machine = &results.machine;
     println!(
@@ -56,7 +56,7 @@ fn counts(statuses: &impl Serialize) -> String {
 }
 
 fn print_cold_starts(results: &BenchResults) {
-    // Lambda-like figures: tools/coldstart, printed before this table.
+    // Lambda-like figures: lab/coldstart, printed before this table.
     println!("\nCold start at FULL CPU, no TLS: a local figure, not Lambda's (x86_64 release bootstrap, local Runtime API; ms)");
     println!(
         "  {:<8} {:>6} {:>9} {:>9} {:>11} {:>11} {:>10} {:>10}",

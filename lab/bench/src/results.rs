@@ -1,6 +1,6 @@
 //! What a bench run found: the records of `target/bench/results.json`, and of
 //! the files other steps write for the runner to read back (the criterion
-//! bench's `overhead.json`, `tools/coldstart`'s full-CPU cold starts). The field names are the files' keys, so renaming a field
+//! bench's `overhead.json`, `lab/coldstart`'s full-CPU cold starts). The field names are the files' keys, so renaming a field
 //! changes the files; tools that compare runs read them.
 //!
 //! serde_json writes a NaN (a summary of no sample) as `null`; the fields that
@@ -16,10 +16,10 @@ use std::collections::BTreeMap;
 pub const RESULTS_FILE: &str = "results.json";
 /// In `target/bench/`, as the criterion bench writes it for the runner.
 pub const OVERHEAD_FILE: &str = "overhead.json";
-/// In `target/bench/`, as `tools/coldstart` writes it for the runner: the
+/// In `target/bench/`, as `lab/coldstart` writes it for the runner: the
 /// full-CPU cold starts, a [`ColdStart`] per function.
 pub const COLD_START_FILE: &str = "cold-start-full-cpu.json";
-/// In `target/bench/`, as `tools/partitions` writes them for the runner: its
+/// In `target/bench/`, as `lab/partitions` writes them for the runner: its
 /// model, and its section of the table.
 pub const PARTITIONS_FILE: &str = "partitions.json";
 pub const PARTITIONS_TABLE_FILE: &str = "partitions.txt";
@@ -47,7 +47,7 @@ pub struct BenchResults {
     pub size: BTreeMap<String, FunctionSizes>,
     pub targets: Vec<TargetCheck>,
     /// `None` when the partition model did not run; its records are its own
-    /// (`tools/partitions`), carried as it wrote them.
+    /// (`lab/partitions`), carried as it wrote them.
     #[serde(default)]
     pub partitions: Option<serde_json::Value>,
     /// The model again at the highest OrderRate ([`PARTITIONS_TOP_STEM`]).
@@ -115,7 +115,7 @@ pub struct Summary {
     pub mean_ms: f64,
 }
 
-/// One function's cold starts at full CPU (`tools/coldstart`).
+/// One function's cold starts at full CPU (`lab/coldstart`).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct ColdStart {
     pub function: String,

@@ -326,7 +326,7 @@ mod tests {
         assert_eq!(mapping_batch(template, "WebhookDeliveriesQueue"), Some(10));
         assert_eq!(mapping_batch(template, "Missing"), None);
         // The template's own stream mapping is found (its fan-out's batch).
-        let deployed = include_str!("../../template.yaml");
+        let deployed = include_str!("../../../template.yaml");
         assert!(stream_batch(deployed).is_some_and(|batch| batch > 1));
         // And its deliveries mapping's, set by OrderRate: 10 at the default.
         let deliveries = mapping_batch(deployed, "WebhookDeliveriesQueue");

@@ -1,5 +1,5 @@
 //! `petstore-coldstart`: cold start as Lambda runs it, run by `make bench`
-//! (`bench/run.sh`) after it built the release bootstraps and the floor.
+//! (`lab/bench/run.sh`) after it built the release bootstraps and the floor.
 //!
 //! Each bootstrap is spawned with Lambda's environment ([`lambda_env`])
 //! against a minimal Runtime API ([`runtime_api`]), started in a cgroup

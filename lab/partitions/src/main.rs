@@ -11,7 +11,7 @@
 //! own, and their deliveries) are modelled apart, with a first limit of
 //! their own.
 //!
-//! `bench/run.sh` runs it before the runner: it starts its own DynamoDB Local,
+//! `lab/bench/run.sh` runs it before the runner: it starts its own DynamoDB Local,
 //! writes its [`records`] to `target/bench/partitions.json` and its section
 //! of the table to `partitions.txt`, which the runner carries into its
 //! `results.json` and its table.
@@ -69,7 +69,10 @@ async fn run() -> Result<(), Error> {
     let admin = target.join("debug/petstore-admin");
     for binary in [&service, &admin] {
         if !binary.is_file() {
-            let missing = format!("{} is missing: bench/run.sh builds it", binary.display());
+            let missing = format!(
+                "{} is missing: lab/bench/run.sh builds it",
+                binary.display()
+            );
             return Err(missing.into());
         }
     }

@@ -55,7 +55,7 @@ pub struct Attempter {
     /// Built at the first `https` attempt, not at start-up: loading the
     /// system's root certificates is most of a cold start's own work
     /// (about 8.8 million instructions, 0.6 of the bare function's whole
-    /// init, tools/coldstart), and the `events` function, which only fans
+    /// init, as make bench measures it), and the `events` function, which only fans
     /// out, and most of the `webhooks` function's starts never attempt.
     tls: Arc<OnceLock<Result<tokio_rustls::TlsConnector, String>>>,
     timeout: Duration,

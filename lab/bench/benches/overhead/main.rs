@@ -118,7 +118,7 @@ fn time_each(runtime: &Runtime, case: &Case, iterations: usize) -> OverheadCase 
 fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"))
 }
 
 /// criterion's `benchmark.json`: which case a directory holds.

@@ -1,17 +1,17 @@
 //! `petstore-warm-instructions`: the instructions a function's warm request
 //! costs, counted by callgrind: a repeatable figure for a change to the warm
-//! path, where the CPU time `tools/coldstart` reports moves with the load of
+//! path, where the CPU time `lab/coldstart` reports moves with the load of
 //! a shared machine. Not part of `make bench`.
 //!
 //! Each row's release `bootstrap` is spawned under `valgrind --tool=callgrind`
 //! with Lambda's environment, against a minimal Runtime API of its own and
-//! its own DynamoDB Local (plain HTTP: no TLS, which `tools/coldstart` puts
+//! its own DynamoDB Local (plain HTTP: no TLS, which `lab/coldstart` puts
 //! in between), and served a cold invocation, `WARM_UP` warm ones, then
 //! `WARM_REQUESTS` measured ones: callgrind's counters are zeroed when the
 //! process asks for the first measured event and dumped when it asks for the
 //! one after the last (`callgrind_control`, which reaches a process blocked
 //! in its `next`), so the dump holds exactly those invocations, each from its
-//! event's arrival to the process's next `next`. Rows as `tools/coldstart`'s:
+//! event's arrival to the process's next `next`. Rows as `lab/coldstart`'s:
 //! `pets` `GET /pets?limit=20` and `store` `GET /store/inventory?limit=20`
 //! with a staff enterprise key (made with `petstore-admin`), `pets-keyless`
 //! the same request without one (counted by its source address, answered 401).
@@ -62,7 +62,7 @@ struct Row {
     keyed: bool,
 }
 
-/// The rows `tools/coldstart` measures warm, by label: function, path, query, keyed.
+/// The rows `lab/coldstart` measures warm, by label: function, path, query, keyed.
 const ROWS: [(&str, &str, &str, &str, bool); 3] = [
     ("pets", "pets", "/pets", "limit=20", true),
     ("store", "store", "/store/inventory", "limit=20", true),
@@ -251,7 +251,7 @@ fn total_instructions(dump: &str) -> Option<u64> {
 }
 
 /// The bootstrap under callgrind, with Lambda's environment (as
-/// `tools/coldstart`'s `lambda_env` sets it).
+/// `lab/coldstart`'s `lambda_env` sets it).
 fn lambda_command(
     setup: &Setup<'_>,
     runtime_api: SocketAddr,
@@ -289,7 +289,7 @@ fn lambda_command(
     Ok(command)
 }
 
-/// An API Gateway HTTP API (payload 2.0) event, as `tools/coldstart` sends it.
+/// An API Gateway HTTP API (payload 2.0) event, as `lab/coldstart` sends it.
 fn event(setup: &Setup<'_>) -> Value {
     let (path, query) = (setup.row.path, setup.row.query);
     let now = SystemTime::now()
