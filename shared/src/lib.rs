@@ -150,7 +150,8 @@ impl App {
 /// The HTTP client of every DynamoDB client of ours: hyper and rustls on
 /// ring. The SDK's default (`default-https-client`) is rustls on aws-lc,
 /// whose first use costs hundreds of milliseconds on a throttled 128 MB
-/// function (README, Performance); ring's costs a few. Within the warm-up's
+/// function (docs/performance.md, "Cold start as Lambda runs it"); ring's
+/// costs a few. Within the warm-up's
 /// dry run it answers in the process (`warm_up::dry_run`); within a request
 /// counted while it is served, its calls wait for the count as its gate says
 /// (`http::gate`); otherwise it is that client as it is. Each call, answered
