@@ -5,6 +5,10 @@
 #    resolves: remark-validate-links (pinned in package.json) checks links to
 #    files and to headings, GitHub's way of making anchors, without a network.
 # 2. Every `make TARGET` the pages show is a target of the Makefile.
+# 3. Every pointer from the code to a page (`docs/deploy.md, "Releases"`,
+#    `README, "Layout"`) names a page and a heading that exist
+#    (scripts/check-doc-pointers.py, which first shows on its own fixtures
+#    that a dead one fails); the looser forms it recognises are reported.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -27,3 +31,6 @@ while read -r target; do
 done < <(grep -ohE '(^|`)make [a-z][a-z0-9-]*' "${pages[@]}" | awk '{print $NF}' | sort -u)
 [[ $missing == 0 ]] || exit 1
 echo "check-docs: links, anchors and make targets of ${#pages[@]} pages resolve"
+
+python3 scripts/check-doc-pointers.py --self-test
+python3 scripts/check-doc-pointers.py
