@@ -200,7 +200,7 @@ bench: dynamodb-install ## Measure cold start, warm latency, DynamoDB calls and 
 bench-report: ## Write docs/performance.md again from the last make bench run's files (target/bench/*.json)
 	python3 scripts/bench-report.py target/bench
 
-check-docs: node_modules/.package-lock.json ## Check the docs offline: every relative link and #anchor resolves, every make command shown is a target, every pointer from the code names a heading that exists
+check-docs: node_modules/.package-lock.json ## Check the docs offline: every relative link and #anchor resolves, every make command shown is a target, every pointer from the code names a heading that exists, the layouts list every folder and function
 	scripts/check-docs.sh
 
 # The cold-start floor is a workspace of its own: checked too.

@@ -24,6 +24,11 @@ are reported beside (and fail nothing): a heading not in double quotes
 (`README, Performance`, `docs/x.md, 'Heading'`), an `#anchor`, a page
 named without its folder (`security.md`).
 
+The maps stay whole too: the layout block (the fenced block under
+"Layout") of README.md and of docs/architecture.md has a line for every
+tracked top-level folder and every function under functions/, so a new
+one fails the run until the maps list it.
+
 Searched: every tracked .rs, .toml, .yaml, .yml, .sh, .py, .mjs file, the
 Makefiles and the tracked scripts with a `#!` line, except contract/released/
 (the last release's documents, kept as released) and this script.
@@ -145,6 +150,52 @@ def check(root):
     return dead, loose
 
 
+LAYOUT_PAGES = ("README.md", "docs/architecture.md")
+
+
+def layout_block(page):
+    """The lines of the first fenced block after a "Layout" heading."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if re.match(r"^#{2,6}\s+Layout\s*$", line))
+    except StopIteration:
+        return None
+    block, fenced = [], False
+    for line in lines[start + 1:]:
+        if line.startswith("```"):
+            if fenced:
+                return block
+            fenced = True
+        elif fenced:
+            block.append(line)
+    return block
+
+
+def unlisted(root):
+    """Each tracked top-level folder and each function a layout block lacks."""
+    names = subprocess.run(["git", "ls-files", "-z"], cwd=root, check=True,
+                           capture_output=True, text=True).stdout.split("\0")
+    folders = sorted({name.split("/")[0] for name in names if "/" in name})
+    functions = sorted({"/".join(name.split("/")[:2]) for name in names
+                        if name.startswith("functions/") and name.count("/") >= 2})
+    missing = []
+    for page in LAYOUT_PAGES:
+        if not (root / page).is_file():
+            continue
+        block = layout_block(root / page)
+        if block is None:
+            missing.append(f"{page}: no Layout heading with a block under it")
+            continue
+        starts = [line.strip().split()[0] for line in block if line.strip()]
+        for folder in folders:
+            if not any(start.startswith(folder + "/") for start in starts):
+                missing.append(f"{page}, \"Layout\": no line for {folder}/")
+        for function in functions:
+            if not any(start.rstrip("/") == function for start in starts):
+                missing.append(f"{page}, \"Layout\": no line for {function}")
+    return missing
+
+
 def self_test():
     """A dead page, a dead heading and each loose form fail or are reported;
     a good pointer, a wrapped one and an escaped one pass."""
@@ -165,13 +216,27 @@ def self_test():
         (root / "loose.sh").write_text(
             "#!/bin/sh\n# README, Performance\n# docs/deploy.md#releases\n# deploy.md, \"Releases\"\n")
         subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+        (root / "functions/pets").mkdir(parents=True)
+        (root / "functions/pets/main.rs").write_text("fn main() {}\n")
+        (root / "functions/webhooks").mkdir(parents=True)
+        (root / "functions/webhooks/main.rs").write_text("fn main() {}\n")
+        (root / "docs/architecture.md").write_text(
+            "# A\n\n## Layout\n\n```\nfunctions/pets  x\nfunctions/webhooks  y\ndocs/  z\n```\n")
         subprocess.run(["git", "add", "."], cwd=root, check=True)
         dead, loose = check(root)
+        missing = unlisted(root)
     want_dead = ["dead.yaml:1: README, \"Deploy to AWS\": no such heading",
                  "dead.yaml:2: docs/gone.md: no such page",
                  "dead.yaml:3: README, \"not a heading\": no such heading"]
     want_loose = ["loose.sh:2: README, Performance", "loose.sh:3: docs/deploy.md#releases", "loose.sh:4: deploy.md"]
+    # README.md's block is under "Layout" but lists only `# not a heading`.
+    want_missing = ['README.md, "Layout": no line for docs/',
+                    'README.md, "Layout": no line for functions/',
+                    'README.md, "Layout": no line for functions/pets',
+                    'README.md, "Layout": no line for functions/webhooks']
     problems = []
+    if sorted(missing) != want_missing:
+        problems.append(f"unlisted folders found {sorted(missing)}, want {want_missing}")
     if sorted(dead) != want_dead:
         problems.append(f"dead pointers found {sorted(dead)}, want {want_dead}")
     for want in want_loose:
@@ -182,7 +247,8 @@ def self_test():
     for problem in problems:
         print(f"check-doc-pointers: self-test: {problem}", file=sys.stderr)
     if not problems:
-        print(f"check-doc-pointers: self-test: {len(dead)} dead pointers fail and {len(loose)} loose forms are reported, as made")
+        print(f"check-doc-pointers: self-test: {len(dead)} dead pointers and {len(missing)} unlisted"
+              f" folders fail, {len(loose)} loose forms are reported, as made")
     return not problems
 
 
@@ -195,13 +261,18 @@ def main():
     if args.self_test:
         sys.exit(0 if self_test() else 1)
     dead, loose = check(args.root)
+    missing = unlisted(args.root)
+    for found in missing:
+        print(f"check-doc-pointers: the map is behind: {found}", file=sys.stderr)
     for found in loose:
         print(f"check-doc-pointers: loose (not checked): {found}", file=sys.stderr)
     for found in dead:
         print(f"check-doc-pointers: dead pointer: {found}", file=sys.stderr)
-    if dead:
-        sys.exit(f"check-doc-pointers: {len(dead)} pointer(s) to a page or heading that does not exist")
-    print(f"check-doc-pointers: every pointer from the code to the docs resolves"
+    if dead or missing:
+        sys.exit(f"check-doc-pointers: {len(dead)} pointer(s) to a page or heading that does not exist,"
+                 f" {len(missing)} folder(s) a layout does not list")
+    print(f"check-doc-pointers: every pointer from the code to the docs resolves, and both layouts list"
+          f" every folder and function"
           f"{f' ({len(loose)} loose, reported above)' if loose else ''}")
 
 

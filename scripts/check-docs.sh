@@ -9,6 +9,8 @@
 #    `README, "Layout"`) names a page and a heading that exist
 #    (scripts/check-doc-pointers.py, which first shows on its own fixtures
 #    that a dead one fails); the looser forms it recognises are reported.
+#    The layouts of README.md and docs/architecture.md list every tracked
+#    top-level folder and every function.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
