@@ -10,8 +10,9 @@ form, which this script holds exact:
     README, "Layout"                (README.md, "Layout" too)
     docs/partitions.md, "One capacity knob", "Flash sale: one pet bought by thousands"
 
-the page (README, README.md, bench/README.md or docs/<page>.md, backticks
-around it allowed), then, after a comma, one or more headings of that page
+the page (README, README.md, a folder's README.md such as bench/README.md,
+or docs/<page>.md, backticks around it allowed), then, after a comma, one
+or more headings of that page
 in double quotes (escaped as \\" inside a string literal is the same). A
 heading is named by its text as the page shows it (inline backticks left
 out), or by its words before a colon ("Releases" for "Releases: canaries
@@ -46,7 +47,7 @@ from pathlib import Path
 EXTENSIONS = {".rs", ".toml", ".yaml", ".yml", ".sh", ".py", ".mjs"}
 EXCLUDED = ("contract/released/", "scripts/check-doc-pointers.py")
 
-PAGE = r"(?:README(?:\.md)?|bench/README\.md|docs/[A-Za-z0-9_-]+\.md)"
+PAGE = r"(?:README(?:\.md)?|(?:[A-Za-z0-9_-]+/)+README\.md|docs/[A-Za-z0-9_-]+\.md)"
 # The page, backticks allowed, then the quoted headings: `"..."` or, inside a
 # string literal, `\"...\"`.
 POINTER = re.compile(
@@ -212,7 +213,8 @@ def self_test():
         (root / "dead.yaml").write_text(
             "# README, \"Deploy to AWS\"\n"
             "# docs/gone.md\n"
-            "# README, \"not a heading\"\n")
+            "# README, \"not a heading\"\n"
+            "# (see tools/README.md)\n")
         (root / "loose.sh").write_text(
             "#!/bin/sh\n# README, Performance\n# docs/deploy.md#releases\n# deploy.md, \"Releases\"\n")
         subprocess.run(["git", "init", "-q"], cwd=root, check=True)
@@ -227,7 +229,8 @@ def self_test():
         missing = unlisted(root)
     want_dead = ["dead.yaml:1: README, \"Deploy to AWS\": no such heading",
                  "dead.yaml:2: docs/gone.md: no such page",
-                 "dead.yaml:3: README, \"not a heading\": no such heading"]
+                 "dead.yaml:3: README, \"not a heading\": no such heading",
+                 "dead.yaml:4: tools/README.md: no such page"]
     want_loose = ["loose.sh:2: README, Performance", "loose.sh:3: docs/deploy.md#releases", "loose.sh:4: deploy.md"]
     # README.md's block is under "Layout" but lists only `# not a heading`.
     want_missing = ['README.md, "Layout": no line for docs/',
