@@ -144,7 +144,8 @@ def check(root):
                     elif (word[:1].isupper() or word[:1] == "'") and "/" not in word:
                         # Headings start with a capital; prose after the comma
                         # ("docs/x.md, run by name") does not.
-                        loose.append(f"{where}: {page}{after.rstrip()}: a heading not in double quotes?")
+                        shown = text[match.start():min(match.end(), len(line.rstrip()))].strip("` ")
+                        loose.append(f"{where}: {shown}: a heading not in double quotes?")
             if bare:
                 for match in bare.finditer(line):
                     loose.append(f"{where}: {match.group(1)}: a page without its folder; write docs/{match.group(1)}")
