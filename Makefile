@@ -204,7 +204,7 @@ venv: $(VENV_STAMP) ## Install the pinned Python tools into .venv (requirements-
 test-without-lab: ## Show that a fork which deletes lab/ keeps the service's build and checks (the tree copied without it)
 	scripts/test-without-lab.sh
 
-check-docs: node_modules/.package-lock.json ## Check the docs offline: every relative link and #anchor resolves, every make command shown is a target
+check-docs: node_modules/.package-lock.json ## Check the docs offline: every relative link and #anchor resolves, every make command shown is a target, every pointer from the code names a heading that exists, the layouts list every folder and function
 	scripts/check-docs.sh
 
 # The lab's workspaces (lab.mk's LAB_MANIFESTS) are checked too.

@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # make check-docs: the documentation holds together, offline.
 #
-# 1. Every relative link and #anchor in README.md, docs/ and lab/bench/README.md
-#    resolves: remark-validate-links (pinned in package.json) checks links to
+# 1. Every relative link and #anchor in README.md, docs/ and every folder's
+#    README.md resolves: remark-validate-links (pinned in package.json) checks links to
 #    files and to headings, GitHub's way of making anchors, without a network.
 # 2. Every `make TARGET` the pages show is a target of the Makefile.
+# 3. Every pointer from the code to a page (`docs/deploy.md, "Releases"`,
+#    `README, "Layout"`) names a page and a heading that exist
+#    (scripts/check-doc-pointers.py, which first shows on its own fixtures
+#    that a dead one fails); the looser forms it recognises are reported.
+#    The layouts of README.md and docs/architecture.md list every tracked
+#    top-level folder and every function.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-pages=(README.md docs/*.md lab/bench/README.md)
+# Every tracked page but the frozen baseline's (contract/released/).
+mapfile -t pages < <(git ls-files 'README.md' 'docs/*.md' '*/README.md' | grep -v '^contract/')
 
 # --frail: a warning (a dead link) fails the run. The repository is not
 # looked up on a forge: links are checked against the working tree only.
@@ -27,3 +34,6 @@ while read -r target; do
 done < <(grep -ohE '(^|`)make [a-z][a-z0-9-]*' "${pages[@]}" | awk '{print $NF}' | sort -u)
 [[ $missing == 0 ]] || exit 1
 echo "check-docs: links, anchors and make targets of ${#pages[@]} pages resolve"
+
+python3 scripts/check-doc-pointers.py --self-test
+python3 scripts/check-doc-pointers.py

@@ -291,7 +291,7 @@ def check(root: Path) -> tuple[bool, list[str]]:
                 and m.get("fromLayout") != m.get("toLayout")]
     if not carrying:
         lines.append(f"  FAILED: no migration in migrations/ takes layout {old_layout} to layout {new_layout}; "
-                     "see docs/upgrade.md, 'Changing the stored layout'")
+                     "see docs/upgrade.md, \"Changing the stored layout\"")
         return False, lines
     migration = carrying[0]
     return walk(migration, released, current, step_parameter, lines)

@@ -1,4 +1,4 @@
-//! The pet store's shared crate: everything both Lambda functions use.
+//! The pet store's shared crate: everything the Lambda functions use.
 //!
 //! Read it top-down, as the layers depend on each other:
 //!
@@ -20,8 +20,8 @@
 //! sit beside them all, using none; [`webhooks`] (contract section 9) uses
 //! [`records`] and [`db`]'s client and nothing of the HTTP edge. The routes are not
 //! here: each Lambda function's crate owns its own (`functions/pets`,
-//! `functions/store`), and its `main` only builds an [`App`] and hands
-//! [`http::service`] of its routes to `lambda_http::run`.
+//! `functions/store`, `functions/webhooks`), and its `main` only builds an
+//! [`App`] and serves [`http::service`] of its routes (`lambda_http`).
 
 pub mod aws_calls;
 pub mod aws_env;
@@ -150,7 +150,8 @@ impl App {
 /// The HTTP client of every DynamoDB client of ours: hyper and rustls on
 /// ring. The SDK's default (`default-https-client`) is rustls on aws-lc,
 /// whose first use costs hundreds of milliseconds on a throttled 128 MB
-/// function (README, Performance); ring's costs a few. Within the warm-up's
+/// function (docs/performance.md, "Cold start as Lambda runs it"); ring's
+/// costs a few. Within the warm-up's
 /// dry run it answers in the process (`warm_up::dry_run`); within a request
 /// counted while it is served, its calls wait for the count as its gate says
 /// (`http::gate`); otherwise it is that client as it is. Each call, answered

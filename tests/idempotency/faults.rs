@@ -5,8 +5,9 @@
 //! (45% of calls: connections reset before forwarding and after DynamoDB
 //! answered, throttles, 500s, delays), and its SDK retries as it would in
 //! Lambda. Customers place orders, then cancel them, or have staff complete
-//! them, each change with a key of its own, retried as the README tells a
-//! client to: after `Retry-After` on a 503 or a 409 `IDEMPOTENCY_KEY_IN_USE`,
+//! them, each change with a key of its own, retried as docs/api.md,
+//! "Retrying a change safely" tells a client to: after `Retry-After` on a
+//! 503 or a 409 `IDEMPOTENCY_KEY_IN_USE`,
 //! after a short pause when the answer was lost (the shopper drops some
 //! answers on purpose), sometimes twice at once. Afterwards the store must hold exactly
 //! the orders the shoppers were given, as they left them, with the stock

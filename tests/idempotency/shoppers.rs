@@ -1,5 +1,6 @@
 //! A shopper: places orders and cancels, completes or keeps them, each change
-//! with a key of its own (or none), retried as the README tells a client to.
+//! with a key of its own (or none), retried as docs/api.md, "Retrying a
+//! change safely" tells a client to.
 
 use super::send_keyed;
 use crate::helpers::{TestApp, TestResponse};
@@ -79,7 +80,7 @@ impl Shopper {
     }
 
     /// Sends a change until it is settled (a 2xx, or a 4xx but
-    /// `IDEMPOTENCY_KEY_IN_USE`), as a client following the README would.
+    /// `IDEMPOTENCY_KEY_IN_USE`), as a client following docs/api.md would.
     async fn settle(
         &mut self,
         as_staff: bool,

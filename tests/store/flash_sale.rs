@@ -1,6 +1,6 @@
 //! A flash sale: many buyers at once for one pet. Every order's transaction
 //! writes that pet's item, so the item is the first partition to reach
-//! DynamoDB's limit (README, "Flash sale"). Under any load nothing is
+//! DynamoDB's limit (docs/partitions.md, "Flash sale"). Under any load nothing is
 //! oversold, and past the limit the answer is 503 with `Retry-After`, never
 //! a 500.
 

@@ -36,8 +36,8 @@ fn of_kind<'a>(snapshot: &'a Snapshot, sk: &'a str) -> impl Iterator<Item = &'a 
 }
 
 /// Each pet's stock and open orders as its one holder has them, after
-/// asserting the stock item's invariants (docs/upgrade.md, "Stored
-/// layouts"): every pet has a stock item and its pet item keeps neither
+/// asserting the stock item's invariants (docs/upgrade.md, "Migration
+/// 0001"): every pet has a stock item and its pet item keeps neither
 /// stock, open orders nor an inventory entry; a stock item has its pet
 /// item, the same status, and the inventory index's key alone.
 fn assert_one_holder_each(snapshot: &Snapshot) -> BTreeMap<u64, (u64, u64)> {

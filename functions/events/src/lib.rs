@@ -15,7 +15,7 @@
 //! 4. [`publish`]: where events go: EventBridge, or locally a file of the
 //!    events as EventBridge delivers them to a target;
 //! 5. [`webhooks`]: each published event fanned out to its webhook
-//!    endpoints (a delivery item and a message each), a failed fan-out
+//!    endpoints (a message each on the deliveries queue), a failed fan-out
 //!    leaving its record unpublished as a failed publish does;
 //! 6. [`handler`]: the Lambda handler (batch item failures);
 //! 7. `local` (feature `local`): DynamoDB Local's stream, read with the

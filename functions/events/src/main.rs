@@ -16,13 +16,15 @@ use petstore::webhooks::deliver::lambda::QueueSide;
 use serde_json::Value;
 use std::sync::Arc;
 
-// One thread: Lambda gives less than one vCPU below 1,769 MB (README, Performance).
+// One thread: Lambda gives less than one vCPU below 1,769 MB
+// (docs/performance.md, "Cold start as Lambda runs it").
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     petstore::telemetry::init();
     let bus = std::env::var("EVENT_BUS_NAME").map_err(|_| "EVENT_BUS_NAME is not set")?;
     let config = petstore::config::Config::from_env()?;
-    // The same TLS stack as the data functions (rustls on ring: README, Performance).
+    // The same TLS stack as the data functions (rustls on ring:
+    // docs/performance.md, "Cold start as Lambda runs it").
     let aws = petstore::aws_env::sdk_config(petstore::http_client())?;
     // The data functions' DynamoDB client settings (petstore::sdk_config).
     let client = petstore::sdk_config::lean(aws_sdk_dynamodb::config::Builder::from(&aws));

@@ -6,7 +6,7 @@
 //!
 //! One thread: Lambda gives a function of up to 1,769 MB less than one vCPU,
 //! and a multi-threaded runtime spends it waking and parking its workers
-//! (README, Performance).
+//! (docs/performance.md, "Cold start as Lambda runs it").
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {

@@ -17,7 +17,7 @@
 //! Pets are ordered in turn and customers take turns, so every pet and every
 //! customer has the same share: what the model finds uneven is the layout's
 //! doing, not the mix's. A single pet's own ceiling is the flash sale's
-//! (README, "Flash sale").
+//! (docs/partitions.md, "Flash sale").
 
 use crate::endpoints;
 use crate::model;

@@ -117,7 +117,7 @@ pub(crate) struct IndexQuery<'a> {
 }
 
 /// The most round trips to DynamoDB one page of a list makes, however
-/// sparse its filters match (documented in `openapi.yaml` and `README.md`).
+/// sparse its filters match (documented in `openapi.yaml` and docs/api.md, "Paging").
 /// A round sends one query to each partition of the list that may still add
 /// to the page, concurrently, each for a page's worth of entries (`limit +
 /// 1`); so a page evaluates at most `PAGE_ROUND_TRIPS × (limit + 1)` entries

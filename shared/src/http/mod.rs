@@ -2,7 +2,8 @@
 //! responses, and the wrapper every request and response passes through.
 //!
 //! Each Lambda function's crate owns its routes (`pets::routes()`,
-//! `store::routes()`); [`service`] makes a function's routes servable. The
+//! `store::routes()`, `webhooks::routes(..)`); [`service`] makes a
+//! function's routes servable. The
 //! same value is handed to `lambda_http::run` in Lambda and to `axum::serve`
 //! by `petstore-local`, so local runs go through exactly the code that runs
 //! in Lambda.

@@ -28,7 +28,7 @@ impl OrderFilter {
     /// Every order's lists and the open ones are sharded. A customer's are
     /// spread by customer already, and a pet's orders stay one partition:
     /// each of them also writes the pet's own item, twice the units, so the
-    /// item reaches DynamoDB's limit first (see `README.md`, "Flash sale").
+    /// item reaches DynamoDB's limit first (docs/partitions.md, "Flash sale").
     pub(crate) fn query(&self, scope: OrderScope) -> IndexQuery<'static> {
         let (index, partition, sharded, filter) = match (scope, self.pet_id, self.complete) {
             (OrderScope::OwnedBy(owner), pet, complete) => {
