@@ -10,14 +10,14 @@ be on an alarm widget (`${Alarm.Arn}`), so an operator who opens the
 dashboard during a release sees the alarms that may roll it back. Run by
 scripts/lint-template.sh.
 
-    python scripts/check-dashboard.py template.yaml
+    petstore-check-dashboard template.yaml
 """
 
 import json
 import re
 import sys
 
-import template_check
+from gates import template_check
 
 VARIABLE = re.compile(r"\$\{([^}!][^}]*)\}")
 TOKEN_BASE = 900_000
@@ -84,5 +84,9 @@ def problems(template):
                     yield f"{name}: metric widget {index} ({properties.get('title')}) lacks region or metrics"
 
 
+def main() -> int:
+    return template_check.run("check-dashboard", problems, sys.argv[1])
+
+
 if __name__ == "__main__":
-    sys.exit(template_check.run("check-dashboard", problems, sys.argv[1]))
+    sys.exit(main())

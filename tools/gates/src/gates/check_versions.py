@@ -11,13 +11,13 @@ NoEcho parameter must not (a description is readable by anyone who may list
 the versions): its `<Name>Serial` parameter stands for it. Run by
 scripts/lint-template.sh.
 
-    python scripts/check-versions.py template.yaml
+    petstore-check-versions template.yaml
 """
 
 import re
 import sys
 
-import template_check
+from gates import template_check
 
 SUB_VARIABLE = re.compile(r"\$\{([^}!.]+)\}")
 # Lambda's limit on a version's description, and the longest DataTableName
@@ -98,5 +98,9 @@ def problems(template):
             yield f"{name}: its VersionDescription is {length} characters at the defaults with a {TABLE_NAME_MAX}-character table, over Lambda's {DESCRIPTION_MAX}"
 
 
+def main() -> int:
+    return template_check.run("check-versions", problems, sys.argv[1])
+
+
 if __name__ == "__main__":
-    sys.exit(template_check.run("check-versions", problems, sys.argv[1]))
+    sys.exit(main())

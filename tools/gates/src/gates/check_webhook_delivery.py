@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One order's webhook from end to end on a running local stack, as a caller
 sees it: a customer registers a receiver on this machine for `order.placed`,
-places an order, and the receiver (scripts/webhook-receiver.py, which
+places an order, and the receiver (gates.webhook_receiver, which
 verifies with the Standard Webhooks Python library) gets the event, signed
 with the secret the registration answered; the endpoint's deliveries list
 shows it delivered. With --fail-first N the receiver answers 500 N times
@@ -15,7 +15,7 @@ The staff key makes a pet in stock to order. Exits 0 and prints the delay
 from the order's answer to the receiver's request; exits 1 naming what
 failed. `make test` runs it on `make run-lambda`'s stack
 (scripts/test-run-lambda.sh), where the path is the real binaries': the
-stream to `events`, EventBridge and SQS (scripts/run-lambda-aws.py), the
+stream to `events`, EventBridge and SQS (gates.run_lambda_aws), the
 fan-out and the attempt in `webhooks`.
 """
 
@@ -35,7 +35,7 @@ from pathlib import Path
 from queue import Empty, Queue
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from gates.repo import ROOT
 
 
 def call(base: str, key: str, method: str, path: str, body: dict | None = None) -> Any:
@@ -83,7 +83,7 @@ def main() -> None:
         base, customer, "POST", "/webhooks", {"url": f"http://127.0.0.1:{port}/hooks", "events": ["order.placed"]}
     )
     receiver = subprocess.Popen(
-        [sys.executable, str(ROOT / "scripts/webhook-receiver.py"), "--port", str(port), "--secret", endpoint["secret"],
+        [sys.executable, "-m", "gates.webhook_receiver", "--port", str(port), "--secret", endpoint["secret"],
          "--answers", ",".join(["500"] * args.fail_first + ["200"])],
         stdout=subprocess.PIPE,
         text=True,

@@ -1,9 +1,11 @@
 """A caller's whole flow through the Python client generated from openapi.yaml.
 
 Run by scripts/clients.sh (`make clients`), which generates the client into
-.local/clients/python/petstore_client and starts the local stack:
+.local/clients/python/petstore_client, starts the local stack, and puts the
+generated package on the path (PYTHONPATH: it is never installed):
 
-    PETSTORE_URL=http://127.0.0.1:PORT PETSTORE_API_KEY=psk_... python scripts/client_flow.py
+    PYTHONPATH=.local/clients/python PETSTORE_URL=http://127.0.0.1:PORT PETSTORE_API_KEY=psk_... \
+        .venv/bin/petstore-client-flow
 
 Category, pet, merge patch (`status: null` included), stock, order, complete,
 cancel, and Error records parsed, each step through the generated functions
@@ -13,18 +15,14 @@ write it. Any status the document does not list for an operation raises
 """
 
 import os
-import pathlib
 import sys
 import uuid
 from datetime import datetime
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, os.environ.get("PETSTORE_CLIENT_DIR", str(ROOT / ".local" / "clients" / "python")))
-
 # The generated package (never committed).
-from petstore_client import AuthenticatedClient  # noqa: E402
-from petstore_client.api.pets import create_category, create_pet, list_pets, update_pet  # noqa: E402
-from petstore_client.api.store import (  # noqa: E402
+from petstore_client import AuthenticatedClient
+from petstore_client.api.pets import create_category, create_pet, list_pets, update_pet
+from petstore_client.api.store import (
     cancel_order,
     get_inventory_item,
     get_order,
@@ -33,7 +31,7 @@ from petstore_client.api.store import (  # noqa: E402
     set_inventory,
     update_order,
 )
-from petstore_client.models import (  # noqa: E402
+from petstore_client.models import (
     Category,
     Error,
     ErrorCode,
@@ -49,7 +47,7 @@ from petstore_client.models import (  # noqa: E402
     PetPatchStatusType0,
     PetStatus,
 )
-from petstore_client.types import Response  # noqa: E402
+from petstore_client.types import Response
 
 
 class FlowError(Exception):

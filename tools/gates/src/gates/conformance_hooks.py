@@ -26,6 +26,8 @@ import yaml
 from schemathesis.openapi.checks import IgnoredAuth
 from schemathesis.specs.openapi.checks import ignored_auth
 
+from gates.repo import ROOT
+
 HEADER = "idempotency-key"
 MAX_LENGTH = 255
 # The parameter's pattern in openapi.yaml: printable ASCII, no space at either end.
@@ -57,7 +59,7 @@ def unique_idempotency_keys(ctx, case, **kwargs):
 # from openapi.yaml (no list here). The refusals are tested in
 # tests/refusals.rs, tests/values.rs and shared/src/records/text_tests.rs.
 
-_SCHEMAS = yaml.safe_load((Path(__file__).resolve().parent.parent / "openapi.yaml").read_text())[
+_SCHEMAS = yaml.safe_load((ROOT / "openapi.yaml").read_text())[
     "components"]["schemas"]
 
 

@@ -47,10 +47,10 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+from gates.repo import ROOT
 BASELINE = ROOT / "contract" / "released"
 DOCUMENTS = ("openapi.yaml", "asyncapi.yaml")
-# Moved with the contract, read by the layout gate (scripts/layout_check.py).
+# Moved with the contract, read by the layout gate (gates.layout_check).
 RELEASED_TOO = ("template.yaml",)
 BIN = ROOT / "node_modules" / ".bin"
 

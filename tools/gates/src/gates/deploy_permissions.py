@@ -1,5 +1,5 @@
 """What CloudFormation does, as the stage's execution role, to create each
-resource type template.yaml has (for scripts/deploy-permissions-rehearsal.py):
+resource type template.yaml has (for gates.deploy_permissions_rehearsal):
 the create handler's principal calls, on the ARN the resource really gets.
 Names: a name property the template sets, else CloudFormation's generated
 <stack>-<LogicalId>-<13 characters>, cut to the service's limit as
@@ -7,7 +7,7 @@ CloudFormation cuts it (the logical id first)."""
 
 from __future__ import annotations
 
-from deploy_roles import ACCOUNT, BUCKET, REGION
+from gates.deploy_roles import ACCOUNT, BUCKET, REGION
 
 SUFFIX = "ABCDEFGHIJKLM"
 NAME_PROPERTY = {
@@ -73,7 +73,7 @@ def function(stack, logical, resource):
              ("iam:PassRole", props["Role"], {"iam:PassedToService": "lambda.amazonaws.com"})]
     code = props.get("Code", {})
     if "S3Bucket" in code:
-        # Where the pipeline puts it: the artifact bucket's builds/<commit>/ (scripts/pipeline-package.py).
+        # Where the pipeline puts it: the artifact bucket's builds/<commit>/ (gates.pipeline_package).
         calls.append(("s3:GetObject", f"arn:aws:s3:::{BUCKET}/builds/0123abcd/{code['S3Key']}", {}))
     if "ReservedConcurrentExecutions" in props:
         calls.append(("lambda:PutFunctionConcurrency", me, {}))

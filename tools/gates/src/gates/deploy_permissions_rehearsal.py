@@ -9,8 +9,8 @@ generated <stack>-<LogicalId>-<suffix> names, the template's own names such
 as the pre-traffic hook's CodeDeployHook_<stack>-pretraffic, each role with
 the stage's permissions boundary) evaluated against that execution role of
 deploy/github-deploy-role.yaml; then the stage's deploy role creating the
-change set on the stack's real name. moto's rehearsal (scripts/deploy-
-rehearsal.py) creates the stack but checks no permission: this is where a
+change set on the stack's real name. moto's rehearsal
+(gates.deploy_rehearsal) creates the stack but checks no permission: this is where a
 name outside a role's scope shows, offline.
 
 A resource type with no known operations fails the rehearsal: nothing is
@@ -18,31 +18,29 @@ skipped silently. The rehearsal's own test: each of MUTATIONS (the two
 faults a first deploy met: the hook's name, the prod stack's name; and a
 boundary missing from the template) must fail it.
 
-    scripts/deploy-permissions-rehearsal.py [--roles deploy/github-deploy-role.yaml] [--template template.yaml]
+    petstore-deploy-permissions-rehearsal [--roles deploy/github-deploy-role.yaml] [--template template.yaml]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import shlex
 import sys
 import tomllib
 from pathlib import Path
 
-from cfn_intrinsics import NO_VALUE, Intrinsics
-from deploy_roles import ACCOUNT, REGION, ROOT, TEMPLATE, judge, load, role_arn, stage_stacks
-from deploy_permissions import OPERATIONS, arn_of, physical_name
+from gates.cfn_intrinsics import NO_VALUE, Intrinsics
+from gates.deploy_roles import ACCOUNT, REGION, ROOT, TEMPLATE, judge, load, role_arn, stage_stacks
+from gates.deploy_permissions import OPERATIONS, arn_of, physical_name
 
 SECRET = "0" * 64
 
 
 def translate(template: Path, overrides: dict[str, str]) -> dict:
-    """The translated template, as scripts/deploy-rehearsal.py makes it."""
-    spec = importlib.util.spec_from_file_location("deploy_rehearsal", ROOT / "scripts" / "deploy-rehearsal.py")
-    rehearsal = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rehearsal)
-    return rehearsal.translate(template, overrides)[1]
+    """The translated template, as the deploy rehearsal makes it (imported
+    here: it sets up moto's offline environment when imported)."""
+    from gates import deploy_rehearsal
+    return deploy_rehearsal.translate(template, overrides)[1]
 
 
 class Stack(Intrinsics):

@@ -15,7 +15,7 @@ APIs, from the same translated properties with their intrinsic functions
 resolved against the stack, and each is named in the output as a gap. A type
 with no such stand-in fails the rehearsal: nothing is skipped silently.
 
-    scripts/deploy-rehearsal.py [--template template.yaml] [--port 0]
+    petstore-deploy-rehearsal [--template template.yaml] [--port 0]
                                 [--parameter-overrides K=V ...]
 
 docs/deploy.md, "Rehearsing the deploy offline", lists what moto cannot do.
@@ -42,7 +42,7 @@ import zipfile
 from pathlib import Path
 from typing import Any, Callable
 
-ROOT = Path(__file__).resolve().parent.parent
+from gates.repo import ROOT
 REGION = "us-east-1"
 # The stages rehearsed side by side in one account: (stack, parameters, whether
 # every other parameter is at its default). prod has a custom domain (in a
@@ -83,9 +83,9 @@ from moto.moto_server.threaded_moto_server import ThreadedMotoServer  # noqa: E4
 from samtranslator.translator.transform import transform  # noqa: E402
 from samtranslator.yaml_helper import yaml_parse  # noqa: E402
 
-from cfn_intrinsics import NO_VALUE, Intrinsics  # noqa: E402
-from rehearsal_queues import check_queues, queue_policy_maker  # noqa: E402
-from rehearsal_release import check_apart, check_domain, check_releases, release_makers, version_getters  # noqa: E402
+from gates.cfn_intrinsics import NO_VALUE, Intrinsics  # noqa: E402
+from gates.rehearsal_queues import check_queues, queue_policy_maker  # noqa: E402
+from gates.rehearsal_release import check_apart, check_domain, check_releases, release_makers, version_getters  # noqa: E402
 
 # CloudFormation's own limits on what it is given (the translated template).
 MAX_TEMPLATE_URL_BYTES = 1_000_000
@@ -381,7 +381,7 @@ def route_keys(body: dict) -> list[tuple[str, dict]]:
     return routes
 
 
-# Stand-ins that other rehearsals add (scripts/front-rehearsal.py): a resource
+# Stand-ins that other rehearsals add (gates.front_rehearsal): a resource
 # type to a function of (emulator, resolver, created) giving its maker.
 EXTRA_MAKERS: dict[str, Callable[[Emulator, "Resolver", dict], Callable[[str, dict], None]]] = {}
 

@@ -1,8 +1,8 @@
-"""What `make deploy-role-check` (scripts/deploy-role-check.py) asks the IAM
+"""What `make deploy-role-check` (gates.deploy_role_check) asks the IAM
 simulator about the pipeline's roles, and the loosened templates that must
 fail it. Stack names are samconfig.toml's (deploy_roles.stage_stacks)."""
 
-from deploy_roles import ACCOUNT, BUCKET, REGION, REPO, role_arn, stage_stacks
+from gates.deploy_roles import ACCOUNT, BUCKET, REGION, REPO, role_arn, stage_stacks
 
 AUDIENCE = "sts.amazonaws.com"
 MAIN_WORKFLOW = f"{REPO}/.github/workflows/release.yml@refs/heads/main"

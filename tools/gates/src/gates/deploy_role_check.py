@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Proves the pipeline's roles (deploy/github-deploy-role.yaml) with the IAM
-simulator `make iam-check` uses (scripts/deploy_roles.py): `make
+simulator `make iam-check` uses (gates.deploy_roles): `make
 deploy-role-check`.
 
 1. Trust. A GitHub Actions job asks STS for a role with its OIDC token; AWS
@@ -42,8 +42,8 @@ import json
 import sys
 from pathlib import Path
 
-from deploy_role_cases import MUTATIONS, scope_cases, trust_cases
-from deploy_roles import PROVIDER, TEMPLATE, judge, load, role_arn
+from gates.deploy_role_cases import MUTATIONS, scope_cases, trust_cases
+from gates.deploy_roles import PROVIDER, TEMPLATE, judge, load, role_arn
 
 CLAIM = "token.actions.githubusercontent.com:"
 # The standard OIDC keys, and the keys of the same action and type the

@@ -1,7 +1,7 @@
 """The pipeline's roles (deploy/github-deploy-role.yaml) as the IAM simulator
-sees them, for `make deploy-role-check` (scripts/deploy-role-check.py: who
+sees them, for `make deploy-role-check` (gates.deploy_role_check: who
 may assume them, what each may do, the check's own mutations) and for the
-first-deploy rehearsal (scripts/deploy-permissions-rehearsal.py: every
+first-deploy rehearsal (gates.deploy_permissions_rehearsal: every
 resource operation template.yaml's stacks need). The simulator is
 @cloud-copilot/iam-simulate, through scripts/deploy-role-simulate.mjs, as
 for `make iam-check`.
@@ -17,9 +17,9 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from cfn_intrinsics import Intrinsics
+from gates.cfn_intrinsics import Intrinsics
 
-ROOT = Path(__file__).resolve().parent.parent
+from gates.repo import ROOT
 TEMPLATE = ROOT / "deploy" / "github-deploy-role.yaml"
 ACCOUNT = "123456789012"
 REGION = "us-east-1"

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Runs DynamoDB Local processes, one per port (installed by dynamodb-install.sh).
 
-  dynamodb-local.py start [PORT]       in the background, in memory, on PORT ($DYNAMODB_PORT, 8000)
-  dynamodb-local.py stop [PORT]        stop what `start` started on that port, nothing else
-  dynamodb-local.py status [PORT|--all]
+  dynamodb-local.sh start [PORT]       in the background, in memory, on PORT ($DYNAMODB_PORT, 8000)
+  dynamodb-local.sh stop [PORT]        stop what `start` started on that port, nothing else
+  dynamodb-local.sh status [PORT|--all]
                                        whether the port's DynamoDB Local runs (exit 1 if
                                        not), or every port's that `start` started
-  dynamodb-local.py serve PORT PARENT_PID
+  dynamodb-local.sh serve PORT PARENT_PID
                                        in the foreground: prints "ready PORT" once it
                                        answers, and stops java as soon as PARENT_PID is
                                        gone (the test harness and the bench: no run
@@ -33,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from gates.repo import ROOT
 INSTALL_DIR = ROOT / ".local" / "dynamodb"
 STATE_DIR = ROOT / ".local"
 LOG_DIR = ROOT / ".local" / "logs"
@@ -422,9 +422,15 @@ def main(args):
     return 2
 
 
-if __name__ == "__main__":
+def command() -> int:
+    """The command line (petstore-dynamodb-local, scripts/dynamodb-local.sh):
+    a refusal is one plain line, not a traceback."""
     try:
-        sys.exit(main(sys.argv[1:]))
+        return main(sys.argv[1:])
     except Refused as refusal:
         log(str(refusal))
-        sys.exit(1)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(command())

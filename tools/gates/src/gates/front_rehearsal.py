@@ -2,9 +2,9 @@
 """Rehearse template.yaml's optional front (CloudFront and AWS WAF before the
 HTTP API) offline in moto, as far as moto goes.
 
-    .venv/bin/python scripts/front-rehearsal.py      (make front-rehearsal)
+    .venv/bin/petstore-front-rehearsal      (make front-rehearsal)
 
-It reuses scripts/deploy-rehearsal.py (imported, not copied): the stack is
+It reuses gates.deploy_rehearsal (imported, not copied): the stack is
 translated and created as there, with stand-ins for the front's resource types
 that moto's CloudFormation lacks (AWS::WAFv2::WebACL, AWS::CloudFront::Distribution,
 AWS::Route53::RecordSetGroup), created through moto's wafv2, cloudfront and
@@ -29,19 +29,14 @@ docs/deploy.md, "Deploying the front", lists what moto cannot do.
 from __future__ import annotations
 
 import copy
-import importlib.util
 import sys
 import traceback
 import urllib.request
 from pathlib import Path
 from typing import Any, Callable
 
-ROOT = Path(__file__).resolve().parent.parent
-SPEC = importlib.util.spec_from_file_location("deploy_rehearsal", ROOT / "scripts" / "deploy-rehearsal.py")
-assert SPEC and SPEC.loader
-rehearsal = importlib.util.module_from_spec(SPEC)
-sys.modules["deploy_rehearsal"] = rehearsal
-SPEC.loader.exec_module(rehearsal)
+from gates.repo import ROOT
+from gates import deploy_rehearsal as rehearsal
 
 from samtranslator.yaml_helper import yaml_parse  # noqa: E402
 

@@ -43,9 +43,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cfn_intrinsics import NO_VALUE, Intrinsics
+from gates.cfn_intrinsics import NO_VALUE, Intrinsics
 
-ROOT = Path(__file__).resolve().parent.parent
+from gates.repo import ROOT
 STACK = "petstore"
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -827,7 +827,7 @@ def main():
                             f"would be {decision}: {why}")
         elif check["expect"] == "Denied" and decision == "Allowed":
             failures.append(f"{check['function']}: {where} is allowed, but the template promises "
-                            "a denial (EXPECTED_DENIALS, HOOK_PROMISES, QUEUE_PROMISES in scripts/iam-check.py)")
+                            "a denial (EXPECTED_DENIALS, HOOK_PROMISES, QUEUE_PROMISES in gates.iam_check)")
         elif check["expect"] == "Denied":
             denied_as_expected += 1
         else:

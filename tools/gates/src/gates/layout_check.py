@@ -31,14 +31,15 @@ unreleased migration, as main first defined it). The same comparison runs
 from the last main's template (the dev stage's) to this one, as the dev
 job deploys it: one update at the defaults. An index the last release never
 had whose keys or projection changed since (refused by CloudFormation) is
-rebuilt by the dev job before its deploy (scripts/rebuild-indexes.py:
+rebuilt by the dev job before its deploy (gates.rebuild_indexes:
 deleted, then created as this template defines it, one update each), and
 this proves each of those updates; any other refusal fails.
 
-    scripts/layout_check.py [--root DIR] [--dev-baseline REV | --dev-template FILE]
+    petstore-layout-check [--root DIR] [--dev-baseline REV | --dev-template FILE]
 
+(gates.layout_gate, the command: this comparison, then gates.layout_dev's.)
 The root holds template.yaml, contract/released/template.yaml and
-migrations/; scripts/layout-check-fixtures.py runs this against altered
+migrations/; tools/gates/tests/test_layout_check.py runs this against altered
 copies. The last main is `--dev-baseline` (or $LAYOUT_DEV_BASELINE), else
 `main` when HEAD is not main, else HEAD's first parent (a push to main, or
 a pull request's merge commit: the workflows check out two commits).
@@ -46,18 +47,13 @@ a pull request's merge commit: the workflows check out two commits).
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cfn_intrinsics import NO_VALUE, Intrinsics  # noqa: E402
+from gates.cfn_intrinsics import NO_VALUE, Intrinsics
 
-ROOT = Path(__file__).resolve().parent.parent
 BASELINE = Path("contract/released/template.yaml")
 
 
@@ -65,7 +61,7 @@ BASELINE = Path("contract/released/template.yaml")
 def decode(path: str) -> tuple[Any, list]:
     """A template file decoded by cfn-lint's loader (its YAML tags: !Ref,
     !Sub...), as (template, problems). Imported here, not at the top: the
-    dev job's rebuild (scripts/rebuild-indexes.py) imports this module with
+    dev job's rebuild (gates.rebuild_indexes) imports this module with
     no third-party package installed, on the JSON the build job decoded."""
     from cfnlint.decode import decode as cfn_decode
     return cfn_decode(path)
@@ -324,37 +320,3 @@ def walk(migration: dict, released: dict, current: dict, step_parameter: str | N
         passes &= not found
         before, label = after, step
     return passes, lines
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--root", type=Path, default=ROOT)
-    parser.add_argument("--dev-baseline", default=os.environ.get("LAYOUT_DEV_BASELINE"),
-                        help="the git revision the dev stage was last deployed from (the last main)")
-    parser.add_argument("--dev-template", type=Path, help="the dev stage's template, as a file")
-    args = parser.parse_args()
-    import layout_dev  # it builds on this module's comparison
-    passes, lines = check(args.root)
-    if args.dev_template:
-        dev_text, label = args.dev_template.read_text(), str(args.dev_template)
-    else:
-        dev_text, label = layout_dev.last_main(args.dev_baseline)
-    if dev_text is None:
-        lines.append(f"FAILED: no last main to compare the dev stage with ({label}): fetch two commits "
-                     "(fetch-depth: 2) or set LAYOUT_DEV_BASELINE")
-        passes = False
-    else:
-        released, _ = decode(str(args.root / BASELINE))
-        current, _ = decode(str(args.root / "template.yaml"))
-        dev_passes, dev_lines = layout_dev.dev_check(layout_dev.decode_text(dev_text), current, released, label)
-        passes &= dev_passes
-        lines += dev_lines
-    for line in lines:
-        print(f"layout-check: {line}")
-    print(f"layout-check: {'passed' if passes else 'FAILED'}")
-    return 0 if passes else 1
-
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,11 +1,11 @@
-"""The layout gate's comparison with the dev stage (scripts/layout_check.py;
+"""The layout gate's comparison with the dev stage (gates.layout_check;
 docs/upgrade.md, "What the gate compares").
 
 The dev stage runs the last main's template at its defaults. An index the
 last release never had (one of an unreleased migration) may have changed
 keys or projection on main since dev created it: CloudFormation refuses
 that in place, so the dev job rebuilds it before its deploy
-(scripts/rebuild-indexes.py: deleted, then created as the new template
+(gates.rebuild_indexes: deleted, then created as the new template
 defines it, one update each, from `rebuild_states`). This proves each of
 those updates and the deploy after them; an index the last release has,
 or any other refusal, fails.
@@ -18,9 +18,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from layout_check import INDEX_UPDATABLE, Rendered, by_name, decode, update_findings
+from gates.layout_check import INDEX_UPDATABLE, Rendered, by_name, decode, update_findings
 
-ROOT = Path(__file__).resolve().parent.parent
+from gates.repo import ROOT
 
 
 def index_rebuilds(old: dict, new: dict) -> list[str]:
@@ -77,7 +77,7 @@ def dev_check(dev: dict, current: dict, released: dict, label: str) -> tuple[boo
         released_indexes = by_name((shipped.resources.get(name) or {}).get("Properties", {})
                                    .get("GlobalSecondaryIndexes"))
         lines.append(f"  {name} {rebuilds}: keys or projection changed since the last main; rebuilt by the "
-                     "dev job before its deploy (scripts/rebuild-indexes.py dev)")
+                     "dev job before its deploy (gates.rebuild_indexes dev)")
         for index in sorted(set(rebuilds) & released_indexes.keys()):
             lines.append(f"    FAILED: the last release has {index}: a change to it needs a migration "
                          "(docs/upgrade.md), not a rebuild")

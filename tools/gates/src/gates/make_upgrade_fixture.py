@@ -2,14 +2,14 @@
 """Makes tests/fixtures/release-1.0.0/: a data table as the last release's own
 code fills it, for the upgrade tests (tests/upgrade/).
 
-  scripts/make-upgrade-fixture.py PETSTORE_LOCAL PETSTORE_ADMIN [OUT_DIR]
+  petstore-make-upgrade-fixture PETSTORE_LOCAL PETSTORE_ADMIN [OUT_DIR]
 
 PETSTORE_LOCAL and PETSTORE_ADMIN are the last release's binaries (commit
 e25da8e, contract 1.0.0), built from a worktree of that commit:
 
   git worktree add --detach ../wt-e25 e25da8e
   (cd ../wt-e25 && cargo build --bin petstore-local --bin petstore-admin)
-  .venv/bin/python scripts/make-upgrade-fixture.py \
+  .venv/bin/petstore-make-upgrade-fixture \
       ../wt-e25/target/debug/petstore-local ../wt-e25/target/debug/petstore-admin
 
 It starts a DynamoDB Local of its own (in memory, a free port, through
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import boto3
 
-ROOT = Path(__file__).resolve().parent.parent
+from gates.repo import ROOT
 TABLE = "petstore-release-1"
 
 

@@ -3,7 +3,7 @@
 the AWS CLI and the standard library only: the deploy jobs install nothing.
 
     pipeline-artifacts.py publish DIR s3://BUCKET/builds/COMMIT
-        check DIR against its SHA256SUMS (written by scripts/pipeline-package.py
+        check DIR against its SHA256SUMS (written by gates.pipeline_package
         in the build job), then put each file once: with If-None-Match: *,
         which the bucket policy requires under builds/. A file already there
         (a re-run of the same commit) must have the digest recorded now, or

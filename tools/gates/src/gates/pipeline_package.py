@@ -14,10 +14,10 @@ SHA-256; the template's CodeUri points at s3://BUCKET/PREFIX/<zip>, as
 CloudFormation template YAML reads as well). SHA256SUMS lists every file's
 digest, in `sha256sum -c`'s format: the digests recorded at build time,
 which the deploy jobs check before they publish, deploy or run anything
-(scripts/pipeline-artifacts.py). --extra files (the smoke binary) are
+(gates.pipeline_artifacts). --extra files (the smoke binary) are
 copied in and listed too. released.json is the last release's template
 (--released) decoded by cfn-lint, as the layout gate reads it: the dev job's
-index rebuild (scripts/rebuild-indexes.py) reads it and packaged.json with
+index rebuild (gates.rebuild_indexes) reads it and packaged.json with
 the standard library alone, nothing being installed where credentials are.
 """
 
@@ -31,7 +31,7 @@ import zipfile
 from pathlib import Path
 
 EPOCH = (1980, 1, 1, 0, 0, 0)
-ROOT = Path(__file__).resolve().parent.parent
+from gates.repo import ROOT
 
 
 def zip_directory(source: Path, target: Path) -> None:
@@ -71,8 +71,7 @@ def package(build_dir: Path, out: Path, bucket: str, prefix: str, extra: list[Pa
         files.append(path.name)
     (out / "packaged.json").write_text(json.dumps(template, indent=1, sort_keys=True) + "\n")
     files.append("packaged.json")
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import layout_check  # cfn-lint's decoder, as the layout gate reads the baseline
+    from gates import layout_check  # cfn-lint's decoder, as the layout gate reads the baseline
 
     (out / "released.json").write_text(json.dumps(layout_check.read_template(released), indent=1, sort_keys=True)
                                        + "\n")

@@ -9,21 +9,21 @@ such an index's keys or projection again (free until it is released: the
 migration then creates it in its final form), CloudFormation refuses the
 change in place. This takes the stack there one update at a time: each such
 index deleted, then created as the new template defines it (the states
-scripts/layout_dev.py computes and make layout-check proves), each an update
+gates.layout_dev computes and make layout-check proves), each an update
 of the stack's own deployed template with only the data table's indexes
 changed, its parameters as they are (a change set, as `sam deploy` makes). While an index is rebuilt, the lists
 it serves answer 500 on dev (minutes: DynamoDB fills the new index from the
 table); nothing else is touched.
 
-    scripts/rebuild-indexes.py STAGE --template-file packaged.json [--released-file released.json] [--dry-run]
+    petstore-rebuild-indexes STAGE --template-file packaged.json [--released-file released.json] [--dry-run]
 
 The dev job holds AWS credentials and so installs nothing: this runs there
 on the standard library alone (python3), on the JSON the build job wrote
-with cfn-lint (scripts/pipeline-package.py: packaged.json, released.json,
+with cfn-lint (gates.pipeline_package: packaged.json, released.json,
 covered by SHA256SUMS) and the stack's processed template (JSON). cfn-lint
 is imported only to read a YAML file (layout_check.decode): without
 --released-file, contract/released/template.yaml. make layout-check runs
-the plan under `python3 -I -S` (scripts/test-rebuild-stdlib.py).
+the plan under `python3 -I -S` (tools/gates/tests/test_rebuild_stdlib.py).
 
 It refuses an index the last release has (contract/released/template.yaml):
 prod is never ahead of a release, and such a change needs a migration. Runs
@@ -42,12 +42,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import layout_check  # noqa: E402
-import layout_dev  # noqa: E402
-import upgrade  # noqa: E402
+from gates import layout_check  # noqa: E402
+from gates import layout_dev  # noqa: E402
+from gates import upgrade  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+from gates.repo import ROOT
 
 
 def aws(*args: str) -> dict:

@@ -3,8 +3,8 @@
 docs/upgrade.md, "What the gate compares").
 
 The dev stage runs the last main's template. When an index the last release
-never had changed keys or projection since, scripts/rebuild-indexes.py takes
-the stack to this template one update at a time (scripts/layout_dev.py's
+never had changed keys or projection since, gates.rebuild_indexes takes
+the stack to this template one update at a time (gates.layout_dev's
 states, which make layout-check proves are each one update). This:
 
 1. creates the last release's stack (as make upgrade-rehearsal does), loads
@@ -27,18 +27,16 @@ the lists on it answer 500 on dev.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import layout_check  # noqa: E402
-import layout_dev  # noqa: E402
+from gates import layout_check  # noqa: E402
+from gates import layout_dev  # noqa: E402
 from cfnlint.decode import decode  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+from gates.repo import ROOT
 # Each list the service serves from an index, and that index.
 LISTS = {"/pets?limit=100": "GSI1v2", "/categories?limit=100": "GSI1v2", "/store/orders?limit=100": "GSI1v2",
          "/store/orders?complete=false&limit=100": "GSI2v2", "/pets?status=available&limit=100": "GSI2v2",
@@ -46,9 +44,7 @@ LISTS = {"/pets?limit=100": "GSI1v2", "/categories?limit=100": "GSI1v2", "/store
 
 
 def rehearsal_module():
-    spec = importlib.util.spec_from_file_location("upgrade_rehearsal", ROOT / "scripts" / "upgrade-rehearsal.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from gates import upgrade_rehearsal as module
     return module
 
 

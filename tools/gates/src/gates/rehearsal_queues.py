@@ -1,4 +1,4 @@
-"""The deploy rehearsal's queues (scripts/deploy-rehearsal.py): the stand-in
+"""The deploy rehearsal's queues (gates.deploy_rehearsal): the stand-in
 for a queue policy, which moto's CloudFormation cannot create, and the check
 of the webhooks delivery path as the stack made it (docs/webhooks.md,
 "Operating"): each queue's timeouts, retention and dead-letter queue,

@@ -1,5 +1,5 @@
 """The deploy rehearsal's part for releases, stages and the custom domain
-(scripts/deploy-rehearsal.py): stand-ins for the resource types moto's
+(gates.deploy_rehearsal): stand-ins for the resource types moto's
 CloudFormation cannot create (the alias, CodeDeploy's application and
 deployment groups, the event source mapping and permissions on an alias,
 the hook's role and function that refer to them, the API Gateway domain, its

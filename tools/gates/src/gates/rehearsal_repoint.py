@@ -1,10 +1,10 @@
 """Pointing the rehearsal's stack at a restored table (docs/restore.md,
-"Pointing the stack at it"), for scripts/restore-rehearsal.py: the stack is
+"Pointing the stack at it"), for gates.restore_rehearsal: the stack is
 updated through moto's CloudFormation with DataTableName and
 DataTableStreamArn set, as `sam deploy --parameter-overrides` would; what
 moto's update does not apply is applied through the same emulator's service
 APIs and named as a gap; then the stack is checked against the template at
-the new parameters (with scripts/deploy-rehearsal.py's checks), and each part
+the new parameters (with gates.deploy_rehearsal's checks), and each part
 checked to name the restored table and no longer the old one.
 """
 

@@ -2,7 +2,7 @@
 """Rehearse restoring the data table offline, in moto (make restore-rehearsal).
 
 The stack is created as the deploy rehearsal creates it (its own functions,
-imported from scripts/deploy-rehearsal.py). Then, with the operator's own
+imported from gates.deploy_rehearsal). Then, with the operator's own
 commands (`petstore-admin data ...`, the debug build):
 
 1. write data (a `data import` of a small store) and check it sound;
@@ -15,7 +15,7 @@ commands (`petstore-admin data ...`, the debug build):
    deletion protection, tags) and run `data check` on the restored tables;
 6. point the stack at the table restored from the backup (an update of the
    moto stack with DataTableName and DataTableStreamArn, what moto's update
-   leaves applied through the service APIs: scripts/rehearsal_repoint.py),
+   leaves applied through the service APIs: gates.rehearsal_repoint),
    check every part names it, and read the undamaged data from the table
    the pets function's alias `live` now names.
 
@@ -28,7 +28,6 @@ settings), and its check is expected to find the damage.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -37,19 +36,18 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import rehearsal_repoint
+from gates import rehearsal_repoint
 
-ROOT = Path(__file__).resolve().parent.parent
+from gates.repo import ROOT
 ADMIN = ROOT / "target" / "debug" / "petstore-admin"
 # The store's pet with a stock item (the others hold their stock themselves).
 STOCKED_PET = (1 << 30) + 4
 
 
 def deploy_rehearsal():
-    """scripts/deploy-rehearsal.py as a module (its name has a dash)."""
-    spec = importlib.util.spec_from_file_location("deploy_rehearsal", ROOT / "scripts" / "deploy-rehearsal.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """The deploy rehearsal (imported when used: it sets up moto's offline
+    environment when imported)."""
+    from gates import deploy_rehearsal as module
     return module
 
 

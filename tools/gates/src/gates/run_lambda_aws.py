@@ -54,7 +54,7 @@ import boto3
 import yaml
 from moto.server import ThreadedMotoServer
 
-ROOT = Path(__file__).resolve().parent.parent
+from gates.repo import ROOT
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
 BUS = "petstore-local"

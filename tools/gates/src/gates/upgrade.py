@@ -6,8 +6,8 @@ the migration in migrations/ says (docs/upgrade.md): each template state a
 `petstore-admin data migrate status --require-done` passes. Safe to run
 again after an interruption: it starts from the state the stack is in.
 
-    scripts/upgrade.py STAGE --template-file .aws-sam/build/template.yaml [--dry-run] [--yes]
-    scripts/upgrade.py STAGE --pending      exit 1 when the stack still has states to walk
+    petstore-upgrade STAGE --template-file .aws-sam/build/template.yaml [--dry-run] [--yes]
+    petstore-upgrade STAGE --pending      exit 1 when the stack still has states to walk
                                             (the release pipeline's check before its deploy)
 
 The last state, the template at its defaults, is the release's own deploy
@@ -27,7 +27,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from gates.repo import ROOT
 ADMIN = ["cargo", "run", "-q", "--release", "--bin", "petstore-admin", "--"]
 
 
@@ -150,14 +150,14 @@ def main() -> int:
     draining = draining_rate(parameters, (ROOT / "template.yaml").read_text())
     if args.pending:
         if todo:
-            print(f"::error::{stack} is at DataLayoutStep={step or '(layout 1)'}: run scripts/upgrade.py "
+            print(f"::error::{stack} is at DataLayoutStep={step or '(layout 1)'}: run gates.upgrade "
                   f"{args.stage} first (docs/upgrade.md); this deploy would fail or break its lists")
         # A stack already draining has had the walk's reshard (upgrade.py
         # runs it right after that deploy, and stops when it fails).
         draining = draining if parameters.get("DrainingOrderRate", "none") == "none" else None
         if draining:
             print(f"::error::{stack}'s lists are keyed over more shards than this template's OrderRate: run "
-                  f"scripts/upgrade.py {args.stage} first (DrainingOrderRate={draining}, data reshard; "
+                  f"gates.upgrade {args.stage} first (DrainingOrderRate={draining}, data reshard; "
                   "docs/upgrade.md, \"Changing OrderRate\"); this deploy would hide orders until a reshard")
         return 1 if todo or draining else 0
     table = aws("cloudformation", "describe-stack-resource", "--stack-name", stack,

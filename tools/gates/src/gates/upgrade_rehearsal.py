@@ -16,7 +16,7 @@
    with DataLayoutStep) made through DynamoDB's API, at most one index a
    state, the indexes it must leave checked; each backfill `petstore-admin data
    migrate run` while the shoppers go on; before the switch, as
-   scripts/upgrade.py does, `data migrate run` again (a new `stock-items`
+   gates.upgrade does, `data migrate run` again (a new `stock-items`
    pass for the pets created since) and `status --require-done`; at the
    switch the new state's code takes the traffic (a second server with
    DATA_LAYOUT=2, as a release shifts it), and `data migrate run` once more
@@ -57,7 +57,7 @@ from pathlib import Path
 
 from decimal import Decimal  # noqa: F401  (boto3's numbers)
 
-ROOT = Path(__file__).resolve().parent.parent
+from gates.repo import ROOT
 ADMIN = ROOT / "target" / "debug" / "petstore-admin"
 LOCAL = ROOT / "target" / "debug" / "petstore-local"
 RELEASED = ROOT / "contract" / "released" / "template.yaml"
@@ -81,10 +81,9 @@ class Steps:
 
 
 def deploy_rehearsal():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("deploy_rehearsal", ROOT / "scripts" / "deploy-rehearsal.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """The deploy rehearsal (imported when used: it sets up moto's offline
+    environment when imported)."""
+    from gates import deploy_rehearsal as module
     return module
 
 
@@ -146,7 +145,7 @@ class Stack:
         self.env = dict(os.environ, AWS_ENDPOINT_URL_DYNAMODB=emulator.endpoint, TABLE_NAME=self.table,
                         RATE_LIMIT_TABLE_NAME=resolver.physical["RateLimitTable"], AWS_REGION="us-east-1",
                         AWS_ACCESS_KEY_ID="rehearsal", AWS_SECRET_ACCESS_KEY="rehearsal", RUST_LOG="warn",
-                        # The walk deploys as scripts/upgrade.py does over a stack whose order
+                        # The walk deploys as gates.upgrade does over a stack whose order
                         # lists had 32 shards: DrainingOrderRate=10000 until `data reshard`.
                         **DRAINING)
 
@@ -444,7 +443,7 @@ def rehearse(emulator, dr, steps: Steps, skip_backfills: bool) -> None:
 
 
 def require_done(stack: Stack, steps: Steps, when: str) -> None:
-    """As scripts/upgrade.py around the switch: `data migrate run` (a
+    """As gates.upgrade around the switch: `data migrate run` (a
     backfill pending again, `stock-items` for the pets layout 1 created
     since, runs a new pass), then `status --require-done`."""
     started = time.monotonic()
@@ -510,7 +509,7 @@ def apply_indexes(stack: Stack, step: str) -> int:
 
 
 def deploy_rehearsal_indexes(step: str) -> dict[str, dict]:
-    import layout_check
+    from gates import layout_check
     from cfnlint.decode import decode
     template, _ = decode(str(ROOT / "template.yaml"))
     rendered = layout_check.Rendered(template, {"DataLayoutStep": step})
