@@ -1,27 +1,32 @@
-#!/usr/bin/env python3
 """The release gate's own test (`make contract-check` runs it after the gate):
 copies of openapi.yaml and asyncapi.yaml, each with one change a pull request
-could make, go through the gate (scripts/contract_gate.py) against the
-documents as they are. Each breaking change must fail it, naming what broke;
-each compatible one (and each breaking one declared as section 6 allows) must
+could make, go through the gate (gates.contract_gate) against the documents
+as they are. Each breaking change must fail it, naming what broke; each
+compatible one (and each breaking one declared as section 6 allows) must
 pass. A gate that passed a removed field, or failed a new optional one, would
 be switched off within a week.
 
-Usage: contract-check-fixtures.py [--keep DIR] [--only TEXT]
-  --keep DIR   write the fixtures into DIR and leave them there
-  --only TEXT  only the fixtures whose title contains TEXT
+The fixtures are evaluated together, as the gate evaluates a release (its
+diff tools run once for all of them); `pytest -k TITLE` reports the ones
+named.
 """
 
-import argparse
-import copy
-import shutil
-import sys
-import tempfile
-from pathlib import Path
+from __future__ import annotations
 
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
 import yaml
 
-from contract_gate import ROOT, evaluate
+from gates.contract_gate import ROOT, evaluate
+
+pytestmark = pytest.mark.contract_check
+
+Document = dict[str, Any]
+
 
 def _unreleased_emptied(text):
     """CHANGELOG.md with nothing under `## [Unreleased]`: each fixture
@@ -147,42 +152,37 @@ FIXTURES = [
 ]
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--keep", metavar="DIR")
-    parser.add_argument("--only", metavar="TEXT", default="")
-    args = parser.parse_args()
-    fixtures = [f for f in FIXTURES if args.only in f[0]]
-    scratch = Path(args.keep or tempfile.mkdtemp(prefix="contract-fixtures-"))
+Verdict = tuple[list[str], list[str], tuple[str, str], int]
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Verdict]:
+    """Each fixture's (breaking, allowed, versions, changes seen), by title."""
+    scratch = tmp_path_factory.mktemp("contract-fixtures")
     cases = []
-    for index, (_, name, edits, changelog, _) in enumerate(fixtures):
+    for index, (_, name, edits, changelog, _) in enumerate(FIXTURES):
         document = yaml.safe_load((ROOT / name).read_text())
         for edit in edits:
             edit(document)
         folder = scratch / str(index)
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir()
         (folder / name).write_text(yaml.safe_dump(document, sort_keys=False, allow_unicode=True))
         cases.append((ROOT / name, folder / name, changelog))
-
-    wrong = []
-    for (title, name, _, _, expected), (breaking, allowed, _, seen) in zip(fixtures, evaluate(cases), strict=True):
-        report = "\n".join(breaking)
-        ok = (not breaking and seen > 0) if expected == "pass" else expected in report
-        if breaking:
-            outcome = f"fails: {breaking[0].splitlines()[0]}"
-        else:
-            outcome = f"passes ({seen} change(s) seen{'; ' + allowed[0] if allowed else ''})"
-        print(f"  {'ok ' if ok else 'BAD'} {name}: {title}: {outcome}")
-        if not ok:
-            wrong.append(f"{title}: expected {'a pass' if expected == 'pass' else repr(expected)}; got:\n{report}")
-    if not args.keep:
-        shutil.rmtree(scratch)
-    if wrong:
-        print("contract-check fixtures: FAILED", *wrong, sep="\n  ")
-        return 1
-    print(f"contract-check fixtures: {len(fixtures)} as expected")
-    return 0
+    return {title: verdict for (title, *_), verdict in zip(FIXTURES, evaluate(cases), strict=True)}
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def test_fixture_titles_are_unique() -> None:
+    assert len({title for title, *_ in FIXTURES}) == len(FIXTURES)
+
+
+@pytest.mark.parametrize(("title", "name", "expected"), [(title, name, expected)
+                                                           for title, name, _, _, expected in FIXTURES],
+                         ids=[title for title, *_ in FIXTURES])
+def test_fixture(verdicts: dict[str, Verdict], title: str, name: str, expected: str) -> None:
+    breaking, allowed, _, seen = verdicts[title]
+    report = "\n".join(breaking)
+    if expected == "pass":
+        assert not breaking, f"{name}: {title}: expected a pass; got:\n{report}"
+        assert seen > 0, f"{name}: {title}: the diff saw no change: the fixture changes nothing"
+    else:
+        assert expected in report, f"{name}: {title}: expected {expected!r}; got:\n{report or '(a pass)'}"

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The IAM check's own test (`make iam-check` runs it after the check):
 template.yaml with one line of a function's policy removed must fail the check
 on the last recording, naming that function, the call and what is missing.
@@ -14,16 +13,27 @@ pre-traffic check's key put (gone, widened to a delete, to a role, to any
 item, to returning the old item), the webhooks function's deferral, its
 items' condition, its queues.
 
-Usage: iam-check-mutations.py RECORDING
+It needs a recording of the tests' AWS calls, so plain `pytest` leaves it
+out (marker `recording`); scripts/iam-check.sh runs it on the recording it
+checked:
+
+    PETSTORE_AWS_CALLS=.local/aws-calls pytest tools/gates -m recording
 """
 
+from __future__ import annotations
+
+import os
 import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import pytest
+
+from gates.repo import ROOT
+
+pytestmark = pytest.mark.recording
 TEMPLATE = ROOT / "template.yaml"
 
 # What the check prints when the events function may read another stream.
@@ -211,7 +221,7 @@ def mutate(text, logical, line, instead=None):
     start, end = resource_block(text, logical)
     block = text[start:end]
     if line not in block:
-        sys.exit(f"iam-check-mutations: {logical} has no {line!r} to remove; update MUTATIONS")
+        pytest.fail(f"iam-check-mutations: {logical} has no {line!r} to remove; update MUTATIONS")
     if instead is not None:
         replacement = instead
     elif line.endswith("Condition:"):
@@ -226,33 +236,42 @@ def mutate(text, logical, line, instead=None):
     return text[:start] + block.replace(line, replacement, 1) + text[end:]
 
 
-def main():
-    recording = sys.argv[1]
+def test_mutations_are_distinct() -> None:
+    assert len({why for _, _, _, why, *_ in MUTATIONS}) == len(MUTATIONS)
+
+
+@pytest.fixture(scope="module")
+def answers() -> dict[str, tuple[int, str]]:
+    """Each mutation's (exit status, output) from the IAM check on the
+    recording in $PETSTORE_AWS_CALLS, by why."""
+    recording = os.environ.get("PETSTORE_AWS_CALLS")
+    if not recording or not list(Path(recording).glob("*.jsonl")):
+        pytest.fail(f"no recording of AWS calls in PETSTORE_AWS_CALLS ({recording!r}): run `make iam-check`")
     original = TEMPLATE.read_text()
-    failed = []
+    (ROOT / ".local").mkdir(exist_ok=True)
     runs = []
-    for logical, line, expected, why, *instead in MUTATIONS:
+    for logical, line, _, why, *instead in MUTATIONS:
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", dir=ROOT / ".local", delete=False) as f:
             f.write(mutate(original, logical, line, *instead))
         # All at once: each run is mostly waiting on its simulator.
         run = subprocess.Popen(
-            [sys.executable, str(ROOT / "scripts" / "iam-check.py"), "--quiet",
-             "--template", f.name, recording],
+            [sys.executable, "-m", "gates.iam_check", "--quiet", "--template", f.name, recording],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
-        runs.append((logical, expected, why, Path(f.name), run))
-    for logical, expected, why, path, run in runs:
+        runs.append((why, Path(f.name), run))
+    found = {}
+    for why, path, run in runs:
         stdout, stderr = run.communicate()
         path.unlink()
-        if run.returncode == 1 and expected in stdout:
-            print(f"ok    {why}: {logical} fails the check")
-        else:
-            failed.append(why)
-            print(f"FAIL  {why}: the check answered {run.returncode} without {expected!r}:\n"
-                  f"{stdout}{stderr}")
-    if failed:
-        sys.exit(f"iam-check-mutations: {len(failed)} policy edit(s) the check did not catch")
+        found[why] = (run.returncode, stdout + stderr)
+    return found
 
 
-if __name__ == "__main__":
-    main()
+@pytest.mark.parametrize(("logical", "expected", "why"), [(logical, expected, why)
+                                                          for logical, _, expected, why, *_ in MUTATIONS],
+                         ids=[why for _, _, _, why, *_ in MUTATIONS])
+def test_mutation_fails_the_check(answers: dict[str, tuple[int, str]], logical: str, expected: str,
+                                  why: str) -> None:
+    status, output = answers[why]
+    assert status == 1 and expected in output, \
+        f"{why}: {logical}'s edit: the check answered {status} without {expected!r}:\n{output}"

@@ -1,23 +1,24 @@
-#!/usr/bin/env python3
 """The layout gate's own fixtures (`make layout-check`): each alters a copy of
 the released template (contract/released/template.yaml) the way a release
-might, and runs scripts/layout_check.py on a scratch root holding it, the
-released template and any migration it declares. A gate that passed one of
-the refused changes, or refused a carried one, fails this.
+might, and runs the gate's comparison (gates.layout_check.check) on a
+scratch root holding it, the released template and any migration it
+declares, or the dev stage's (gates.layout_dev.dev_check). A gate that
+passed one of the refused changes, or refused a carried one, fails this.
 """
 
 from __future__ import annotations
 
 import json
-import sys
-import tempfile
 from pathlib import Path
+from tempfile import TemporaryDirectory
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import layout_check  # noqa: E402
-import layout_dev  # noqa: E402
+import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from gates import layout_check, layout_dev
+from gates.repo import ROOT
+
+pytestmark = pytest.mark.layout_check
+
 RELEASED = (ROOT / "contract" / "released" / "template.yaml").read_text()
 
 GSI1_PROJECTION = "NonKeyAttributes: [name, categoryId, status, description, petId, quantity, shipDate, complete, plan"
@@ -113,7 +114,7 @@ CASES = [
      None, False, ["no migration in migrations/ takes layout 1 to layout 2"]),
 ]
 
-# The dev stage ahead of the release (scripts/layout_dev.py): (name, the
+# The dev stage ahead of the release (gates.layout_dev): (name, the
 # last main's template, this one, passes, words the report must hold).
 WITH_GSI6 = replaced(RELEASED, GSI5, index("GSI6", "GSI5PK") + GSI5)
 DEV_CASES = [
@@ -138,7 +139,7 @@ def run_dev(dev: str, template: str) -> tuple[bool, str]:
 
 
 def run(template: str, migration: dict | None) -> tuple[bool, str]:
-    with tempfile.TemporaryDirectory() as scratch:
+    with TemporaryDirectory() as scratch:
         root = Path(scratch)
         (root / "contract" / "released").mkdir(parents=True)
         (root / "contract" / "released" / "template.yaml").write_text(RELEASED)
@@ -150,25 +151,21 @@ def run(template: str, migration: dict | None) -> tuple[bool, str]:
         return passes, "\n".join(lines)
 
 
-def main() -> int:
-    failures = 0
-    cases = [(name, lambda t=template, m=migration: run(t, m), expected, words)
-             for name, template, migration, expected, words in CASES]
-    cases += [(name, lambda d=dev, t=template: run_dev(d, t), expected, words)
-              for name, dev, template, expected, words in DEV_CASES]
-    for name, runs, expected, words in cases:
-        passes, report = runs()
-        missing = [w for w in words if w not in report]
-        ok = passes == expected and not missing
-        failures += not ok
-        print(f"layout-check fixture: {'ok  ' if ok else 'FAIL'} {name}: {'passes' if passes else 'refused'}"
-              + (f" (expected {'to pass' if expected else 'a refusal'})" if passes != expected else "")
-              + (f"; the report lacks {missing}" if missing else ""))
-        if not ok:
-            print("\n".join(f"    {line}" for line in report.splitlines()))
-    print(f"layout-check fixtures: {len(cases) - failures} passed, {failures} failed")
-    return 1 if failures else 0
+def check(name: str, passes: bool, report: str, expected: bool, words: list[str]) -> None:
+    missing = [w for w in words if w not in report]
+    assert passes == expected and not missing, (
+        f"{name}: {'passes' if passes else 'refused'}"
+        + (f" (expected {'to pass' if expected else 'a refusal'})" if passes != expected else "")
+        + (f"; the report lacks {missing}" if missing else "") + "\n" + report)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+@pytest.mark.parametrize(("name", "template", "migration", "expected", "words"), CASES,
+                         ids=[case[0] for case in CASES])
+def test_release_fixture(name: str, template: str, migration: dict | None, expected: bool, words: list[str]) -> None:
+    check(name, *run(template, migration), expected, words)
+
+
+@pytest.mark.parametrize(("name", "dev", "template", "expected", "words"), DEV_CASES,
+                         ids=[case[0] for case in DEV_CASES])
+def test_dev_fixture(name: str, dev: str, template: str, expected: bool, words: list[str]) -> None:
+    check(name, *run_dev(dev, template), expected, words)

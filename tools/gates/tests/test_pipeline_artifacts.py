@@ -1,6 +1,5 @@
-#!/usr/bin/env python3
-"""Offline test of the release's artifacts (scripts/pipeline-package.py,
-scripts/pipeline-artifacts.py) against moto's S3, through the AWS CLI as the
+"""Offline test of the release's artifacts (gates.pipeline_package,
+gates.pipeline_artifacts) against moto's S3, through the AWS CLI as the
 workflow runs them: the same build packages to the same bytes; a build is
 published once, a second publish of other bytes under the same commit fails;
 a fetch passes only when every file matches the digests recorded at build
@@ -18,11 +17,15 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import pytest
+
+from gates.repo import ROOT
+
+pytestmark = pytest.mark.lint_workflows
+
 VENV = Path(os.environ.get("VENV", ROOT / ".venv"))
 BUCKET = "petstore-artifacts-test"
 PREFIX = "builds/0123abcd"
@@ -37,9 +40,9 @@ def free_port() -> int:
 def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
     done = subprocess.run(list(args), capture_output=True, text=True, cwd=ROOT)
     if ok and done.returncode != 0:
-        raise SystemExit(f"test-pipeline-artifacts: {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
+        pytest.fail(f"test-pipeline-artifacts: {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
     if not ok and done.returncode == 0:
-        raise SystemExit(f"test-pipeline-artifacts: {' '.join(args)} passed, and must not:\n{done.stdout}")
+        pytest.fail(f"test-pipeline-artifacts: {' '.join(args)} passed, and must not:\n{done.stdout}")
     return done
 
 
@@ -58,35 +61,32 @@ def fake_build(directory: Path) -> Path:
 
 
 def package(build: Path, out: Path) -> None:
-    run(str(VENV / "bin" / "python"), "scripts/pipeline-package.py", "--bucket", BUCKET, "--prefix", PREFIX,
+    run(str(VENV / "bin" / "python"), "-m", "gates.pipeline_package", "--bucket", BUCKET, "--prefix", PREFIX,
         "--build-dir", str(build), "--out", str(out), "--extra", str(build.parent / "petstore-smoke"))
 
 
 def artifacts(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
-    return run(sys.executable, "scripts/pipeline-artifacts.py", *args, ok=ok)
+    return run(sys.executable, "-m", "gates.pipeline_artifacts", *args, ok=ok)
 
 
-def main() -> int:
+def test_pipeline_artifacts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     port = free_port()
     server = subprocess.Popen([str(VENV / "bin" / "moto_server"), "-p", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.environ.update(AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_DEFAULT_REGION="us-east-1",
-                      AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}")
-    os.environ.pop("AWS_PROFILE", None)
+    for name, value in dict(AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_DEFAULT_REGION="us-east-1",
+                            AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}").items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
     try:
         for _ in range(50):
             if subprocess.run(["aws", "s3api", "list-buckets"], capture_output=True).returncode == 0:
                 break
             time.sleep(0.2)
         run("aws", "s3api", "create-bucket", "--bucket", BUCKET)
-        with tempfile.TemporaryDirectory() as scratch:
-            check(Path(scratch))
+        check(tmp_path)
     finally:
         server.terminate()
         server.wait()
-    print("test-pipeline-artifacts: same build, same bytes; published once; "
-          "fetched only as recorded at build time (4 tampered cases fail)")
-    return 0
 
 
 def check(scratch: Path) -> None:
@@ -126,6 +126,3 @@ def check(scratch: Path) -> None:
         (f"{digest}  packaged.json" if line.endswith("  packaged.json") else line) + "\n" for line in sums))
     assert "StoreFunction's code" in artifacts("publish", str(first), url, ok=False).stderr
 
-
-if __name__ == "__main__":
-    sys.exit(main())
