@@ -41,7 +41,7 @@ if [[ "${BENCH_ONLY:-}" == cost ]]; then
   exec "$TARGET/release/petstore-bench"
 fi
 
-# What the run measures, for the generated page (scripts/bench-report.py).
+# What the run measures, for the generated page (tools/gates/src/gates/bench_report.py).
 # The files of an older run are removed, so the page never mixes two runs.
 rm -f "$OUT"/{run,results,coldstart,cold-start-full-cpu,overhead,partitions,partitions-top}.json
 STARTED_AT=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -125,4 +125,4 @@ BENCH_ORDER_RATE="$top_order_rate" BENCH_PARTITIONS_STEM=partitions-top "$TARGET
 
 "$TARGET/release/petstore-bench"
 run_info
-python3 scripts/bench-report.py "$OUT"
+PYTHONPATH=tools/gates/src python3 -m gates.bench_report "$OUT"
