@@ -14,8 +14,6 @@ named.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest

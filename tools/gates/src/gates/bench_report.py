@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Writes docs/performance.md from one `make bench` run.
 
     PYTHONPATH=tools/gates/src python3 -m gates.bench_report [BENCH_DIR] [--check]
@@ -21,6 +20,7 @@ import sys
 from pathlib import Path
 
 from gates.repo import ROOT
+
 TEMPLATE = ROOT / "bench" / "pages" / "performance.md"
 PAGE = ROOT / "docs" / "performance.md"
 

@@ -55,7 +55,7 @@ def problems(template):
         # back as that.
         named = []
 
-        def token(match):
+        def token(match, named=named):
             named.append("${" + match.group(1) + "}")
             return str(TOKEN_BASE + len(named) - 1)
 

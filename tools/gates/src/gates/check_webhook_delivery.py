@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """One order's webhook from end to end on a running local stack, as a caller
 sees it: a customer registers a receiver on this machine for `order.placed`,
 places an order, and the receiver (gates.webhook_receiver, which
@@ -31,11 +30,8 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from pathlib import Path
 from queue import Empty, Queue
 from typing import Any
-
-from gates.repo import ROOT
 
 
 def call(base: str, key: str, method: str, path: str, body: dict | None = None) -> Any:

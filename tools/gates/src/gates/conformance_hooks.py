@@ -19,7 +19,6 @@ or a hook here serves no listed rule.
 import re
 import time
 import uuid
-from pathlib import Path
 
 import schemathesis
 import yaml

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The gate on breaking changes (`make contract-check`; docs/releases.md).
 
 Compares openapi.yaml and asyncapi.yaml with the last released contract
@@ -48,6 +47,7 @@ from pathlib import Path
 import yaml
 
 from gates.repo import ROOT
+
 BASELINE = ROOT / "contract" / "released"
 DOCUMENTS = ("openapi.yaml", "asyncapi.yaml")
 # Moved with the contract, read by the layout gate (gates.layout_check).

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Rehearses, with the IAM simulator, the rights a first real deploy needs
 (`make deploy-rehearsal`): template.yaml translated as CloudFormation would
 (aws-sam-translator), for each stage as samconfig.toml deploys it (its stack
@@ -30,8 +29,8 @@ import tomllib
 from pathlib import Path
 
 from gates.cfn_intrinsics import NO_VALUE, Intrinsics
-from gates.deploy_roles import ACCOUNT, REGION, ROOT, TEMPLATE, judge, load, role_arn, stage_stacks
 from gates.deploy_permissions import OPERATIONS, arn_of, physical_name
+from gates.deploy_roles import ACCOUNT, REGION, ROOT, TEMPLATE, judge, load, role_arn, stage_stacks
 
 SECRET = "0" * 64
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Rehearses `sam deploy` offline: template.yaml, translated as `sam deploy`
 has CloudFormation translate it (aws-sam-translator), created through moto's
 CloudFormation in server mode, then the created stack checked: the outputs,
@@ -24,8 +23,8 @@ docs/deploy.md, "Rehearsing the deploy offline", lists what moto cannot do.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import ast
+import contextlib
 import copy
 import io
 import json
@@ -39,10 +38,12 @@ import tempfile
 import traceback
 import warnings
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from gates.repo import ROOT
+
 REGION = "us-east-1"
 # The stages rehearsed side by side in one account: (stack, parameters, whether
 # every other parameter is at its default). prod has a custom domain (in a
@@ -383,7 +384,7 @@ def route_keys(body: dict) -> list[tuple[str, dict]]:
 
 # Stand-ins that other rehearsals add (gates.front_rehearsal): a resource
 # type to a function of (emulator, resolver, created) giving its maker.
-EXTRA_MAKERS: dict[str, Callable[[Emulator, "Resolver", dict], Callable[[str, dict], None]]] = {}
+EXTRA_MAKERS: dict[str, Callable[[Emulator, Resolver, dict], Callable[[str, dict], None]]] = {}
 
 
 def create_deferred(emulator: Emulator, resolver: Resolver, deferred: dict[str, dict], checks: Checks) -> dict[str, Any]:

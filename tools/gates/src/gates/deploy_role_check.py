@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Proves the pipeline's roles (deploy/github-deploy-role.yaml) with the IAM
 simulator `make iam-check` uses (gates.deploy_roles): `make
 deploy-role-check`.

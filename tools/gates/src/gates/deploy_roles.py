@@ -15,11 +15,10 @@ from __future__ import annotations
 import json
 import subprocess
 import tomllib
-from pathlib import Path
 
 from gates.cfn_intrinsics import Intrinsics
-
 from gates.repo import ROOT
+
 TEMPLATE = ROOT / "deploy" / "github-deploy-role.yaml"
 ACCOUNT = "123456789012"
 REGION = "us-east-1"

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Runs DynamoDB Local processes, one per port (installed by dynamodb-install.sh).
 
   dynamodb-local.sh start [PORT]       in the background, in memory, on PORT ($DYNAMODB_PORT, 8000)
@@ -34,6 +33,7 @@ import time
 from pathlib import Path
 
 from gates.repo import ROOT
+
 INSTALL_DIR = ROOT / ".local" / "dynamodb"
 STATE_DIR = ROOT / ".local"
 LOG_DIR = ROOT / ".local" / "logs"
@@ -299,7 +299,7 @@ def start(port):
             stop_child(java)
             raise Refused(
                 f"port {port}: another start got there first; nothing started"
-            )
+            ) from None
         wait_ready(java, port, logfile)
     except BaseException:
         # Refused, failed, or interrupted while waiting: take our java down

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Rehearse template.yaml's optional front (CloudFront and AWS WAF before the
 HTTP API) offline in moto, as far as moto goes.
 
@@ -32,13 +31,14 @@ import copy
 import sys
 import traceback
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from gates.repo import ROOT
+from samtranslator.yaml_helper import yaml_parse
+
 from gates import deploy_rehearsal as rehearsal
-
-from samtranslator.yaml_helper import yaml_parse  # noqa: E402
+from gates.repo import ROOT
 
 SECRET = "rehearsal-secret-0123456789abcdef0123456789"
 CACHING_DISABLED = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Evaluates every recorded AWS call against the IAM policy of the function
 that made it, as deployed (`make iam-check`; docs/security.md, "IAM").
 
@@ -44,8 +43,8 @@ import sys
 from pathlib import Path
 
 from gates.cfn_intrinsics import NO_VALUE, Intrinsics
-
 from gates.repo import ROOT
+
 STACK = "petstore"
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -440,7 +439,7 @@ class Deployment:
         def matches(template, path):
             t, p = template.split("/"), path.split("/")
             return len(t) == len(p) and all(
-                a == b or (a.startswith("{") and a.endswith("}") and b) for a, b in zip(t, p)
+                a == b or (a.startswith("{") and a.endswith("}") and b) for a, b in zip(t, p, strict=True)
             )
 
         candidates = [
@@ -798,7 +797,7 @@ def main():
         {k: c[k] for k in ("function", "action", "resource", "context")} for c in ordered
     ])
     allowed = denied_as_expected = 0
-    for check, result in zip(ordered, results):
+    for check, result in zip(ordered, results, strict=True):
         decision = result["decision"]
         resource = deployment.short(check["resource"])
         where = f"{check['action']} on {resource} ({check['resource']})"

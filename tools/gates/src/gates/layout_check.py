@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The gate on the stored layout (`make layout-check`; docs/upgrade.md).
 
 Every release deploys over the stack of the release before it (contract

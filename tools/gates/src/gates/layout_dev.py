@@ -16,10 +16,8 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
-from pathlib import Path
 
 from gates.layout_check import INDEX_UPDATABLE, Rendered, by_name, decode, update_findings
-
 from gates.repo import ROOT
 
 

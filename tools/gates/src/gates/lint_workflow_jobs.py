@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The release rules the linters do not know, for `make lint-workflows`
 (scripts/lint-workflows.sh), on each workflow file given:
 

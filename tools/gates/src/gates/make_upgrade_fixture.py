@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Makes tests/fixtures/release-1.0.0/: a data table as the last release's own
 code fills it, for the upgrade tests (tests/upgrade/).
 
@@ -36,6 +35,7 @@ from pathlib import Path
 import boto3
 
 from gates.repo import ROOT
+
 TABLE = "petstore-release-1"
 
 

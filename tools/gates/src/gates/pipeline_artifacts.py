@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The release workflow's artifacts in the bucket (docs/releases.md), with
 the AWS CLI and the standard library only: the deploy jobs install nothing.
 

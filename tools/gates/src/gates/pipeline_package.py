@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The release workflow's packaging step, in the build job, which holds no
 AWS credentials (.github/workflows/release.yml; docs/releases.md): `sam
 build`'s output turned into what the deploy jobs publish and deploy, with no
@@ -30,9 +29,9 @@ import sys
 import zipfile
 from pathlib import Path
 
-EPOCH = (1980, 1, 1, 0, 0, 0)
 from gates.repo import ROOT
 
+EPOCH = (1980, 1, 1, 0, 0, 0)
 
 def zip_directory(source: Path, target: Path) -> None:
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:

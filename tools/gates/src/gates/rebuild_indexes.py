@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Rebuild the dev stage's indexes that main changed since it created them
 (docs/upgrade.md, "What the gate compares"; the release workflow's dev job,
 through scripts/pipeline-deploy.sh, before its deploy).
@@ -23,7 +22,8 @@ with cfn-lint (gates.pipeline_package: packaged.json, released.json,
 covered by SHA256SUMS) and the stack's processed template (JSON). cfn-lint
 is imported only to read a YAML file (layout_check.decode): without
 --released-file, contract/released/template.yaml. make layout-check runs
-the plan under `python3 -I -S` (tools/gates/tests/test_rebuild_stdlib.py).
+the plan from the package's source under `python3 -S`, with nothing else
+on the path or in the environment (tools/gates/tests/test_rebuild_stdlib.py).
 
 It refuses an index the last release has (contract/released/template.yaml):
 prod is never ahead of a release, and such a change needs a migration. Runs
@@ -40,12 +40,8 @@ import os
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
-from gates import layout_check  # noqa: E402
-from gates import layout_dev  # noqa: E402
-from gates import upgrade  # noqa: E402
-
+from gates import layout_check, layout_dev, upgrade
 from gates.repo import ROOT
 
 

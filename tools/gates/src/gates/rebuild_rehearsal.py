@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Rehearse the dev job's index rebuild offline, in moto (make upgrade-rehearsal;
 docs/upgrade.md, "What the gate compares").
 
@@ -30,13 +29,12 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
-from gates import layout_check  # noqa: E402
-from gates import layout_dev  # noqa: E402
-from cfnlint.decode import decode  # noqa: E402
+from cfnlint.decode import decode
 
+from gates import layout_check, layout_dev
 from gates.repo import ROOT
+
 # Each list the service serves from an index, and that index.
 LISTS = {"/pets?limit=100": "GSI1v2", "/categories?limit=100": "GSI1v2", "/store/orders?limit=100": "GSI1v2",
          "/store/orders?complete=false&limit=100": "GSI2v2", "/pets?status=available&limit=100": "GSI2v2",

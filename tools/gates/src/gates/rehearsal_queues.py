@@ -11,7 +11,8 @@ would be handled twice at once).
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 # AWS's advice for a queue a Lambda function reads.
 VISIBILITY_PER_TIMEOUT = 6

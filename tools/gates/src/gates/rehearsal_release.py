@@ -9,7 +9,8 @@ mapping and its Route 53 records), and the checks of what they made.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def release_makers(emulator: Any, resolver: Any, created: dict, checks: Any, region: str) -> dict[str, Callable[[str, dict], None]]:

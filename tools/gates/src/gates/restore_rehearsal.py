@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Rehearse restoring the data table offline, in moto (make restore-rehearsal).
 
 The stack is created as the deploy rehearsal creates it (its own functions,
@@ -33,12 +32,11 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
+from datetime import UTC, datetime, timedelta
 
 from gates import rehearsal_repoint
-
 from gates.repo import ROOT
+
 ADMIN = ROOT / "target" / "debug" / "petstore-admin"
 # The store's pet with a stock item (the others hold their stock themselves).
 STOCKED_PET = (1 << 30) + 4
@@ -82,7 +80,7 @@ def store_lines() -> str:
                   "status": {"S": "available"}, "stock": {"N": "4"}, "openOrders": {"N": "0"},
                   "GSI5PK": {"S": f"PET#{stocked}"}})
     # An open order holds: it says when it lapses and its key's count has it.
-    lapses = (datetime.now(timezone.utc) + timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    lapses = (datetime.now(UTC) + timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     items.append({"PK": {"S": f"ORDER#{order}"}, "SK": {"S": "ORDER"}, "id": {"N": str(order)},
                   "petId": {"N": str(pets[0])}, "quantity": {"N": "1"}, "complete": {"BOOL": False}, "ownerId": {"N": "7"},
                   "lapsesAt": {"S": lapses},
@@ -126,7 +124,7 @@ def rehearse(emulator, dr, steps: Steps) -> None:
     steps.step("data check: sound", started, sound.returncode == 0, sound.stdout.strip().splitlines()[-1] if sound.stdout else sound.stderr)
 
     started = time.monotonic()
-    noted = datetime.now(timezone.utc).replace(microsecond=0)
+    noted = datetime.now(UTC).replace(microsecond=0)
     time.sleep(1)
     backup = ddb.create_backup(TableName=table, BackupName="before-damage")["BackupDetails"]["BackupArn"]
     steps.step(f"note the time ({noted.isoformat()}) and take an on-demand backup", started)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """`make run-lambda`'s AWS beyond DynamoDB: the parts that carry a committed
 change to a webhook receiver, so the real `events` and `webhooks` binaries
 run that path as they do in Lambda.
@@ -44,7 +43,6 @@ import signal
 import socket
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -55,6 +53,7 @@ import yaml
 from moto.server import ThreadedMotoServer
 
 from gates.repo import ROOT
+
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
 BUS = "petstore-local"
@@ -158,7 +157,7 @@ class StreamMapping:
         while not stopping.is_set():
             try:
                 busy = self.poll(arn)
-            except Exception as error:  # the stream or DynamoDB Local: try again
+            except Exception as error:  # noqa: BLE001 - the stream or DynamoDB Local: try again
                 log(f"reading the stream: {error}")
                 for shard in self.shards.values():
                     shard["iterator"] = None
@@ -225,7 +224,7 @@ class QueueMapping:
         while not stopping.is_set():
             try:
                 self.poll()
-            except Exception as error:  # moto went away (stopping) or a hiccup
+            except Exception as error:  # noqa: BLE001 - moto went away (stopping) or a hiccup
                 if not stopping.is_set():
                     log(f"polling {self.arn}: {error}")
                     stopping.wait(1)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Take a deployed stack from the stored layout it has to the template's, as
 the migration in migrations/ says (docs/upgrade.md): each template state a
 `sam deploy` of that state (DataLayoutStep) in order, each backfill
@@ -25,9 +24,9 @@ import re
 import subprocess
 import sys
 import tomllib
-from pathlib import Path
 
 from gates.repo import ROOT
+
 ADMIN = ["cargo", "run", "-q", "--release", "--bin", "petstore-admin", "--"]
 
 

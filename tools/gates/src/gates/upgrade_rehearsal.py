@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Rehearse the upgrade from the last release offline, in moto (make upgrade-rehearsal; docs/upgrade.md).
 
 1. Create the stack from the last released template (contract/released/
@@ -53,11 +52,10 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
-
 from decimal import Decimal  # noqa: F401  (boto3's numbers)
 
 from gates.repo import ROOT
+
 ADMIN = ROOT / "target" / "debug" / "petstore-admin"
 LOCAL = ROOT / "target" / "debug" / "petstore-local"
 RELEASED = ROOT / "contract" / "released" / "template.yaml"
@@ -97,8 +95,7 @@ class SerialEmulator:
 
     def __init__(self, dr) -> None:
         from moto.moto_server.threaded_moto_server import ThreadedMotoServer
-        from moto.moto_server.werkzeug_app import (DomainDispatcherApplication, MotoRequestHandler,
-                                                   create_backend_app)
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
         from werkzeug.serving import make_server
 
         class Serial(ThreadedMotoServer):
@@ -191,7 +188,7 @@ class Server:
                 return
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 if self.process.poll() is not None:
-                    raise SystemExit(f"upgrade-rehearsal: petstore-local exited: {self.process.stderr.read()}")
+                    raise SystemExit(f"upgrade-rehearsal: petstore-local exited: {self.process.stderr.read()}") from None
                 time.sleep(0.2)
         raise SystemExit("upgrade-rehearsal: petstore-local did not answer within 60 s")
 
@@ -389,6 +386,7 @@ def rehearse(emulator, dr, steps: Steps, skip_backfills: bool) -> None:
     category = next(int(i["id"]["N"]) for i in items if kind(i) == "CATEGORY" and i["SK"]["S"] == "CATEGORY")
     migration = json.loads(MIGRATION.read_text())
     server, shoppers = None, None
+    server_layout: str | None = None
     for entry in migration["steps"]:
         started = time.monotonic()
         if entry["kind"] == "backfill":
@@ -509,8 +507,9 @@ def apply_indexes(stack: Stack, step: str) -> int:
 
 
 def deploy_rehearsal_indexes(step: str) -> dict[str, dict]:
-    from gates import layout_check
     from cfnlint.decode import decode
+
+    from gates import layout_check
     template, _ = decode(str(ROOT / "template.yaml"))
     rendered = layout_check.Rendered(template, {"DataLayoutStep": step})
     return {i["IndexName"]: i for i in rendered.resources["DataTable"]["Properties"]["GlobalSecondaryIndexes"]}

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A webhook receiver that verifies every attempt with the Standard Webhooks
 specification's own Python library (PyPI `standardwebhooks`), as a caller's
 code would: never with the pet store's signing code.
