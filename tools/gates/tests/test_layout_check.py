@@ -133,8 +133,8 @@ DEV_CASES = [
 
 
 def run_dev(dev: str, template: str) -> tuple[bool, str]:
-    decoded = [layout_dev.decode_text(text) for text in (dev, template, RELEASED)]
-    passes, lines = layout_dev.dev_check(*decoded, "fixture")
+    last_main, current, released = (layout_dev.decode_text(text) for text in (dev, template, RELEASED))
+    passes, lines = layout_dev.dev_check(last_main, current, released, "fixture")
     return passes, "\n".join(lines)
 
 

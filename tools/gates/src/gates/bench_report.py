@@ -18,6 +18,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import TypeVar
 
 from gates.repo import ROOT
 
@@ -52,11 +53,14 @@ def table(header, rows):
     return "\n".join(out)
 
 
+T = TypeVar("T")
+
+
 class Missing(Exception):
     """The run did not produce what a marker needs."""
 
 
-def need(value, what):
+def need(value: T | None, what: str) -> T:
     if not value:
         raise Missing(what)
     return value
@@ -67,8 +71,8 @@ def need(value, what):
 def run_header(f):
     run, results, cold = f["run"], f["results"], f["coldstart"]
     machine = (results or cold or {}).get("machine")
-    need(run, "run.json (bench/run.sh writes it)")
-    need(machine, "the machine (results.json or coldstart.json)")
+    run = need(run, "run.json (bench/run.sh writes it)")
+    machine = need(machine, "the machine (results.json or coldstart.json)")
     dirty = " (with uncommitted changes)" if run.get("dirty") else ""
     lines = [
         f"- **Commit**: `{run['commit']}`{dirty}",

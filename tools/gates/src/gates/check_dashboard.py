@@ -53,7 +53,7 @@ def problems(template):
         # Each `${...}` becomes a number, valid JSON in a string and out of
         # one, that names it again: an alarm widget's "${Alarm.Arn}" is read
         # back as that.
-        named = []
+        named: list[str] = []
 
         def token(match, named=named):
             named.append("${" + match.group(1) + "}")

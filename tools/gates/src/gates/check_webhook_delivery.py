@@ -85,13 +85,19 @@ def main() -> None:
         text=True,
     )
     lines: Queue[str] = Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in receiver.stdout], daemon=True).start()
+    output = receiver.stdout
+    assert output is not None  # stdout=PIPE
+
+    def forward() -> None:
+        for line in output:
+            lines.put(line)
+    threading.Thread(target=forward, daemon=True).start()
     try:
         if not lines.get(timeout=10).startswith("listening"):
             sys.exit("webhook check: the receiver did not start")
         order = call(base, customer, "POST", "/store/orders", {"petId": pet["id"], "quantity": 1})
         placed_at = time.monotonic()
-        attempts = []
+        attempts: list[dict] = []
         while len(attempts) < args.fail_first + 1:
             left = args.timeout - (time.monotonic() - placed_at)
             try:

@@ -153,7 +153,8 @@ def run(client: AuthenticatedClient) -> list[str]:
     # Completing without a ship date sets it to now; the client parses it into a datetime.
     shipped = completed.ship_date
     check(
-        completed.complete is True and isinstance(shipped, datetime) and shipped.tzinfo, "complete", completed.to_dict()
+        completed.complete is True and isinstance(shipped, datetime) and shipped.tzinfo is not None, "complete",
+        completed.to_dict()
     )
     done.append("complete")
 

@@ -72,7 +72,7 @@ def _refused_beyond_bmp(schemas: dict) -> dict:
     """Each property that lists `x-refused-beyond-bmp` in some schema, by name,
     with the characters listed: openapi.yaml is the list, and the Rust text
     rules' test (records/text_tests.rs) holds each property to its rule."""
-    refused = {}
+    refused: dict[str, set[str]] = {}
     for schema in schemas.values():
         for field, prop in (schema.get("properties") or {}).items():
             for listed in prop.get("x-refused-beyond-bmp", []):

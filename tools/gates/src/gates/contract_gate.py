@@ -167,7 +167,8 @@ def asyncapi_findings(report):
     """Breaking lines from the AsyncAPI CLI's JSON diff. Each message is read at
     its channel (dereferenced there: the same change also shows at
     components/ and operations/, which are skipped)."""
-    breaking, lists = [], {}
+    breaking: list[str] = []
+    lists: dict[tuple[str, str, str], list[dict]] = {}
     for change in report["changes"]:
         path = change["path"]
         if "/x-parser-" in path:

@@ -192,7 +192,7 @@ class Resolver(Intrinsics):
         self.mappings = template.get("Mappings", {})
         self.parameters = parameters
         self.physical: dict[str, str] = {}
-        self.attributes: dict[tuple[str, str], Callable[[], str]] = {}
+        self.attributes: dict[tuple[str, str], Callable[..., str]] = {}
         self.pseudo = {
             "AWS::Region": REGION,
             "AWS::AccountId": "123456789012",
@@ -236,7 +236,8 @@ class Emulator:
         self.endpoint = f"http://{host}:{port}"
 
     def client(self, service: str) -> Any:
-        return boto3.client(service, endpoint_url=self.endpoint, region_name=REGION)
+        # boto3's stubs type each service by its literal name: this takes any.
+        return boto3.client(service, endpoint_url=self.endpoint, region_name=REGION)  # type: ignore[call-overload]
 
     def stop(self) -> None:
         self.server.stop()
@@ -507,6 +508,7 @@ def create_deferred(emulator: Emulator, resolver: Resolver, deferred: dict[str, 
             maker = makers.get(resource["Type"])
             if not checks.check(maker is not None, f"{name}: no stand-in for {resource['Type']}, which moto's CloudFormation cannot create"):
                 continue
+            assert maker is not None  # checked just above
             try:
                 maker(name, resolver.resolve(resource.get("Properties", {})))
             except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, KeyError, ValueError) as error:
@@ -789,7 +791,7 @@ def check_api(emulator: Emulator, resolver: Resolver, sam: dict, created: dict, 
                 checks.check(f"{method.upper()} {path}" in got, f"openapi.yaml's {method.upper()} {path} is a route")
     stages = apigw.get_stages(ApiId=api_id)["Items"]
     stage = next((s for s in stages if s["StageName"] == "$default"), None)
-    if checks.check(stage is not None, f"{api_name} has the $default stage"):
+    if checks.check(stage is not None, f"{api_name} has the $default stage") and stage is not None:
         settings = stage.get("DefaultRouteSettings", {})
         checks.equal(
             (settings.get("ThrottlingRateLimit"), settings.get("ThrottlingBurstLimit")),

@@ -33,13 +33,14 @@ import traceback
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec
 
 from samtranslator.yaml_helper import yaml_parse
 
 from gates import deploy_rehearsal as rehearsal
 from gates.repo import ROOT
 
+P = ParamSpec("P")
 SECRET = "rehearsal-secret-0123456789abcdef0123456789"
 CACHING_DISABLED = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"
 ALL_VIEWER_EXCEPT_HOST = "b689b0a8-53d0-40ab-baf2-68738e2966ac"
@@ -164,14 +165,14 @@ def records_maker(emulator: Any, resolver: Any, created: dict) -> Callable[[str,
     return make
 
 
-def upload_in_us_east_1(upload: Callable[[Any, dict], None]) -> Callable[[Any, dict], None]:
+def upload_in_us_east_1(upload: Callable[P, None]) -> Callable[P, None]:
     """The artifact bucket in us-east-1 whatever the stack's region: moto's S3
     wants a LocationConstraint elsewhere, which deploy-rehearsal.py (written
     for us-east-1) does not give."""
-    def wrapped(emulator: Any, sam: dict) -> None:
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> None:
         region, rehearsal.REGION = rehearsal.REGION, "us-east-1"
         try:
-            upload(emulator, sam)
+            upload(*args, **kwargs)
         finally:
             rehearsal.REGION = region
     return wrapped

@@ -41,6 +41,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from gates.cfn_intrinsics import NO_VALUE, Intrinsics
 from gates.repo import ROOT
@@ -174,7 +175,8 @@ def hook_put(leading=API_KEY, extra=(), **context):
             "dynamodb:Attributes": [*HOOK_KEY_ATTRIBUTES, *extra], **context}
 
 
-HOOK_PROMISES = [
+# (function, action, resource, expected decision[, the request context])
+HOOK_PROMISES: list[tuple[str, str, str, str] | tuple[str, str, str, str, dict[str, list[str]]]] = [
     *((HOOK, "lambda:InvokeFunction", f"{f}:7", "Allowed")
       for f in ("PetsFunction", "StoreFunction", "DocsFunction", "EventsFunction")),
     (HOOK, "codedeploy:GetDeployment", "PetsFunctionDeploymentGroup", "Allowed"),
@@ -486,7 +488,7 @@ class LeadingKeyClasses:
     or a policy variable in a pattern, and every value is its own class."""
 
     def __init__(self, deployment):
-        self.patterns = set()
+        self.patterns: set[str] = set()
         self.exact = False
         for function in deployment.functions.values():
             for policy in function["inline"]:
@@ -724,7 +726,7 @@ def main():
         sys.exit(f"iam-check: no calls recorded in {args.recording}")
 
     failures = []
-    checks = {}
+    checks: dict[str, dict[str, Any]] = {}
     unattributed = 0
     classes = LeadingKeyClasses(deployment)
     for call in calls:
@@ -776,8 +778,8 @@ def main():
             "context": context, "expect": expect, "calls": [origin],
         }
 
-    for function, action, resource, expect, *context in HOOK_PROMISES:
-        context = context[0] if context else {}
+    for function, action, resource, expect, *given in HOOK_PROMISES:
+        context = given[0] if given else {}
         name, _, version = resource.partition(":")
         if resource.startswith("arn:") or resource == "*":
             arn = resource
@@ -833,7 +835,7 @@ def main():
             allowed += 1
 
     if not args.quiet:
-        granted = {}
+        granted: dict[str, set[str]] = {}
         for check in ordered:
             if check["expect"] == "Allowed":
                 granted.setdefault(check["function"], set()).add(

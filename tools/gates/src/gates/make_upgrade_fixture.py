@@ -53,6 +53,7 @@ def start_dynamodb():
         stdout=subprocess.PIPE,
         text=True,
     )
+    assert java.stdout is not None  # stdout=PIPE
     ready = java.stdout.readline().strip()
     if ready != f"ready {port}":
         sys.exit(f"DynamoDB Local said {ready!r}")
@@ -117,7 +118,7 @@ def shop(api, keys):
             pets.append(pet)
 
     def place(key, n, ship_date=None):
-        placed = []
+        placed: list[dict] = []
         for k in range(n):
             body = {"petId": pets[(len(placed) * 5 + k + n) % len(pets)]["id"], "quantity": 1 + k % 3}
             if ship_date:
@@ -145,7 +146,8 @@ def shop(api, keys):
 def dump(endpoint, out_dir):
     client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1",
                           aws_access_key_id="local", aws_secret_access_key="local")
-    items, start = [], {}
+    items: list[dict] = []
+    start: dict = {}
     while True:
         page = client.scan(TableName=TABLE, ConsistentRead=True, **start)
         items.extend(page["Items"])

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from gates import rehearsal_repoint
 from gates.repo import ROOT
@@ -62,7 +63,7 @@ def store_lines() -> str:
     (`PET#<id>`/`STOCK`), as this release writes pets."""
     category, pets, order = 1 << 30, [(1 << 30) + 1, (1 << 30) + 2], (1 << 30) + 3
     stocked = STOCKED_PET
-    items = [
+    items: list[dict[str, dict[str, Any]]] = [
         {"PK": {"S": f"CATEGORY#{category}"}, "SK": {"S": "CATEGORY"}, "GSI1PK": {"S": "CATEGORY#0"},
          "id": {"N": str(category)}, "name": {"S": "Dogs"}, "petCount": {"N": "3"}},
         {"PK": {"S": "CATEGORYNAME#dogs"}, "SK": {"S": "CATEGORYNAME"}, "categoryId": {"N": str(category)}},

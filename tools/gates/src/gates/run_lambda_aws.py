@@ -80,13 +80,13 @@ def template_resources() -> dict[str, Any]:
 
 
 def clients(endpoint: str) -> dict[str, Any]:
-    settings = dict(
+    settings: dict[str, Any] = dict(
         endpoint_url=endpoint,
         region_name=REGION,
         aws_access_key_id="local",
         aws_secret_access_key="local",
     )
-    return {name: boto3.client(name, **settings) for name in ("sqs", "events")}
+    return {"sqs": boto3.client("sqs", **settings), "events": boto3.client("events", **settings)}
 
 
 def create_resources(aws: dict[str, Any]) -> dict[str, str]:
@@ -139,7 +139,7 @@ class StreamMapping:
     batch that reports a record failed read again from that record."""
 
     def __init__(self, port: int, dynamodb_endpoint: str, table: str) -> None:
-        settings = dict(
+        settings: dict[str, Any] = dict(
             endpoint_url=dynamodb_endpoint,
             region_name=REGION,
             aws_access_key_id="local",

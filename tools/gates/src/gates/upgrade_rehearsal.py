@@ -53,6 +53,7 @@ import time
 import urllib.error
 import urllib.request
 from decimal import Decimal  # noqa: F401  (boto3's numbers)
+from typing import Any
 
 from gates.repo import ROOT
 
@@ -119,9 +120,10 @@ class SerialEmulator:
         host, port = self.server.get_host_and_port()
         self.endpoint = f"http://{host}:{port}"
 
-    def client(self, service: str):
+    def client(self, service: str) -> Any:
         import boto3
-        return boto3.client(service, endpoint_url=self.endpoint, region_name=self.region)
+        # boto3's stubs type each service by its literal name: this takes any.
+        return boto3.client(service, endpoint_url=self.endpoint, region_name=self.region)  # type: ignore[call-overload]
 
     def stop(self) -> None:
         self.server.stop()
@@ -154,7 +156,7 @@ class Stack:
         return sorted(i["IndexName"] for i in described.get("GlobalSecondaryIndexes", []))
 
     def items(self) -> list[dict]:
-        ddb, found, start = self.emulator.client("dynamodb"), [], {}
+        ddb, found, start = self.emulator.client("dynamodb"), list[dict](), dict[str, Any]()
         while True:
             page = ddb.scan(TableName=self.table, **start)
             found += page["Items"]
@@ -188,7 +190,8 @@ class Server:
                 return
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 if self.process.poll() is not None:
-                    raise SystemExit(f"upgrade-rehearsal: petstore-local exited: {self.process.stderr.read()}") from None
+                    stderr = self.process.stderr.read() if self.process.stderr else ""
+                    raise SystemExit(f"upgrade-rehearsal: petstore-local exited: {stderr}") from None
                 time.sleep(0.2)
         raise SystemExit("upgrade-rehearsal: petstore-local did not answer within 60 s")
 
@@ -202,7 +205,8 @@ class Server:
             os.killpg(self.process.pid, signal.SIGKILL)
 
 
-def call(base: str, key: str, method: str, path: str, body: dict | None = None) -> tuple[int, dict | list | None, dict]:
+def call(base: str, key: str, method: str, path: str, body: dict | None = None) -> tuple[int, Any, dict]:
+    """(status, the JSON body, or the error's text at status 0; the headers)."""
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(base + path, data=data, method=method,
                                      headers={"X-API-Key": key, "Content-Type": "application/json"})
@@ -227,7 +231,8 @@ def call(base: str, key: str, method: str, path: str, body: dict | None = None) 
 
 def every_page(base: str, key: str, path: str) -> list[dict]:
     """A list paged to its end through its `Link: rel="next"`."""
-    found, url = [], path
+    found: list[dict] = []
+    url = path
     for _ in range(10_000):
         status, body, headers = call(base, key, "GET", url)
         if status != 200:
@@ -276,7 +281,7 @@ class Shoppers:
                 self.five_hundreds.append(f"{what}: {status} {body}")
 
     def customer(self, key: str, seed: int) -> None:
-        rng, mine = random.Random(seed), []
+        rng, mine = random.Random(seed), list[dict]()
         while not self.stopping.is_set():
             if mine and rng.random() < 0.4:
                 order = mine.pop(rng.randrange(len(mine)))
@@ -385,7 +390,8 @@ def rehearse(emulator, dr, steps: Steps, skip_backfills: bool) -> None:
                 and not i.get("complete", {}).get("BOOL") and "lapsesAt" not in i]
     category = next(int(i["id"]["N"]) for i in items if kind(i) == "CATEGORY" and i["SK"]["S"] == "CATEGORY")
     migration = json.loads(MIGRATION.read_text())
-    server, shoppers = None, None
+    server: Server | None = None
+    shoppers: Shoppers | None = None
     server_layout: str | None = None
     for entry in migration["steps"]:
         started = time.monotonic()
@@ -418,7 +424,8 @@ def rehearse(emulator, dr, steps: Steps, skip_backfills: bool) -> None:
                 # new request, the old one finishes those it has, then stops.
                 shoppers.switch(new_server)
                 time.sleep(2)
-                server.stop()
+                if server is not None:
+                    server.stop()
             server, server_layout = new_server, layout
             steps.step(f"this release's code serves with DATA_LAYOUT={layout}", started)
             if layout == "2" and not skip_backfills:
@@ -426,6 +433,8 @@ def rehearse(emulator, dr, steps: Steps, skip_backfills: bool) -> None:
     # The lists keyed under 32 shards moved under the template's OrderRate
     # while the shoppers go on; then the release's own deploy drops the
     # draining count, and finish() lists through it.
+    if server is None or shoppers is None:
+        raise SystemExit(f"upgrade-rehearsal: {MIGRATION.name} has no template state: nothing served")
     started = time.monotonic()
     resharded = stack.admin("data", "reshard")
     steps.step("data reshard (petstore-admin) while the shoppers go on", started, resharded.returncode == 0,
