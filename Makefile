@@ -44,7 +44,7 @@ LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
 .PHONY: help run run-lambda invoke test-run-lambda test iam-check key build bench bench-report check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status check-circles venv lint-template lint-openapi conformance clients docs-browser cors-browser lint-asyncapi deploy-rehearsal
-.PHONY: test-rust test-lint-rust test-served-stacks contract-check layout-check contract-release release-check deploy-role-check lint-workflows restore-rehearsal front-rehearsal upgrade-rehearsal
+.PHONY: test-rust test-lint-rust test-served-stacks test-gates contract-check layout-check contract-release release-check deploy-role-check lint-workflows restore-rehearsal front-rehearsal upgrade-rehearsal
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
@@ -77,7 +77,7 @@ test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on Dyna
 	$(RECORD_AWS_CALLS) cargo test --workspace -- --test-threads=$(TEST_THREADS) 2>&1 | tee .local/cargo-test.log
 	$(RECORD_AWS_CALLS) scripts/test-local-stacks.sh
 	$(RECORD_AWS_CALLS) $(MAKE) test-run-lambda
-	$(MAKE) --no-print-directory -j3 --output-sync=target iam-check contract-check layout-check lint-workflows deploy-role-check lint-template deploy-rehearsal restore-rehearsal front-rehearsal upgrade-rehearsal lint-openapi lint-asyncapi check-docs test-served-stacks
+	$(MAKE) --no-print-directory -j3 --output-sync=target test-gates iam-check contract-check layout-check lint-workflows deploy-role-check lint-template deploy-rehearsal restore-rehearsal front-rehearsal upgrade-rehearsal lint-openapi lint-asyncapi check-docs test-served-stacks
 	@scripts/test-summary.sh .local/cargo-test.log
 
 # The checks that serve a local stack to a client (schemathesis, the generated
@@ -196,6 +196,16 @@ lint-workflows: venv ## Lint .github/workflows offline (check-jsonschema, zizmor
 
 venv: $(VENV_STAMP) ## Install the pinned Python tools and the project's own (tools/gates, editable) into .venv (requirements-dev.txt)
 
+# The project's Python held to the Rust side's standards: ruff (lints, import
+# order), mypy (types), import-linter (the package's layers: no circle, the
+# deploy jobs' tools on the standard library), then the pytest tests no other
+# target runs (the gates' own fixtures run with their gates: contract-check,
+# layout-check, lint-workflows, iam-check).
+test-gates: venv ## Lint, type-check and test the project's Python (tools/gates): ruff, mypy, lint-imports, pytest
+	cd $(GATES) && $(CURDIR)/$(VENV)/bin/ruff check
+	cd $(GATES) && $(CURDIR)/$(VENV)/bin/mypy
+	cd $(GATES) && $(CURDIR)/$(VENV)/bin/lint-imports
+	$(VENV)/bin/pytest -q $(GATES) -m "not (contract_check or layout_check or lint_workflows or recording)"
 
 bench: dynamodb-install ## Measure cold start, warm latency, DynamoDB calls and cost, overhead, zip size (target/bench/*.json), then write docs/performance.md
 	bash bench/run.sh
