@@ -67,6 +67,21 @@ NEW_QUEUE = "  FixtureQueue:\n    Type: AWS::SQS::Queue\n    Properties:\n      
 DECLARES_QUEUE = {"id": 1, "name": "fixture", "fromLayout": 1, "toLayout": 1, "steps": [],
                   "adds": {"resources": ["FixtureQueue"]}}
 
+DATA_TABLE = ("  DataTable:\n    Type: AWS::DynamoDB::Table\n    DeletionPolicy: Retain\n    UpdateReplacePolicy: Retain\n"
+              "    Properties:\n")
+LOCAL_INDEX = """      LocalSecondaryIndexes:
+        - IndexName: LSI1
+          KeySchema:
+            - { AttributeName: PK, KeyType: HASH }
+            - { AttributeName: id, KeyType: RANGE }
+          Projection:
+            ProjectionType: KEYS_ONLY
+"""
+IMPORT_SOURCE = """      ImportSourceSpecification:
+        InputFormat: DYNAMODB_JSON
+        S3BucketSource: { S3Bucket: an-export }
+"""
+
 # (name, the template, the migration or None, passes, words the report must hold)
 CASES = [
     ("unchanged", RELEASED, None, True, ["one update"]),
@@ -79,6 +94,18 @@ CASES = [
     ("two indexes created at once",
      replaced(RELEASED, GSI5, index("GSI6", "GSI5PK") + index("GSI7", "GSI4PK") + GSI5),
      None, False, ["created ['GSI6', 'GSI7']", "at most one index per update"]),
+    # What replaces a table: its provider schema's create-only properties
+    # (TableName, ImportSourceSpecification), its conditionally create-only
+    # KeySchema (above), and what the schema leaves out (NOT_IN_SCHEMA).
+    ("the data table named (replaced: its items lost)",
+     replaced(RELEASED, DATA_TABLE, DATA_TABLE + "      TableName: petstore-data\n"), None, False,
+     ["DataTable TableName", "replaces the resource"]),
+    ("the data table given a local secondary index (replaced)",
+     replaced(RELEASED, DATA_TABLE, DATA_TABLE + LOCAL_INDEX), None, False,
+     ["DataTable LocalSecondaryIndexes", "replaces the resource"]),
+    ("the data table given an import source (replaced)",
+     replaced(RELEASED, DATA_TABLE, DATA_TABLE + IMPORT_SOURCE), None, False,
+     ["DataTable ImportSourceSpecification", "replaces the resource"]),
     ("DeletionPolicy Retain removed",
      replaced(RELEASED, "    DeletionPolicy: Retain\n    UpdateReplacePolicy: Retain\n",
               "    DeletionPolicy: Delete\n    UpdateReplacePolicy: Retain\n"),
@@ -169,3 +196,28 @@ def test_release_fixture(name: str, template: str, migration: dict | None, expec
                          ids=[case[0] for case in DEV_CASES])
 def test_dev_fixture(name: str, dev: str, template: str, expected: bool, words: list[str]) -> None:
     check(name, *run_dev(dev, template), expected, words)
+
+
+# What the gate's hand-kept table said replaces each stateful type, until the
+# provider schemas took its place: each must still be found replacing.
+HAND_KEPT = {
+    "AWS::DynamoDB::Table": {"TableName", "KeySchema", "LocalSecondaryIndexes", "ImportSourceSpecification"},
+    "AWS::DynamoDB::GlobalTable": {"TableName", "KeySchema", "LocalSecondaryIndexes"},
+    "AWS::SQS::Queue": {"QueueName", "FifoQueue"},
+    "AWS::S3::Bucket": {"BucketName"},
+}
+
+
+@pytest.mark.parametrize("kind", layout_check.STATEFUL)
+def test_what_replaces_each_stateful_type_includes_what_the_gate_kept_by_hand(kind: str) -> None:
+    found = {pointer.removeprefix("/properties/") for pointer in layout_check.replacing(kind)}
+    assert HAND_KEPT[kind] <= found, f"{kind}: no longer replacing: {sorted(HAND_KEPT[kind] - found)}"
+
+
+@pytest.mark.parametrize(("kind", "pointer"), [(kind, pointer) for kind, pointers in layout_check.NOT_IN_SCHEMA.items()
+                                               for pointer in pointers])
+def test_what_the_gate_adds_to_the_schemas_is_not_in_them(kind: str, pointer: str) -> None:
+    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+    schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema("us-east-1", kind).schema
+    stated = {*schema.get("createOnlyProperties", []), *schema.get("conditionalCreateOnlyProperties", [])}
+    assert pointer not in stated, f"cfn-lint's schema of {kind} now lists {pointer}: drop it from NOT_IN_SCHEMA"
