@@ -34,8 +34,11 @@ export DYNAMODB_PORT
 DYNAMODB := scripts/dynamodb-local.sh
 VENV := .venv
 # The Python tools (cargo-lambda, cfn-lint, sam, schemathesis), pinned in
-# requirements-dev.txt; reinstalled when that file changes.
+# requirements-dev.txt, and the project's own Python (tools/gates, installed
+# editable: its commands are .venv/bin/petstore-*); reinstalled when either
+# file changes.
 VENV_STAMP := $(VENV)/.requirements-dev.installed
+GATES := tools/gates
 
 # Where `make test` records every AWS call the functions make, for `make
 # iam-check` (shared/src/aws_calls.rs; absolute: the tests run in tests/).
@@ -48,7 +51,7 @@ LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
 .PHONY: help run run-lambda invoke test-run-lambda test iam-check key build test-without-lab check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status check-circles venv lint-template lint-openapi conformance clients docs-browser cors-browser lint-asyncapi deploy-rehearsal
-.PHONY: test-rust test-lint-rust test-served-stacks contract-check layout-check contract-release release-check deploy-role-check lint-workflows restore-rehearsal front-rehearsal upgrade-rehearsal
+.PHONY: test-rust test-lint-rust test-served-stacks test-gates contract-check layout-check contract-release release-check deploy-role-check lint-workflows restore-rehearsal front-rehearsal upgrade-rehearsal
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
@@ -81,7 +84,7 @@ test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on Dyna
 	$(RECORD_AWS_CALLS) cargo test --workspace -- --test-threads=$(TEST_THREADS) 2>&1 | tee .local/cargo-test.log
 	$(RECORD_AWS_CALLS) scripts/test-local-stacks.sh
 	$(RECORD_AWS_CALLS) $(MAKE) test-run-lambda
-	$(MAKE) --no-print-directory -j3 --output-sync=target iam-check contract-check layout-check lint-workflows deploy-role-check lint-template deploy-rehearsal restore-rehearsal front-rehearsal upgrade-rehearsal lint-openapi lint-asyncapi check-docs test-served-stacks test-without-lab $(LAB_CHECKS)
+	$(MAKE) --no-print-directory -j3 --output-sync=target test-gates iam-check contract-check layout-check lint-workflows deploy-role-check lint-template deploy-rehearsal restore-rehearsal front-rehearsal upgrade-rehearsal lint-openapi lint-asyncapi check-docs test-served-stacks test-without-lab $(LAB_CHECKS)
 	@scripts/test-summary.sh .local/cargo-test.log
 
 # The checks that serve a local stack to a client (schemathesis, the generated
@@ -127,30 +130,30 @@ lint-template: venv ## Lint template.yaml offline (cfn-lint, sam validate --lint
 # One moto server, two stacks side by side: a dev stage at the defaults (no
 # reservations, no domain) and a prod stage with the shield's suggested
 # reservations and a custom domain, so both branches of their conditions are
-# created; then checked to share nothing (scripts/deploy-rehearsal.py, STAGES).
-# moto checks no permission: scripts/deploy-permissions-rehearsal.py evaluates
+# created; then checked to share nothing (gates.deploy_rehearsal, STAGES).
+# moto checks no permission: gates.deploy_permissions_rehearsal evaluates
 # with the IAM simulator what creating each stage needs of its roles.
 deploy-rehearsal: venv node_modules/.package-lock.json ## Create template.yaml's dev and prod stacks side by side offline in moto's CloudFormation and check them (outputs, tables, functions, aliases and releases, stream, routes, domain; nothing shared); what moto cannot create is named; then every resource operation of each stage (samconfig.toml's stack and parameters, prod with the front too) simulated against its execution and deploy roles
-	$(VENV)/bin/python scripts/deploy-rehearsal.py
-	$(VENV)/bin/python scripts/deploy-permissions-rehearsal.py
+	$(VENV)/bin/petstore-deploy-rehearsal
+	$(VENV)/bin/petstore-deploy-permissions-rehearsal
 
 # The restore runbook's steps on the deploy rehearsal's stack, with the
 # operator's own commands (docs/restore.md, "The rehearsal").
 restore-rehearsal: venv ## Rehearse restoring the data table in moto: write, back up, damage, restore (backup and point in time), check, point the stack at it
 	cargo build --bin petstore-admin
-	$(VENV)/bin/python scripts/restore-rehearsal.py
+	$(VENV)/bin/petstore-restore-rehearsal
 
 # docs/upgrade.md, "The rehearsal": the last release's stack and data, taken
 # to this release's layout while shoppers shop; without the backfills the
 # same walk must fail.
 upgrade-rehearsal: venv ## Rehearse upgrading the last release's stack and data to this release in moto: migration 0001 walked while shoppers place, cancel and complete orders; data check sound, lists complete, no 5xx; and the same without the backfills fails
 	cargo build --bin petstore-admin --bin petstore-local
-	$(VENV)/bin/python scripts/upgrade-rehearsal.py
-	$(VENV)/bin/python scripts/upgrade-rehearsal.py --skip-backfills --expect-failure
-	$(VENV)/bin/python scripts/rebuild-rehearsal.py
+	$(VENV)/bin/petstore-upgrade-rehearsal
+	$(VENV)/bin/petstore-upgrade-rehearsal --skip-backfills --expect-failure
+	$(VENV)/bin/petstore-rebuild-rehearsal
 
 front-rehearsal: venv ## Create the stack with the optional CloudFront+WAF front in moto (us-east-1, another region, a domain) and check the front; about a minute
-	$(VENV)/bin/python scripts/front-rehearsal.py
+	$(VENV)/bin/petstore-front-rehearsal
 
 lint-openapi: node_modules/.package-lock.json ## Lint openapi.yaml with Spectral (spectral:oas, every rule)
 	npx --no-install spectral lint openapi.yaml --fail-severity=warn
@@ -178,28 +181,38 @@ cors-browser: venv dynamodb-install node_modules/.package-lock.json ## Call the 
 
 # The release pipeline (docs/releases.md).
 contract-check: venv node_modules/.package-lock.json ## Fail on a change to openapi.yaml or asyncapi.yaml that breaks a client, against the last released contract (contract/released/); then the gate's own fixtures
-	$(VENV)/bin/python scripts/contract_gate.py
-	$(VENV)/bin/python scripts/contract-check-fixtures.py
+	$(VENV)/bin/petstore-contract-gate
+	$(VENV)/bin/pytest -q $(GATES) -m contract_check
 
 # docs/upgrade.md: what a release may change in the stored layout.
-layout-check: venv ## Fail on a change to the stored layout (the tables, their keys, indexes, stream, TTL, policies) that CloudFormation cannot apply over the last release in one update, unless a migration in migrations/ carries it; then the gate's own fixtures, and the dev job's index rebuild planned on the standard library alone (python3 -I -S)
-	$(VENV)/bin/python scripts/layout_check.py
-	$(VENV)/bin/python scripts/layout-check-fixtures.py
-	$(VENV)/bin/python scripts/test-rebuild-stdlib.py
+layout-check: venv ## Fail on a change to the stored layout (the tables, their keys, indexes, stream, TTL, policies) that CloudFormation cannot apply over the last release in one update, unless a migration in migrations/ carries it; then the gate's own fixtures, and the dev job's index rebuild planned on the standard library alone (python3 -S, no site-packages)
+	$(VENV)/bin/petstore-layout-check
+	$(VENV)/bin/pytest -q $(GATES) -m layout_check
 
 contract-release: venv ## Move the released-contract baseline (contract/released/) to the documents, once CHANGELOG.md has the version's heading
-	$(VENV)/bin/python scripts/contract_gate.py --move-baseline
+	$(VENV)/bin/petstore-contract-gate --move-baseline
 
 release-check: venv node_modules/.package-lock.json ## What a version tag's run checks first (make release-check TAG=v1.1.0): the gate, the tag is the documents' version, CHANGELOG.md has it, the baseline moved
-	$(VENV)/bin/python scripts/contract_gate.py --release "$(TAG)"
+	$(VENV)/bin/petstore-contract-gate --release "$(TAG)"
 
 deploy-role-check: venv node_modules/.package-lock.json ## Prove the pipeline's deploy roles with the IAM simulator: main and v tags admitted, pull requests, forks, other repositories denied; each role confined to its stage; a loosened role fails it
-	$(VENV)/bin/python scripts/deploy-role-check.py
+	$(VENV)/bin/petstore-deploy-role-check
 
 lint-workflows: venv ## Lint .github/workflows offline (check-jsonschema, zizmor, nothing built where an OIDC token may be asked for, prod only in its environment from main), show a broken workflow fails it; test the build artifacts (written once, digests checked)
 	scripts/lint-workflows.sh
 
-venv: $(VENV_STAMP) ## Install the pinned Python tools into .venv (requirements-dev.txt)
+venv: $(VENV_STAMP) ## Install the pinned Python tools and the project's own (tools/gates, editable) into .venv (requirements-dev.txt)
+
+# The project's Python held to the Rust side's standards: ruff (lints, import
+# order), mypy (types), import-linter (the package's layers: no circle, the
+# deploy jobs' tools on the standard library), then the pytest tests no other
+# target runs (the gates' own fixtures run with their gates: contract-check,
+# layout-check, lint-workflows, iam-check).
+test-gates: venv ## Lint, type-check and test the project's Python (tools/gates): ruff, mypy, lint-imports, pytest
+	cd $(GATES) && $(CURDIR)/$(VENV)/bin/ruff check
+	cd $(GATES) && $(CURDIR)/$(VENV)/bin/mypy
+	cd $(GATES) && $(CURDIR)/$(VENV)/bin/lint-imports
+	$(VENV)/bin/pytest -q $(GATES) -m "not (contract_check or layout_check or lint_workflows or recording)"
 
 test-without-lab: ## Show that a fork which deletes lab/ keeps the service's build and checks (the tree copied without it)
 	scripts/test-without-lab.sh
@@ -223,7 +236,7 @@ dynamodb-stop: ## Stop the DynamoDB Local that dynamodb-start started on DYNAMOD
 dynamodb-status: ## Which DynamoDB Locals started by dynamodb-start or run are running, per port
 	@$(DYNAMODB) status --all
 
-$(VENV_STAMP): requirements-dev.txt
+$(VENV_STAMP): requirements-dev.txt $(GATES)/pyproject.toml
 	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@

@@ -1,4 +1,4 @@
-// The AsyncAPI side of the release gate (scripts/contract_gate.py): for each
+// The AsyncAPI side of the release gate (tools/gates/src/gates/contract_gate.py): for each
 // pair of documents on stdin ({pairs: [[base, revision], ...]}, file paths),
 // parses both with @asyncapi/parser (references resolved, as `asyncapi diff`
 // does) and writes @asyncapi/diff's changes ({changes: [{action, path,

@@ -8,7 +8,7 @@
 #   2. Python: openapi-python-client generates a client package
 #      (.local/clients/python/petstore_client); any generator warning fails,
 #      and every generated module must import;
-#   3. scripts/client_flow.py runs a whole flow with that Python client against
+#   3. gates.client_flow runs a whole flow with that Python client against
 #      the local stack (scripts/local-stack.sh: DynamoDB Local, petstore-local
 #      and a key on free ports, all stopped on exit).
 #
@@ -65,6 +65,7 @@ PY
 source "$ROOT/scripts/local-stack.sh"
 stack_start clients
 KEY="$(stack_key)"
-log "Python flow (scripts/client_flow.py) on $BASE_URL"
-PETSTORE_URL="$BASE_URL" PETSTORE_API_KEY="$KEY" PETSTORE_CLIENT_DIR="$OUT/python" \
-  "$VENV/bin/python" scripts/client_flow.py
+log "Python flow (gates.client_flow) on $BASE_URL"
+# The generated package is never installed: on the path for this run only.
+PETSTORE_URL="$BASE_URL" PETSTORE_API_KEY="$KEY" PYTHONPATH="$OUT/python" \
+  "$VENV/bin/petstore-client-flow"

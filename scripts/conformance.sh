@@ -37,7 +37,7 @@ die() { log "$*"; exit 1; }
 # DynamoDB Local, petstore-local and a key on free ports, all stopped on exit.
 # shellcheck source=scripts/local-stack.sh
 source "$ROOT/scripts/local-stack.sh"
-# Webhook URLs go to loopback (scripts/conformance_hooks.py): no public host
+# Webhook URLs go to loopback (tools/gates/src/gates/conformance_hooks.py): no public host
 # resolves here.
 export WEBHOOKS_ALLOW_LOOPBACK=1
 stack_start conformance

@@ -1,5 +1,5 @@
 // Evaluates requests against the pipeline's deploy roles, for
-// scripts/deploy-role-check.py: reads {account, checks: [{principal, action,
+// tools/gates/src/gates/deploy_role_check.py: reads {account, checks: [{principal, action,
 // resource, context, identityPolicies: [document], resourcePolicy: document |
 // null, boundary: document | absent}]} on stdin and writes, for each check in order, {decision: Allowed |
 // ExplicitlyDenied | ImplicitlyDenied | Error, error}. A trust policy is the

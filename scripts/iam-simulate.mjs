@@ -1,4 +1,4 @@
-// Evaluates IAM requests against each function's role, for scripts/iam-check.py:
+// Evaluates IAM requests against each function's role, for tools/gates/src/gates/iam_check.py:
 // reads {account, roles: {Function: {role, inline: [{name, document}], managed: [arn]}},
 // checks: [{function, action, resource, context}]} on stdin and writes, for each
 // check in order, {decision: Allowed | ExplicitlyDenied | ImplicitlyDenied | Error,

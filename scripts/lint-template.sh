@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Lints template.yaml offline: cfn-lint, then `sam validate --lint` (which also
-# runs the SAM transform), then scripts/check-dashboard.py (the dashboard's JSON
-# body, which cfn-lint does not look into) and scripts/check-versions.py (every
+# runs the SAM transform), then gates.check_dashboard (the dashboard's JSON
+# body, which cfn-lint does not look into) and gates.check_versions (every
 # parameter a function version carries publishes a new one when it changes). All from .venv (requirements-dev.txt).
 #
 #   scripts/lint-template.sh [TEMPLATE]      default: template.yaml
@@ -30,6 +30,6 @@ echo "cfn-lint $TEMPLATE" >&2
 echo "sam validate --lint $TEMPLATE" >&2
 HOME="$SAM_HOME" "$VENV/bin/sam" validate --lint --template-file "$TEMPLATE"
 echo "check-dashboard $TEMPLATE" >&2
-"$VENV/bin/python" "$ROOT/scripts/check-dashboard.py" "$TEMPLATE"
+"$VENV/bin/petstore-check-dashboard" "$TEMPLATE"
 echo "check-versions $TEMPLATE" >&2
-"$VENV/bin/python" "$ROOT/scripts/check-versions.py" "$TEMPLATE"
+"$VENV/bin/petstore-check-versions" "$TEMPLATE"

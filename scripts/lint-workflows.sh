@@ -5,7 +5,7 @@
 # type), zizmor for what would let a pull request or a fork reach a release
 # (persisted credentials, release caches, unpinned actions, injected
 # expressions, broad permissions); then the release's own rules
-# (scripts/lint_workflow_jobs.py: nothing built or installed in a job that
+# (gates.lint_workflow_jobs: nothing built or installed in a job that
 # holds id-token: write; the prod role only in the environment prod, from
 # main). Then the check's own test: a workflow with one such mistake must
 # fail it.
@@ -17,7 +17,7 @@ cd "$ROOT"
 lint() {
   "$VENV/bin/check-jsonschema" --builtin-schema vendor.github-workflows "$@" &&
     "$VENV/bin/zizmor" --offline --no-progress --quiet "$@" &&
-    "$VENV/bin/python" scripts/lint_workflow_jobs.py "$@"
+    "$VENV/bin/petstore-lint-workflow-jobs" "$@"
 }
 
 lint .github/workflows/*.yml
@@ -60,6 +60,4 @@ echo "lint-workflows: each of ${#mutations[@]} broken workflows fails it"
 
 # What the workflow's steps run: the build packaged to the same bytes,
 # published once, fetched only as recorded at build time (moto's S3).
-"$VENV/bin/python" scripts/test-pipeline-artifacts.py
-# The operator's upgrade (scripts/upgrade.py) asks before a prod change set unless --yes.
-python3 scripts/test-upgrade-confirm.py
+"$VENV/bin/pytest" -q tools/gates -m lint_workflows

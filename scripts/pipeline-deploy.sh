@@ -3,7 +3,7 @@
 #
 #   pipeline-deploy.sh STAGE DIR
 #       deploy the build in DIR (fetched and checked against the digests
-#       recorded at build time by scripts/pipeline-artifacts.py fetch: its
+#       recorded at build time by gates.pipeline_artifacts fetch: its
 #       packaged.json, the code already in the bucket) to STAGE's stack, with
 #       samconfig.toml's parameters for STAGE, through the stage's
 #       CloudFormation execution role ($CFN_EXECUTION_ROLE_ARN), every role of
@@ -50,15 +50,17 @@ build="${2:?usage: pipeline-deploy.sh STAGE DIR}"
 stack="$(samconfig "$stage" stack_name)"
 
 # A stack still on an older stored layout is upgraded first, by the operator
-# (scripts/upgrade.py STAGE: the migration's template states and backfills,
+# (petstore-upgrade STAGE: the migration's template states and backfills,
 # docs/upgrade.md); deploying the release over it would fail in CloudFormation
 # or leave the functions reading indexes the stack does not have.
-python3 "$ROOT/scripts/upgrade.py" "$stage" --pending
+# Nothing is installed here: the package runs from its source, on the standard library.
+gates="$ROOT/tools/gates/src"
+PYTHONPATH="$gates" python3 -m gates.upgrade "$stage" --pending
 # dev only: indexes of an unreleased migration that main changed since dev made them, rebuilt (docs/upgrade.md).
 # Standard library only (nothing is installed here): the build job decoded
 # both templates to JSON, checked against SHA256SUMS by the fetch.
 if [[ "$stage" == dev ]]; then
-  python3 "$ROOT/scripts/rebuild-indexes.py" dev --template-file "$build/packaged.json" \
+  PYTHONPATH="$gates" python3 -m gates.rebuild_indexes dev --template-file "$build/packaged.json" \
     --released-file "$build/released.json"
 fi
 

@@ -10,7 +10,7 @@
 #    (printed);
 # 3. the functions the router names, built as `cargo lambda watch` runs them
 #    (debug), so the first request does not wait for a compile;
-# 4. scripts/run-lambda-aws.py: EventBridge and SQS (moto) with the webhook
+# 4. gates.run_lambda_aws: EventBridge and SQS (moto) with the webhook
 #    queues and template.yaml's rule, and the event source mappings Lambda
 #    would run (the table's stream to `events`, both queues to `webhooks`),
 #    so a committed change reaches a webhook receiver through the real
@@ -125,15 +125,15 @@ cargo build --quiet "${functions[@]/#/--bin=}"
 
 mkdir -p "$(dirname "$ID_FILE")"
 rm -f "$AWS_ENV"
-"$VENV/bin/python" "$ROOT/scripts/run-lambda-aws.py" --invoke-port "$PORT" \
+"$VENV/bin/petstore-run-lambda-aws" --invoke-port "$PORT" \
   --dynamodb-port "$DYNAMODB_PORT" --env-file "$AWS_ENV" &
 AWS_PID=$!
 for _ in $(seq 1 300); do
   [[ -s "$AWS_ENV" ]] && break
-  kill -0 "$AWS_PID" 2>/dev/null || die "scripts/run-lambda-aws.py exited"
+  kill -0 "$AWS_PID" 2>/dev/null || die "petstore-run-lambda-aws exited"
   sleep 0.1
 done
-[[ -s "$AWS_ENV" ]] || die "scripts/run-lambda-aws.py did not start"
+[[ -s "$AWS_ENV" ]] || die "petstore-run-lambda-aws did not start"
 while IFS='=' read -r name value; do
   export "$name=$value"
 done <"$AWS_ENV"

@@ -13,7 +13,7 @@
 #     functions, unknown paths and methods answered as deployed, the exact
 #     limits, the exact stock and one Idempotency-Key raced across instances;
 #   - an order's webhook reaches a receiver on this machine through the
-#     real events and webhooks binaries (scripts/check-webhook-delivery.py);
+#     real events and webhooks binaries (gates.check_webhook_delivery);
 #   - the pre-traffic check passes through it, and fails a version without
 #     its DynamoDB and one that cannot read its indexes (DATA_LAYOUT=1:
 #     the keyed check alone) (scripts/test-pretraffic.sh);
@@ -196,12 +196,12 @@ step "tests/lambda.rs passed on $pets pets and $store store instances"
 
 # A webhook through the real binaries: a demo customer's receiver on this
 # machine gets its order's order.placed, signed, by way of the stream, the
-# events function, EventBridge and both queues (scripts/run-lambda-aws.py);
+# events function, EventBridge and both queues (gates.run_lambda_aws);
 # it answers 500 first, so the retry (the message's visibility changed to
 # the schedule's wait, 1 s here) comes with the same webhook-id.
 customer_key="$(awk '$1 == "customer" && $2 == "pro" { print $3; exit }' "$LOG")"
 [[ -n "$customer_key" ]] || fail "no demo customer key in the stack's log"
-webhook="$("$VENV/bin/python" "$ROOT/scripts/check-webhook-delivery.py" --base-url "$BASE_URL" \
+webhook="$("$VENV/bin/petstore-check-webhook-delivery" --base-url "$BASE_URL" \
   --staff-key "$KEY" --customer-key "$customer_key" --fail-first 1)" || fail "a webhook through the real binaries"
 step "webhooks: $webhook"
 

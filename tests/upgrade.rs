@@ -106,7 +106,7 @@ pub async fn old_table_with_new_indexes() -> (TestApp, Keys) {
     with_fixture_keys(app)
 }
 
-/// The stack of 1.0.0 upgraded as `scripts/upgrade.py` walks it: layout 1
+/// The stack of 1.0.0 upgraded as `tools/gates/src/gates/upgrade.py` walks it: layout 1
 /// read, and its lists keyed over 32 order shards (1 pet shard) drained
 /// while the template's OrderRate keys new entries over fewer
 /// (`DrainingOrderRate=10000`, docs/upgrade.md, "Changing OrderRate").

@@ -1,7 +1,7 @@
 //! A record of every AWS call the service makes, for `make iam-check`: which
 //! function made it (through which route), the operation, and what it names
 //! (tables, indexes, streams, buses, the items' partition keys). The check
-//! (`scripts/iam-check.py`) evaluates each call against the IAM policies the
+//! (`tools/gates/src/gates/iam_check.py`) evaluates each call against the IAM policies the
 //! deployed functions get, since DynamoDB Local ignores IAM.
 //!
 //! Off unless [`RECORD_TO`] names a directory when the process starts: then

@@ -1,6 +1,6 @@
 //! Receivers as a caller would write them, verifying with the Standard
 //! Webhooks libraries: the crates.io `standardwebhooks` crate here, and the
-//! PyPI package in `scripts/webhook-receiver.py`.
+//! PyPI package in `tools/gates/src/gates/webhook_receiver.py`.
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -126,15 +126,14 @@ async fn receive(State(script): State<Arc<Script>>, headers: HeaderMap, body: By
     }
 }
 
-/// A Python receiver (`scripts/webhook-receiver.py`, PyPI `standardwebhooks`),
+/// A Python receiver (`tools/gates/src/gates/webhook_receiver.py`, PyPI `standardwebhooks`),
 /// answering `answers` (comma-separated statuses) in turn. The process ends
 /// with the returned guard.
 pub async fn python_receiver(secrets: &[&str], answers: &str) -> (Receiver, tokio::process::Child) {
     let root = crate::helpers::repo_root();
-    let mut command = tokio::process::Command::new(root.join(".venv/bin/python"));
-    command
-        .arg(root.join("scripts/webhook-receiver.py"))
-        .args(["--answers", answers]);
+    let mut command =
+        tokio::process::Command::new(root.join(".venv/bin/petstore-webhook-receiver"));
+    command.args(["--answers", answers]);
     for secret in secrets {
         command.args(["--secret", secret]);
     }

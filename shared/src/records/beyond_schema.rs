@@ -6,7 +6,7 @@
 //! `make conformance` has schemathesis generate requests from the schemas
 //! alone, so it sends bodies that break these rules and, unless told, calls
 //! the service's refusal a failure. Each rule therefore names its
-//! [`Conformance`](super::Conformance): a hook in `scripts/conformance_hooks.py` that keeps the
+//! [`Conformance`](super::Conformance): a hook in `tools/gates/src/gates/conformance_hooks.py` that keeps the
 //! generated requests within the rule, or the status the service refuses a
 //! schema-valid request with, which `scripts/conformance.toml` accepts.
 //!
@@ -77,7 +77,7 @@ mod tests {
 
     #[test]
     fn every_rule_beyond_the_schema_has_its_conformance_hook() -> Result<(), String> {
-        let hooks = hooks(&repo_file("scripts/conformance_hooks.py")?);
+        let hooks = hooks(&repo_file("tools/gates/src/gates/conformance_hooks.py")?);
         let accepted = accepted_statuses(&repo_file("scripts/conformance.toml")?);
         let openapi = repo_file("openapi.yaml")?;
         let mut served = BTreeSet::new();
@@ -92,7 +92,7 @@ mod tests {
                     assert!(
                         hooks.contains(*hook),
                         "{field} ({rule}): its hook {hook} is no @schemathesis.hook function \
-                         of scripts/conformance_hooks.py"
+                         of tools/gates/src/gates/conformance_hooks.py"
                     );
                     served.insert(hook.to_string());
                 }
@@ -112,7 +112,7 @@ mod tests {
         let unserved: Vec<&String> = hooks.difference(&served).collect();
         assert!(
             unserved.is_empty(),
-            "scripts/conformance_hooks.py's hooks {unserved:?} serve no rule of a record's RULES \
+            "tools/gates/src/gates/conformance_hooks.py's hooks {unserved:?} serve no rule of a record's RULES \
              (shared/src/records/): list the rule beside the validation that enforces it"
         );
         assert!(

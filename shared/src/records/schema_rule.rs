@@ -15,7 +15,7 @@ pub struct BeyondSchema {
 /// What lets the conformance run send requests the rule concerns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Conformance {
-    /// A function of `scripts/conformance_hooks.py`, registered with
+    /// A function of `tools/gates/src/gates/conformance_hooks.py`, registered with
     /// `@schemathesis.hook`, that makes generated requests keep the rule.
     Hook(&'static str),
     /// The service refuses a schema-valid request that breaks the rule with

@@ -1,0 +1,233 @@
+"""What `make deploy-role-check` (gates.deploy_role_check) asks the IAM
+simulator about the pipeline's roles, and the loosened templates that must
+fail it. Stack names are samconfig.toml's (deploy_roles.stage_stacks)."""
+
+from gates.deploy_roles import ACCOUNT, BUCKET, REGION, REPO, role_arn, stage_stacks
+
+AUDIENCE = "sts.amazonaws.com"
+MAIN_WORKFLOW = f"{REPO}/.github/workflows/release.yml@refs/heads/main"
+
+
+def token(sub, aud=AUDIENCE, workflow=MAIN_WORKFLOW):
+    return {"sub": sub, "aud": aud, "job_workflow_ref": workflow}
+
+
+def trust_cases():
+    """(role, the token's claims, expected): who may assume which role."""
+    env_prod = f"repo:{REPO}:environment:prod"
+    return [
+        ("DevDeployRole", token(f"repo:{REPO}:ref:refs/heads/main"), True),
+        ("ProdDeployRole", token(env_prod), True),
+        # A tag alone: its run has the tag's ref, and its own workflow.
+        ("ProdDeployRole", token(f"repo:{REPO}:ref:refs/tags/v1.4.0",
+                                 workflow=f"{REPO}/.github/workflows/release.yml@refs/tags/v1.4.0"), False),
+        ("ProdDeployRole", token(f"repo:{REPO}:ref:refs/tags/v1.4.0"), False),
+        # The environment prod named by a workflow read from a tag or a branch.
+        ("ProdDeployRole", token(env_prod, workflow=f"{REPO}/.github/workflows/release.yml@refs/tags/v1.4.0"), False),
+        ("ProdDeployRole", token(env_prod, workflow=f"{REPO}/.github/workflows/release.yml@refs/heads/feature"), False),
+        ("ProdDeployRole", token(env_prod, workflow=f"{REPO}/.github/workflows/other.yml@refs/heads/main"), False),
+        # A pull request, from a branch of the repository or from a fork.
+        ("DevDeployRole", token(f"repo:{REPO}:pull_request"), False),
+        ("ProdDeployRole", token(f"repo:{REPO}:pull_request"), False),
+        # A fork's own runs carry the fork's name.
+        ("DevDeployRole", token("repo:someone-else/petstore:ref:refs/heads/main"), False),
+        ("ProdDeployRole", token("repo:someone-else/petstore:environment:prod",
+                                 workflow="someone-else/petstore/.github/workflows/release.yml@refs/heads/main"), False),
+        # Another repository of the same owner, and a name that only starts alike.
+        ("DevDeployRole", token("repo:example-org/other:ref:refs/heads/main"), False),
+        ("ProdDeployRole", token("repo:example-org/other:environment:prod"), False),
+        ("DevDeployRole", token(f"repo:{REPO}-fork:ref:refs/heads/main"), False),
+        ("ProdDeployRole", token(f"repo:{REPO}-fork:environment:prod"), False),
+        # Another branch, a branch named like main, another environment.
+        ("DevDeployRole", token(f"repo:{REPO}:ref:refs/heads/feature"), False),
+        ("DevDeployRole", token(f"repo:{REPO}:ref:refs/heads/main-old"), False),
+        ("ProdDeployRole", token(f"repo:{REPO}:ref:refs/heads/main"), False),
+        ("ProdDeployRole", token(f"repo:{REPO}:environment:staging"), False),
+        ("DevDeployRole", token(f"repo:{REPO}:ref:refs/tags/v1.4.0"), False),
+        ("DevDeployRole", token(f"repo:{REPO}:environment:dev"), False),
+        ("DevDeployRole", token(env_prod), False),
+        # A token minted for another audience.
+        ("DevDeployRole", token(f"repo:{REPO}:ref:refs/heads/main", aud="https://github.com/example-org"), False),
+        ("ProdDeployRole", token(env_prod, aud="https://github.com/example-org"), False),
+    ]
+
+
+def arn(service, rest, region=REGION):
+    return f"arn:aws:{service}:{region}:{ACCOUNT}:{rest}"
+
+
+def stack_arn(name):
+    return arn("cloudformation", f"stack/{name}/0a1b2c3d-0000-0000-0000-000000000000")
+
+
+ADMIN = "arn:aws:iam::aws:policy/AdministratorAccess"
+BASIC = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
+EVERYTHING = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+
+
+def scope_cases(docs):
+    """(who, action, resource, context, expected[, {policies, resourcePolicy,
+    boundary}]): what each role may do once assumed."""
+    stacks = stage_stacks()
+    dev, prod = stacks["dev"], stacks["prod"]
+    dev_exec, prod_exec = role_arn("DevExecutionRole"), role_arn("ProdExecutionRole")
+    build = f"arn:aws:s3:::{BUCKET}/builds/0123abc/packaged.yaml"
+    cases = [
+        *(
+            (role, "cloudformation:CreateChangeSet", stack_arn(stack), {"cloudformation:RoleArn": execution},
+             role == owner)
+            for role, execution in (("DevDeployRole", dev_exec), ("ProdDeployRole", prod_exec))
+            for stack, owner in ((dev, "DevDeployRole"), (prod, "ProdDeployRole"))
+        ),
+        # A deploy role runs its change sets as its own stage's execution role only.
+        ("DevDeployRole", "cloudformation:CreateChangeSet", stack_arn(dev), {"cloudformation:RoleArn": prod_exec}, False),
+        ("ProdDeployRole", "cloudformation:CreateChangeSet", stack_arn(prod), {"cloudformation:RoleArn": dev_exec}, False),
+        ("DevDeployRole", "cloudformation:CreateChangeSet", stack_arn(dev), {}, False),
+        ("ProdDeployRole", "cloudformation:CreateChangeSet", stack_arn(prod),
+         {"cloudformation:RoleArn": f"arn:aws:iam::{ACCOUNT}:role/Admin"}, False),
+        ("DevDeployRole", "cloudformation:CreateChangeSet", stack_arn("someone-elses-stack"),
+         {"cloudformation:RoleArn": dev_exec}, False),
+        ("DevDeployRole", "cloudformation:ExecuteChangeSet", stack_arn(dev), {}, True),
+        ("DevDeployRole", "cloudformation:ExecuteChangeSet", stack_arn(prod), {}, False),
+        ("DevDeployRole", "cloudformation:DeleteStack", stack_arn(dev), {}, False),
+        ("DevDeployRole", "iam:PassRole", dev_exec, {"iam:PassedToService": "cloudformation.amazonaws.com"}, True),
+        ("DevDeployRole", "iam:PassRole", prod_exec, {"iam:PassedToService": "cloudformation.amazonaws.com"}, False),
+        ("ProdDeployRole", "iam:PassRole", prod_exec, {"iam:PassedToService": "cloudformation.amazonaws.com"}, True),
+        *(
+            (role, "iam:PassRole", f"arn:aws:iam::{ACCOUNT}:role/Admin",
+             {"iam:PassedToService": "cloudformation.amazonaws.com"}, False)
+            for role in ("DevDeployRole", "ProdDeployRole")
+        ),
+        ("DevDeployRole", "iam:CreateRole", f"arn:aws:iam::{ACCOUNT}:role/{dev}-x", {}, False),
+        ("DevDeployRole", "lambda:UpdateFunctionCode", arn("lambda", f"function:{dev}-PetsFunction-X"), {}, False),
+        # builds/ written once: with If-None-Match: * only, never deleted.
+        ("DevDeployRole", "s3:PutObject", build, {"s3:if-none-match": "*"}, True,
+         {"resourcePolicy": docs["BucketPolicy"]}),
+        ("DevDeployRole", "s3:PutObject", build, {}, False, {"resourcePolicy": docs["BucketPolicy"]}),
+        ("DevDeployRole", "s3:DeleteObject", build, {}, False,
+         {"policies": [EVERYTHING], "resourcePolicy": docs["BucketPolicy"]}),
+        ("DevDeployRole", "s3:PutObject", f"arn:aws:s3:::{BUCKET}/deploys/dev/t.template", {}, True,
+         {"resourcePolicy": docs["BucketPolicy"]}),
+        ("ProdDeployRole", "s3:PutObject", build, {"s3:if-none-match": "*"}, False),
+        ("ProdDeployRole", "s3:GetObject", build, {}, True),
+        ("DevDeployRole", "s3:PutObject", f"arn:aws:s3:::{BUCKET}/deploys/prod/t.template", {}, False),
+        ("DevDeployRole", "s3:GetObject", "arn:aws:s3:::another-bucket/x", {}, False),
+    ]
+    return cases + execution_cases(docs, dev, prod)
+
+
+# A KMS key (its ARN is an id, not a name) whose policy lets IAM grant its
+# use and administration, as the stack's key's policy does for its administration.
+KEY = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+ACCOUNT_KEY = {"resourcePolicy": {"Version": "2012-10-17", "Statement": [{
+    "Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"}, "Action": "kms:*", "Resource": "*"}]}}
+
+
+def execution_cases(docs, dev, prod):
+    """The execution roles and the boundaries: no path to more than a stage."""
+    cases = []
+    for who, own, other, boundary in (("DevExecutionRole", dev, prod, "DevBoundary"),
+                                      ("ProdExecutionRole", prod, dev, "ProdBoundary")):
+        with_own = {"iam:PermissionsBoundary": docs[boundary + "Arn"]}
+        other_boundary = docs[("ProdBoundary" if boundary == "DevBoundary" else "DevBoundary") + "Arn"]
+        role = f"arn:aws:iam::{ACCOUNT}:role/{own}-PetsFunctionRole-ABC"
+        cases += [
+            (who, "iam:CreateRole", role, with_own, True),
+            (who, "iam:CreateRole", role, {}, False),
+            (who, "iam:CreateRole", role, {"iam:PermissionsBoundary": other_boundary}, False),
+            (who, "iam:PutRolePolicy", role, {}, False),
+            (who, "iam:AttachRolePolicy", role, {**with_own, "iam:PolicyARN": BASIC}, True),
+            (who, "iam:AttachRolePolicy", role, {**with_own, "iam:PolicyARN": ADMIN}, False),
+            (who, "iam:DeleteRolePermissionsBoundary", role, {}, False),
+            (who, "iam:CreateRole", f"arn:aws:iam::{ACCOUNT}:role/{other}-PetsFunctionRole-ABC", with_own, False),
+            (who, "iam:PassRole", f"arn:aws:iam::{ACCOUNT}:role/{other}-PetsFunctionRole-ABC",
+             {"iam:PassedToService": "lambda.amazonaws.com"}, False),
+            (who, "iam:CreatePolicyVersion", f"arn:aws:iam::{ACCOUNT}:policy/{own}-{REGION}-boundary", {}, False),
+            (who, "dynamodb:DeleteTable", arn("dynamodb", f"table/{own}-DataTable-ABC"), {}, True),
+            (who, "dynamodb:DeleteTable", arn("dynamodb", f"table/{other}-DataTable-ABC"), {}, False),
+            (who, "dynamodb:GetItem", arn("dynamodb", f"table/{other}-DataTable-ABC"), {}, False),
+            (who, "lambda:CreateFunction", arn("lambda", f"function:{own}-PetsFunction-ABC"), {}, True),
+            (who, "lambda:UpdateFunctionCode", arn("lambda", f"function:{other}-PetsFunction-ABC"), {}, False),
+            (who, "lambda:CreateFunction", arn("lambda", f"function:CodeDeployHook_{own}-pretraffic"), {}, True),
+            (who, "lambda:UpdateFunctionCode", arn("lambda", f"function:CodeDeployHook_{other}-pretraffic"), {}, False),
+            (who, "lambda:CreateEventSourceMapping", "*",
+             {"lambda:FunctionArn": arn("lambda", f"function:{other}-EventsFunction-ABC")}, False),
+            (who, "sqs:DeleteQueue", arn("sqs", f"{other}-EventsDeadLetterQueue-ABC"), {}, False),
+            # The webhook secrets key: reached only by its stage's tag, never re-tagged into reach.
+            (who, "kms:CreateKey", "*", {"aws:RequestTag/petstore-stack": own}, True),
+            (who, "kms:CreateKey", "*", {"aws:RequestTag/petstore-stack": other}, False),
+            (who, "kms:PutKeyPolicy", KEY, {"aws:ResourceTag/petstore-stack": own}, True, ACCOUNT_KEY),
+            (who, "kms:PutKeyPolicy", KEY, {"aws:ResourceTag/petstore-stack": other}, False, ACCOUNT_KEY),
+            (who, "kms:TagResource", KEY,
+             {"aws:ResourceTag/petstore-stack": other, "aws:RequestTag/petstore-stack": own}, False, ACCOUNT_KEY),
+            (who, "kms:Decrypt", KEY, {"aws:ResourceTag/petstore-stack": other}, False, ACCOUNT_KEY),
+        ]
+        # A role the stack made, AdministratorAccess attached or not: no more than its stage.
+        inside = {"policies": [EVERYTHING], "boundary": docs[boundary]}
+        cases += [
+            (f"{own}-AnyRole", "dynamodb:PutItem", arn("dynamodb", f"table/{own}-DataTable-ABC"), {}, True, inside),
+            (f"{own}-AnyRole", "dynamodb:PutItem", arn("dynamodb", f"table/{other}-DataTable-ABC"), {}, False, inside),
+            (f"{own}-AnyRole", "lambda:InvokeFunction", arn("lambda", f"function:{other}-PetsFunction-ABC"), {},
+             False, inside),
+            (f"{own}-AnyRole", "iam:CreateRole", f"arn:aws:iam::{ACCOUNT}:role/anything", {}, False, inside),
+            (f"{own}-AnyRole", "sts:AssumeRole", f"arn:aws:iam::{ACCOUNT}:role/Admin", {}, False, inside),
+            (f"{own}-AnyRole", "s3:GetObject", f"arn:aws:s3:::{BUCKET}/builds/x", {}, False, inside),
+            (f"{own}-AnyRole", "kms:Decrypt", KEY, {"aws:ResourceTag/petstore-stack": own}, True,
+             {**inside, "resourcePolicy": ACCOUNT_KEY["resourcePolicy"]}),
+            (f"{own}-AnyRole", "kms:Decrypt", KEY, {"aws:ResourceTag/petstore-stack": other}, False,
+             {**inside, "resourcePolicy": ACCOUNT_KEY["resourcePolicy"]}),
+        ]
+    return cases
+
+
+# (what the edit loosens, old text, new text): each must fail the check. The
+# edit applies to the text's first place (dev comes first).
+MUTATIONS = [
+    ("dev trust: any ref of the repository",
+     '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:ref:refs/heads/main"',
+     '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:*"'),
+    ("dev trust: no sub condition",
+     '                "token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:ref:refs/heads/main"\n',
+     ""),
+    ("prod trust: a v tag, as before",
+     '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:environment:prod"',
+     '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:ref:refs/tags/v1.4.0"'),
+    ("prod trust: any workflow of any ref",
+     '                "token.actions.githubusercontent.com:job_workflow_ref": !Sub '
+     '"${GitHubRepository}/.github/workflows/release.yml@refs/heads/main"\n',
+     ""),
+    ("prod trust: no audience",
+     '                "token.actions.githubusercontent.com:aud": sts.amazonaws.com\n'
+     '                "token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:environment:prod"',
+     '                "token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:environment:prod"'),
+    ("dev scope: every stack",
+     '!Sub "arn:${AWS::Partition}:cloudformation:${AWS::Region}:${AWS::AccountId}:stack/${ProdStackName}-dev/*"\n'
+     '                # A change',
+     '"*"\n                # A change'),
+    ("dev scope: any role passed",
+     "                Action: iam:PassRole\n                Resource: !GetAtt DevExecutionRole.Arn\n",
+     '                Action: iam:PassRole\n                Resource: "*"\n'),
+    ("builds overwritable",
+     '            Action: s3:PutObject\n            Resource: !Sub "${ArtifactBucket.Arn}/builds/*"',
+     '            Action: s3:PutObject\n            Resource: !Sub "${ArtifactBucket.Arn}/deploys/*"'),
+    ("execution role: roles without the boundary",
+     "                Condition:\n                  StringEquals: { iam:PermissionsBoundary: !Ref DevBoundary }\n"
+     "              - Sid: NamedManagedPolicies", "              - Sid: NamedManagedPolicies"),
+    ("execution role: any managed policy",
+     "                  ArnEquals:\n                    iam:PolicyARN:\n", "                  ArnLike:\n"
+     "                    iam:PolicyARN:\n                      - arn:aws:iam::aws:policy/*\n"),
+    ("dev execution role: prod's functions too",
+     'function:${ProdStackName}-dev-*"\n                  # The pre-traffic hook',
+     'function:${ProdStackName}-*"\n                  # The pre-traffic hook'),
+    ("prod execution role: dev's names not denied", "              - Sid: NotTheDevStage\n                Effect: Deny",
+     "              - Sid: NotTheDevStage\n                Effect: Allow"),
+    ("dev boundary: every table", 'table/${ProdStackName}-dev-*"', 'table/*"'),
+    ("execution role: another stage's key re-tagged into reach",
+     '              - Sid: NoOtherStagesKey\n                Effect: Deny',
+     '              - Sid: NoOtherStagesKey\n                Effect: Allow'),
+    ("dev boundary: every stage's key",
+     '            Condition:\n              StringEquals: { "aws:ResourceTag/petstore-stack": !Sub "${ProdStackName}-dev" }\n',
+     ''),
+    ("prod boundary: dev's names not denied", "          - Sid: NotTheDevStage\n            Effect: Deny",
+     "          - Sid: NotTheDevStage\n            Effect: Allow"),
+]

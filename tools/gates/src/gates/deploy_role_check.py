@@ -1,0 +1,118 @@
+"""Proves the pipeline's roles (deploy/github-deploy-role.yaml) with the IAM
+simulator `make iam-check` uses (gates.deploy_roles): `make
+deploy-role-check`.
+
+1. Trust. A GitHub Actions job asks STS for a role with its OIDC token; AWS
+   compares the token's claims with the role's trust policy. The `sub` of a
+   job without `environment:` is `repo:OWNER/NAME:ref:<ref>`, of a pull
+   request `repo:OWNER/NAME:pull_request`, of a job with an environment
+   `repo:OWNER/NAME:environment:<name>`; `job_workflow_ref` names the
+   workflow file and the ref it was read from. The dev role must admit main
+   and nothing else; the prod role only the environment prod of release.yml
+   as main has it: not a tag's run, not a tag's own workflow, not a pull
+   request, a fork, another repository, branch or environment, nor a token
+   minted for another audience.
+2. Scope. Each deploy role may drive CloudFormation on its own stage's stack
+   (samconfig.toml's name) only, only through its stage's execution role,
+   and touch only its part of the bucket; builds/ is written once. Each
+   execution role creates roles only with its stage's permissions boundary,
+   attaches only the named AWS managed policies, and reaches nothing of the
+   other stage; a role inside the boundary, even with AdministratorAccess,
+   reaches only its own stage.
+3. The check's own test: the template with one guard loosened (MUTATIONS)
+   must fail step 1 or 2.
+
+The simulator knows the condition keys AWS's service reference lists for
+sts:AssumeRoleWithWebIdentity, which name GitHub's newer claims (`ref`,
+`job_workflow_ref`, ...) but not the standard OIDC `sub` and `aud` that IAM
+compares for every provider: it drops a key it does not know, so that
+condition could never match. The check hands `sub` and `aud` to the
+simulator under two keys it does know for that action and that hold a string
+too (CARRIERS), in the trust policy and the request alike: the same
+operators compare the same values.
+
+Exit 1, naming the request and the decision, when a case is not as expected.
+
+Usage: deploy-role-check.py [--template deploy/github-deploy-role.yaml]
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from gates.deploy_role_cases import MUTATIONS, scope_cases, trust_cases
+from gates.deploy_roles import PROVIDER, TEMPLATE, judge, load, role_arn
+
+CLAIM = "token.actions.githubusercontent.com:"
+# The standard OIDC keys, and the keys of the same action and type the
+# simulator carries them under (see the docstring).
+CARRIERS = {CLAIM + "sub": CLAIM + "actor_id", CLAIM + "aud": CLAIM + "enterprise_id"}
+
+
+def carried(trust):
+    """The trust policy with `sub` and `aud` under their carrier keys."""
+    text = json.dumps(trust)
+    for key, carrier in CARRIERS.items():
+        if carrier in text:
+            raise SystemExit(f"deploy-role-check: the trust uses {carrier}, which carries {key} here")
+        text = text.replace(json.dumps(key), json.dumps(carrier))
+    return json.loads(text)
+
+
+def failures(text):
+    """Every case whose decision is not the expected one, as lines to print."""
+    docs = load(text)
+    labelled = []
+    for role, claims, expected in trust_cases():
+        context = {CARRIERS.get(CLAIM + k, CLAIM + k): v for k, v in claims.items()}
+        labelled.append((f"{role} assumed by {claims}", expected, {
+            "principal": PROVIDER, "action": "sts:AssumeRoleWithWebIdentity", "resource": role_arn(role),
+            "context": context, "identityPolicies": [], "resourcePolicy": carried(docs[role]["trust"]),
+        }))
+    for case in scope_cases(docs):
+        who, action, resource, context, expected = case[:5]
+        extra = case[5] if len(case) > 5 else {}
+        policies = extra.get("policies", docs[who]["policies"] if who in docs else [])
+        labelled.append((f"{who}: {action} on {resource} {context or ''}".rstrip(), expected, {
+            "principal": role_arn(who), "action": action, "resource": resource, "context": context,
+            "identityPolicies": policies, "resourcePolicy": extra.get("resourcePolicy"),
+            "boundary": extra.get("boundary"),
+        }))
+    return judge(labelled), len(labelled)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--template", default=str(TEMPLATE))
+    args = parser.parse_args()
+    text = Path(args.template).read_text()
+    # The template must deploy before its roles can be trusted to mean anything.
+    import subprocess
+    subprocess.run([str(Path(sys.executable).parent / "cfn-lint"), args.template], check=True)
+
+    problems, count = failures(text)
+    if problems:
+        print("deploy-role-check: FAILED", *problems, sep="\n  ")
+        return 1
+    print(f"deploy-role-check: {count} requests as expected: the trust admits main (dev) and main's release "
+          "workflow in the environment prod (prod), nothing else; each deploy and execution role confined to "
+          "its stage; roles only within the stage's boundary; builds written once")
+
+    missed = []
+    for why, old, new in MUTATIONS:
+        if old not in text:
+            missed.append(f"{why}: the text to change is not in the template (update MUTATIONS)")
+            continue
+        mutated_problems, _ = failures(text.replace(old, new, 1))
+        if not mutated_problems:
+            missed.append(f"{why}: the check still passes")
+    if missed:
+        print("deploy-role-check: a loosened template passes:", *missed, sep="\n  ")
+        return 1
+    print(f"deploy-role-check: each of {len(MUTATIONS)} loosened templates fails it")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
