@@ -204,7 +204,7 @@ mod tests {
     use crate::db::pets::{PetFilter, INVENTORY_INDEX, PET_FIELDS};
     use crate::db::query::Projection as Reads;
     use crate::db::{categories, inventory};
-    use crate::records::{Id, OrderScope, PetStatus};
+    use crate::records::{Id, OwnerScope, PetStatus};
 
     /// Every list the service serves: its name, the index it reads and
     /// the attributes it reads there, for each filter it can be given.
@@ -221,7 +221,7 @@ mod tests {
                 lists.push((format!("pets {filter:?}"), query.index, query.projection));
             }
         }
-        for scope in [OrderScope::All, OrderScope::OwnedBy(Id::clamped(7))] {
+        for scope in [OwnerScope::All, OwnerScope::OwnedBy(Id::clamped(7))] {
             for pet_id in [None, Some(Id::clamped(1))] {
                 for complete in [None, Some(false)] {
                     let filter = OrderFilter { pet_id, complete };

@@ -53,10 +53,10 @@ pub struct Caller {
 
 impl Caller {
     /// Which orders this caller may see and change: its own, or (staff) all.
-    pub fn order_scope(&self) -> OrderScope {
+    pub fn owner_scope(&self) -> OwnerScope {
         match self.role {
-            Role::Staff => OrderScope::All,
-            Role::Customer => OrderScope::OwnedBy(self.key_id),
+            Role::Staff => OwnerScope::All,
+            Role::Customer => OwnerScope::OwnedBy(self.key_id),
         }
     }
 }
@@ -65,7 +65,7 @@ impl Caller {
 /// read's check and every write's DynamoDB condition, so another customer's
 /// order behaves exactly like a missing one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OrderScope {
+pub enum OwnerScope {
     All,
     OwnedBy(Id),
 }

@@ -23,7 +23,7 @@ mod ship_date;
 mod text;
 
 pub use beyond_schema::ALL as RULES_BEYOND_SCHEMA;
-pub use caller::{Caller, OrderScope, Role};
+pub use caller::{Caller, OwnerScope, Role};
 pub use category::{Category, NewCategory};
 pub use id::{Id, MAX_ID};
 pub use idempotency_key::{IdempotencyKey, MAX_IDEMPOTENCY_KEY_LEN};
