@@ -363,8 +363,8 @@ pub fn patch_order(
     Ok((updated != *order).then_some(OrderDecision { updated, guard }))
 }
 
-/// Whether an order placed by `owner` is within `scope`. Outside it, an order
-/// is answered exactly as a missing one.
+/// Whether a record owned by `owner` (an order's placer) is within `scope`.
+/// Outside it, the record is answered exactly as a missing one.
 pub fn in_scope(scope: OwnerScope, owner: Option<Id>) -> bool {
     match scope {
         OwnerScope::All => true,
@@ -372,9 +372,10 @@ pub fn in_scope(scope: OwnerScope, owner: Option<Id>) -> bool {
     }
 }
 
-/// What keeps a write on an order within `scope`: a customer's writes are
-/// conditioned on the order's owner, so ownership holds in the database and
-/// not only in the read before the write. Staff may change any order.
+/// What keeps a write on an owned record (an order) within `scope`: a
+/// customer's writes are conditioned on the item's `ownerId`, so ownership
+/// holds in the database and not only in the read before the write. Staff
+/// may change any.
 pub fn scope_guard(scope: OwnerScope) -> Option<Guard> {
     match scope {
         OwnerScope::All => None,

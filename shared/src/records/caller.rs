@@ -52,7 +52,8 @@ pub struct Caller {
 }
 
 impl Caller {
-    /// Which orders this caller may see and change: its own, or (staff) all.
+    /// Which owned records (orders, and any record a key owns) this caller
+    /// may see and change: its key identity's, or (staff) all.
     pub fn owner_scope(&self) -> OwnerScope {
         match self.role {
             Role::Staff => OwnerScope::All,
@@ -61,9 +62,12 @@ impl Caller {
     }
 }
 
-/// The orders an operation may touch. A customer's scope is part of every
-/// read's check and every write's DynamoDB condition, so another customer's
-/// order behaves exactly like a missing one.
+/// The owned records an operation may touch: every one, or those a key
+/// identity owns (an order's `ownerId`; any record stored with its owner's
+/// key id can use the same scope, `rules::in_scope` and `rules::scope_guard`).
+/// A customer's scope is part of every read's check and every write's
+/// DynamoDB condition, so another customer's record behaves exactly like a
+/// missing one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OwnerScope {
     All,
