@@ -19,7 +19,7 @@
 use super::schema_rule::BeyondSchema;
 
 /// Every record's rules beyond its schema.
-pub const ALL: [&[BeyondSchema]; 6] = [
+pub const ALL: &[&[BeyondSchema]] = &[
     super::text::RULES,
     super::pet::RULES,
     super::category::RULES,
