@@ -80,10 +80,11 @@ test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on Dyna
 	cargo fmt --all -- --check
 	@mkdir -p .local
 	$(MAKE) --no-print-directory -j4 --output-sync=target test-lint-rust venv node_modules/.package-lock.json dynamodb-install
-	rm -rf $(AWS_CALLS)
+	$(RECORD_AWS_CALLS) scripts/iam-check.sh --begin
 	$(RECORD_AWS_CALLS) cargo test --workspace -- --test-threads=$(TEST_THREADS) 2>&1 | tee .local/cargo-test.log
 	$(RECORD_AWS_CALLS) scripts/test-local-stacks.sh
 	$(RECORD_AWS_CALLS) $(MAKE) test-run-lambda
+	$(RECORD_AWS_CALLS) scripts/iam-check.sh --end
 	$(MAKE) --no-print-directory -j3 --output-sync=target test-gates iam-check contract-check layout-check lint-workflows deploy-role-check lint-template deploy-rehearsal restore-rehearsal front-rehearsal upgrade-rehearsal lint-openapi lint-asyncapi check-docs test-served-stacks test-without-lab $(LAB_CHECKS)
 	@scripts/test-summary.sh .local/cargo-test.log
 
@@ -111,10 +112,11 @@ test-lint-rust:
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(MAKE) --no-print-directory check-circles
 
-# A recording exists after `make test` (or a first `make iam-check`): a
-# policy edit is then checked in seconds. Delete .local/aws-calls to record
-# afresh after changing what the code calls.
-iam-check: venv dynamodb-install node_modules/.package-lock.json ## Check every AWS call the tests recorded (.local/aws-calls; recorded first, running the tests, when missing) against each function's deployed IAM policy, and that the check catches a removed action or index
+# A recording exists after `make test` (or a first `make iam-check`), stamped
+# with the code and tests it was made from: while they are unchanged, a
+# policy edit is checked in seconds; once they change, the check records
+# afresh (scripts/iam-check.sh), so it judges the tree as it is.
+iam-check: venv dynamodb-install node_modules/.package-lock.json ## Check every AWS call the tests recorded (.local/aws-calls; recorded afresh, running the tests, when missing or when the code or tests changed since) against each function's deployed IAM policy, and that the check catches a removed action or index
 	scripts/iam-check.sh
 
 key: ## Create an API key on the running local stack (make key ARGS="--plan pro --role staff")

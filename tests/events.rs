@@ -1,8 +1,9 @@
 //! Every sample API Gateway event in `events/` (the ones `cargo lambda invoke
 //! --data-file` takes) replayed through the real Lambda path: `lambda_http`
 //! turns the event JSON into a request, exactly as `lambda_http::run` does, and
-//! the function's own service (`service(pets::routes(), app)` or the store's,
-//! the value each `main` hands to `lambda_http::run`) answers it.
+//! the function's own service (`service(pets::routes(), app)`, the store's
+//! or the webhooks', the value each `main` hands to `lambda_http::run`)
+//! answers it. Every operation of `openapi.yaml` has at least one.
 //!
 //! `events/expected.json` says, per file, which function the event is for and
 //! the status (and error code) it must get. Each replay gets a fresh store
@@ -11,7 +12,7 @@
 //! Each answer, and so the expectation it met, is also held to the
 //! operation's closed schema in `openapi.yaml` (`helpers/contract.rs`).
 
-use crate::deploy::{template_routes, TemplateRoute};
+use crate::deploy::{openapi_operations, template_routes, TemplateRoute};
 use crate::helpers::{repo_root, TestApp, TestResponse};
 use futures::StreamExt;
 use petstore_local::sample_events::{create_events_key, prepare, EVENTS_API_KEY};
@@ -71,6 +72,43 @@ fn every_event_has_an_expectation_and_every_expectation_an_event() {
         expected.difference(&files).collect::<Vec<_>>(),
         Vec::<&String>::new(),
         "entries in events/expected.json without an event file"
+    );
+}
+
+/// Every operation of `openapi.yaml` has a sample event, with its
+/// expectation: the event is how `make invoke` and `make test-run-lambda`
+/// reach the operation through its function as Lambda runs it, so a route
+/// added without one fails here, by name. An event names the operation whose
+/// path template its `rawPath` fills, under its method.
+#[test]
+fn every_operation_has_a_sample_event_with_its_expectation() {
+    let operations = openapi_operations();
+    let covered: BTreeSet<&(String, String)> = expectations()
+        .into_keys()
+        .flat_map(|file| {
+            let event = read_event(&file);
+            let method = event["requestContext"]["http"]["method"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let path = event["rawPath"].as_str().unwrap_or_default().to_string();
+            operations
+                .iter()
+                .filter(move |(m, template)| *m == method && matches(template, &path))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let missing: Vec<String> = operations
+        .iter()
+        .filter(|operation| !covered.contains(operation))
+        .map(|(method, path)| format!("{method} {path}"))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "operations of openapi.yaml with no sample event: {missing:?}; add \
+         events/<resource>-<operation>.json (a copy of one beside it, its routeKey, \
+         rawPath, requestContext and requestId changed) and its entry in \
+         events/expected.json (function, status, code)"
     );
 }
 
@@ -193,6 +231,10 @@ async fn replay(file: String, expected: Expected) -> Result<(), String> {
     let service = match expected.function.as_str() {
         "pets" => petstore::http::service(pets::routes(), app.app.clone()),
         "store" => petstore::http::service(store::routes(), app.app.clone()),
+        "webhooks" => {
+            let routes = webhooks::routes(app.hooks.webhooks());
+            petstore::http::service(routes, app.app.clone())
+        }
         other => return Err(format!("{file}: unknown function {other}")),
     };
     let (method, path) = (request.method().clone(), request.uri().path().to_string());
@@ -224,7 +266,10 @@ async fn replay(file: String, expected: Expected) -> Result<(), String> {
             header("x-request-id")
         ));
     }
-    if !body.is_empty() && header("content-type") != Some("application/json") {
+    // `GET /docs` is the one HTML page; the contract check above holds
+    // every documented answer's Content-Type to openapi.yaml's.
+    let html_page = method == http::Method::GET && path == "/docs";
+    if !body.is_empty() && !html_page && header("content-type") != Some("application/json") {
         problems.push(format!("Content-Type {:?}", header("content-type")));
     }
     if expected.status == 201 && header("location").is_none() {

@@ -4,6 +4,8 @@
 
 use crate::helpers::TestApp;
 use http::Method;
+use petstore::http::access::Access;
+use petstore::records::Role;
 use serde_json::{json, Value};
 
 /// A catalogue with one available pet (stock 5) and one order of it, made by
@@ -40,7 +42,11 @@ async fn shop() -> Shop {
 
 /// Every operation a customer is refused, with a body that would be valid.
 fn staff_only(shop: &Shop) -> Vec<(Method, String, Option<Value>)> {
-    let (c, p, o) = (shop.category, shop.pet, shop.order);
+    staff_only_on(shop.category, shop.pet, shop.order)
+}
+
+/// [`staff_only`] on category `c`, pet `p` and order `o`.
+fn staff_only_on(c: u64, p: u64, o: u64) -> Vec<(Method, String, Option<Value>)> {
     let pet = json!({"name": "Max", "categoryId": c});
     vec![
         (Method::POST, "/pets".into(), Some(pet.clone())),
@@ -73,6 +79,40 @@ fn staff_only(shop: &Shop) -> Vec<(Method, String, Option<Value>)> {
             Some(json!({"complete": true})),
         ),
     ]
+}
+
+/// Each staff-only row of `ACCESS` is one a customer tries above: a
+/// staff-only operation added without its row in [`staff_only`] fails here,
+/// by name, instead of going untried.
+#[test]
+fn every_staff_only_operation_of_access_is_tried_by_a_customer() {
+    let tried = staff_only_on(11, 22, 33);
+    let fills = |template: &str, path: &str| {
+        let (template, path): (Vec<_>, Vec<_>) =
+            (template.split('/').collect(), path.split('/').collect());
+        template.len() == path.len()
+            && template
+                .iter()
+                .zip(&path)
+                .all(|(t, p)| (t.starts_with('{') && t.ends_with('}')) || t == p)
+    };
+    let untried: Vec<String> = petstore::http::access::ACCESS
+        .iter()
+        .filter(|(_, _, access)| {
+            matches!(access, Access::Roles(roles) if !roles.contains(&Role::Customer))
+        })
+        .filter(|(method, template, _)| {
+            !tried
+                .iter()
+                .any(|(m, path, _)| m == method && fills(template, path))
+        })
+        .map(|(method, template, _)| format!("{method} {template}"))
+        .collect();
+    assert!(
+        untried.is_empty(),
+        "staff-only operations of ACCESS that no customer tries: {untried:?}; add each \
+         to staff_only in tests/roles.rs, with a body that would be valid"
+    );
 }
 
 async fn call(

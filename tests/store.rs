@@ -10,7 +10,7 @@ use crate::helpers::{TestApp, TestResponse};
 use futures::future::join_all;
 use petstore::db::orders::{OrderCheck, OrderFilter};
 use petstore::db::Written;
-use petstore::records::{Id, OrderPatch, OrderScope};
+use petstore::records::{Id, OrderPatch, OwnerScope};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -549,7 +549,7 @@ async fn a_customers_list_is_its_own_orders_with_filters_and_paging() {
         ..OrderPatch::default()
     };
     let db = me.app.db.unrecorded();
-    db.update_order(id(mine[4]), complete, OrderScope::All, chrono::Utc::now())
+    db.update_order(id(mine[4]), complete, OwnerScope::All, chrono::Utc::now())
         .await
         .expect("staff may complete any order");
 
@@ -577,7 +577,7 @@ async fn a_customers_list_is_its_own_orders_with_filters_and_paging() {
 
     // And staff see every order
     let all = db
-        .list_orders(OrderFilter::default(), OrderScope::All, 100, None)
+        .list_orders(OrderFilter::default(), OwnerScope::All, 100, None)
         .await
         .expect("staff list every order");
     assert_eq!(all.items.len(), 10);
@@ -668,7 +668,7 @@ async fn a_foreign_write_fails_in_dynamodb_even_if_the_read_check_were_skipped(
     let stored = db.stored_order(order_id).await?.ok_or("the order exists")?;
     let order = stored.order.clone();
     let pet = db.get_pet(order.pet_id).await?.ok_or("the pet exists")?;
-    let stranger = OrderScope::OwnedBy(id(app.as_customer().await.key_id));
+    let stranger = OwnerScope::OwnedBy(id(app.as_customer().await.key_id));
     let stale = db.cancel_write(&stored, &pet, stranger)?;
 
     // When that write is sent
@@ -677,7 +677,7 @@ async fn a_foreign_write_fails_in_dynamodb_even_if_the_read_check_were_skipped(
     // Then DynamoDB refuses it on the order's own condition, and nothing changed
     assert_eq!(written, Written::Failed(OrderCheck::OrderAsRead));
     assert_eq!(
-        db.get_order(order_id, OrderScope::All).await?,
+        db.get_order(order_id, OwnerScope::All).await?,
         Some(order.clone())
     );
     assert_eq!(inventory(&app, pet_id).await["quantity"], 0);
@@ -693,10 +693,10 @@ async fn a_foreign_write_fails_in_dynamodb_even_if_the_read_check_were_skipped(
     ));
 
     // And the same write made for its owner goes through
-    let owner = OrderScope::OwnedBy(id(app.key_id));
+    let owner = OwnerScope::OwnedBy(id(app.key_id));
     let written = db.write(db.cancel_write(&stored, &pet, owner)?).await?;
     assert_eq!(written, Written::Done);
-    assert_eq!(db.get_order(order_id, OrderScope::All).await?, None);
+    assert_eq!(db.get_order(order_id, OwnerScope::All).await?, None);
     assert_eq!(inventory(&app, pet_id).await["quantity"], 1);
     Ok(())
 }

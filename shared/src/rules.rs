@@ -21,7 +21,7 @@
 //! expression.
 
 use crate::records::{
-    Id, Name, Order, OrderPatch, OrderQuantity, OrderScope, PetStatus, StockQuantity,
+    Id, Name, Order, OrderPatch, OrderQuantity, OwnerScope, PetStatus, StockQuantity,
 };
 use chrono::{DateTime, Utc};
 
@@ -363,22 +363,23 @@ pub fn patch_order(
     Ok((updated != *order).then_some(OrderDecision { updated, guard }))
 }
 
-/// Whether an order placed by `owner` is within `scope`. Outside it, an order
-/// is answered exactly as a missing one.
-pub fn in_scope(scope: OrderScope, owner: Option<Id>) -> bool {
+/// Whether a record owned by `owner` (an order's placer) is within `scope`.
+/// Outside it, the record is answered exactly as a missing one.
+pub fn in_scope(scope: OwnerScope, owner: Option<Id>) -> bool {
     match scope {
-        OrderScope::All => true,
-        OrderScope::OwnedBy(caller) => owner == Some(caller),
+        OwnerScope::All => true,
+        OwnerScope::OwnedBy(caller) => owner == Some(caller),
     }
 }
 
-/// What keeps a write on an order within `scope`: a customer's writes are
-/// conditioned on the order's owner, so ownership holds in the database and
-/// not only in the read before the write. Staff may change any order.
-pub fn scope_guard(scope: OrderScope) -> Option<Guard> {
+/// What keeps a write on an owned record (an order) within `scope`: a
+/// customer's writes are conditioned on the item's `ownerId`, so ownership
+/// holds in the database and not only in the read before the write. Staff
+/// may change any.
+pub fn scope_guard(scope: OwnerScope) -> Option<Guard> {
     match scope {
-        OrderScope::All => None,
-        OrderScope::OwnedBy(caller) => Some(Guard::OwnedBy(caller)),
+        OwnerScope::All => None,
+        OwnerScope::OwnedBy(caller) => Some(Guard::OwnedBy(caller)),
     }
 }
 
@@ -670,12 +671,12 @@ mod tests {
     #[test]
     fn a_customer_sees_and_changes_only_its_own_orders() {
         let (me, other) = (Id::clamped(7), Id::clamped(8));
-        let mine = OrderScope::OwnedBy(me);
+        let mine = OwnerScope::OwnedBy(me);
         assert!(in_scope(mine, Some(me)));
         assert!(!in_scope(mine, Some(other)));
         assert!(!in_scope(mine, None));
-        assert!(in_scope(OrderScope::All, Some(other)));
+        assert!(in_scope(OwnerScope::All, Some(other)));
         assert_eq!(scope_guard(mine), Some(Guard::OwnedBy(me)));
-        assert_eq!(scope_guard(OrderScope::All), None);
+        assert_eq!(scope_guard(OwnerScope::All), None);
     }
 }

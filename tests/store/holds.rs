@@ -15,7 +15,7 @@ use http::Method;
 use petstore::db::orders::OrderCheck;
 use petstore::db::Written;
 use petstore::ratelimit::plan::Plan;
-use petstore::records::{Id, OrderScope};
+use petstore::records::{Id, OwnerScope};
 use serde_json::json;
 
 fn id(raw: u64) -> Id {
@@ -353,7 +353,7 @@ async fn a_marked_order_is_gone_to_callers_refuses_a_stale_cancel_and_the_next_s
         .patch(&path, json!({"complete": true}))
         .await
         .assert_error(404, "NOT_FOUND");
-    let owner = OrderScope::OwnedBy(id(customer.key_id));
+    let owner = OwnerScope::OwnedBy(id(customer.key_id));
     let written = db.write(db.cancel_write(&stale, &pet, owner)?).await?;
     assert_eq!(written, Written::Failed(OrderCheck::OrderAsRead));
     assert_eq!(inventory(&staff, pet_id).await["quantity"], 0);

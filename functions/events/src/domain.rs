@@ -40,7 +40,7 @@ use serde_json::{json, Map, Value};
 pub const SOURCE: &str = "petstore";
 
 /// Every `detail-type`, in the order of the contract's table.
-pub const DETAIL_TYPES: [&str; 10] = [
+pub const DETAIL_TYPES: &[&str] = &[
     "PetCreated",
     "PetUpdated",
     "PetDeleted",

@@ -41,7 +41,7 @@ async fn list_orders(
     let page = query.page_request("orders")?;
     let found = app
         .db
-        .list_orders(filter, caller.order_scope(), page.limit, page.after)
+        .list_orders(filter, caller.owner_scope(), page.limit, page.after)
         .await?;
     let mut filters = Vec::new();
     if let Some(pet) = filter.pet_id {
@@ -77,7 +77,7 @@ async fn get_order(
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "orderId")?;
-    match app.db.get_order(id, caller.order_scope()).await? {
+    match app.db.get_order(id, caller.owner_scope()).await? {
         Some(order) => Ok(json(StatusCode::OK, &order)),
         None => Err(ApiError::not_found("order", id)),
     }
@@ -92,7 +92,7 @@ async fn update_order(
     let id = Id::parse_param(&raw, "orderId")?;
     let patch = OrderPatch::parse(&body)?;
     let order = db
-        .update_order(id, patch, caller.order_scope(), Utc::now())
+        .update_order(id, patch, caller.owner_scope(), Utc::now())
         .await?;
     Ok(json(StatusCode::OK, &order))
 }
@@ -103,6 +103,6 @@ async fn cancel_order(
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "orderId")?;
-    db.cancel_order(id, caller.order_scope()).await?;
+    db.cancel_order(id, caller.owner_scope()).await?;
     Ok(no_content())
 }

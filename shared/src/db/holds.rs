@@ -23,7 +23,7 @@ use super::query::Projection;
 use super::shards::Kind;
 use super::write::Step;
 use super::{classify, n, s, Changes, Db, DbError, Item};
-use crate::records::{Id, OrderScope};
+use crate::records::{Id, OwnerScope};
 use crate::rules::holds::{self, Lapse};
 use crate::rules::Guard;
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
@@ -246,7 +246,7 @@ impl Changes {
             }
             let pet = self.existing_pet(stored.order.pet_id).await?;
             let guards = [Guard::Lapsing, Guard::OrderIncomplete];
-            let write = self.ending_write(&stored, &pet, &guards, OrderScope::All)?;
+            let write = self.ending_write(&stored, &pet, &guards, OwnerScope::All)?;
             Ok(Step::Write(write, true))
         })
         .await

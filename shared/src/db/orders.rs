@@ -5,7 +5,7 @@
 //! pet on the guards of its stock decision (see [`crate::rules`]).
 //!
 //! An order belongs to the key identity that placed it (`ownerId`, never in
-//! the API's record). Every read checks the caller's [`OrderScope`], and every
+//! the API's record). Every read checks the caller's [`OwnerScope`], and every
 //! write on an order carries it as a condition too, so another customer's
 //! order is as missing as a deleted one, in DynamoDB and not only in the read
 //! before the write. A customer's list is a query on its own partition of
@@ -15,7 +15,7 @@ mod changes;
 mod list;
 
 use super::{from_item, s, Db, DbError, Item};
-use crate::records::{Id, Order, OrderScope};
+use crate::records::{Id, Order, OwnerScope};
 use crate::rules;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -87,7 +87,7 @@ pub struct StoredOrder {
 impl Db {
     /// Reads an order within `scope`: another customer's order is `None`,
     /// exactly as a missing one.
-    pub async fn get_order(&self, id: Id, scope: OrderScope) -> Result<Option<Order>, DbError> {
+    pub async fn get_order(&self, id: Id, scope: OwnerScope) -> Result<Option<Order>, DbError> {
         Ok(self.order_in(id, scope).await?.map(|stored| stored.order))
     }
 
@@ -100,7 +100,7 @@ impl Db {
     pub async fn order_in(
         &self,
         id: Id,
-        scope: OrderScope,
+        scope: OwnerScope,
     ) -> Result<Option<StoredOrder>, DbError> {
         Ok(self
             .stored_order(id)
@@ -108,7 +108,7 @@ impl Db {
             .filter(|stored| rules::in_scope(scope, stored.owner_id) && !stored.lapsing))
     }
 
-    async fn existing_order(&self, id: Id, scope: OrderScope) -> Result<StoredOrder, DbError> {
+    async fn existing_order(&self, id: Id, scope: OwnerScope) -> Result<StoredOrder, DbError> {
         self.order_in(id, scope)
             .await?
             .ok_or_else(|| DbError::not_found("order", id))

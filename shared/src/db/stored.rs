@@ -17,7 +17,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 /// The sort keys of the items [`Stored::of`] reads a record from: the only
 /// items whose changes can announce anything (template.yaml's stream filter
 /// on the events function lets exactly these through).
-pub const RECORD_SORT_KEYS: [&str; 4] = [pets::SK, STOCK_SK, categories::SK, orders::SK];
+pub const RECORD_SORT_KEYS: &[&str] = &[pets::SK, STOCK_SK, categories::SK, orders::SK];
 
 /// A record as stored, with what the API does not show (stock, owner, counts).
 #[derive(Debug, Clone)]

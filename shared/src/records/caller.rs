@@ -52,20 +52,24 @@ pub struct Caller {
 }
 
 impl Caller {
-    /// Which orders this caller may see and change: its own, or (staff) all.
-    pub fn order_scope(&self) -> OrderScope {
+    /// Which owned records (orders, and any record a key owns) this caller
+    /// may see and change: its key identity's, or (staff) all.
+    pub fn owner_scope(&self) -> OwnerScope {
         match self.role {
-            Role::Staff => OrderScope::All,
-            Role::Customer => OrderScope::OwnedBy(self.key_id),
+            Role::Staff => OwnerScope::All,
+            Role::Customer => OwnerScope::OwnedBy(self.key_id),
         }
     }
 }
 
-/// The orders an operation may touch. A customer's scope is part of every
-/// read's check and every write's DynamoDB condition, so another customer's
-/// order behaves exactly like a missing one.
+/// The owned records an operation may touch: every one, or those a key
+/// identity owns (an order's `ownerId`; any record stored with its owner's
+/// key id can use the same scope, `rules::in_scope` and `rules::scope_guard`).
+/// A customer's scope is part of every read's check and every write's
+/// DynamoDB condition, so another customer's record behaves exactly like a
+/// missing one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OrderScope {
+pub enum OwnerScope {
     All,
     OwnedBy(Id),
 }

@@ -220,7 +220,7 @@ fn request_bodies(document: &Value) -> BTreeSet<String> {
 fn openapi_text_properties_are_their_fields_rules() {
     let document = document();
     let schemas = &document["components"]["schemas"];
-    for (schema, fields) in TEXT_FIELDS {
+    for &(schema, fields) in TEXT_FIELDS {
         for TextField { property, rule } in fields {
             let documented = &schemas[schema]["properties"][property];
             let named = format!("openapi.yaml, {schema}.{property}");

@@ -66,7 +66,7 @@ pub fn time(at: DateTime<Utc>) -> String {
 /// What an endpoint list reads: every field of an endpoint but its sealed
 /// `secrets`, which no list opens or shows (contract 9: secrets are read
 /// only to sign an attempt). An endpoint read so has no secrets.
-static LISTED_ENDPOINT_FIELDS: LazyLock<Projection> = LazyLock::new(|| {
+pub(crate) static LISTED_ENDPOINT_FIELDS: LazyLock<Projection> = LazyLock::new(|| {
     let fields: Vec<&str> = record_fields::<Endpoint>()
         .iter()
         .copied()

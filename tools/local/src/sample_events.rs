@@ -28,7 +28,7 @@ pub const EVENTS_API_KEY: &str = "psk_events-demo-key_published-not-a-secret-000
 const EVENTS_KEY_LIMITS: (u64, u64) = (1_000_000, 100_000_000);
 
 /// Placeholders, in the order they are created, with what each needs first.
-const PLACEHOLDERS: [(&str, &[&str]); 10] = [
+const PLACEHOLDERS: &[(&str, &[&str])] = &[
     ("uniqueName", &[]),
     ("categoryId", &[]),
     ("categoryName", &["categoryId"]),
@@ -126,7 +126,7 @@ async fn fixtures(
     }
     let unique = || format!("Event {:08x}", rand::random::<u32>());
     let mut values: BTreeMap<&'static str, String> = BTreeMap::new();
-    for (name, _) in PLACEHOLDERS {
+    for &(name, _) in PLACEHOLDERS {
         if !needed.contains(name) {
             continue;
         }

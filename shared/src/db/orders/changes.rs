@@ -9,7 +9,7 @@ use crate::db::pets::StoredPet;
 use crate::db::shards::Kind;
 use crate::db::write::{Check, OnFailure, Step, Write};
 use crate::db::{new_id, s, to_item, Changes, Db, DbError};
-use crate::records::{Id, NewOrder, Order, OrderPatch, OrderScope};
+use crate::records::{Id, NewOrder, Order, OrderPatch, OwnerScope};
 use crate::rules::{self, holds, Guard, OrderDecision, RuleViolation};
 use aws_sdk_dynamodb::types::TransactWriteItem;
 use chrono::{DateTime, Utc};
@@ -101,7 +101,7 @@ impl Changes {
         &self,
         id: Id,
         patch: OrderPatch,
-        scope: OrderScope,
+        scope: OwnerScope,
         now: DateTime<Utc>,
     ) -> Result<Order, DbError> {
         let patch = &patch;
@@ -136,7 +136,7 @@ impl Db {
     fn order_update(
         &self,
         decision: &OrderDecision,
-        scope: OrderScope,
+        scope: OwnerScope,
     ) -> Result<TransactWriteItem, DbError> {
         let order = &decision.updated;
         let mut expr = Expr::new()
@@ -155,7 +155,7 @@ impl Db {
 
 impl Changes {
     /// Cancels an incomplete order: deletes it and returns its units to stock.
-    pub async fn cancel_order(&self, id: Id, scope: OrderScope) -> Result<(), DbError> {
+    pub async fn cancel_order(&self, id: Id, scope: OwnerScope) -> Result<(), DbError> {
         self.run("cancel order", move || async move {
             let order = self.existing_order(id, scope).await?;
             // Refused before the pet is read: a complete order costs one read.
@@ -175,7 +175,7 @@ impl Db {
         &self,
         order: &StoredOrder,
         pet: &StoredPet,
-        scope: OrderScope,
+        scope: OwnerScope,
     ) -> Result<Write<OrderCheck>, DbError> {
         let open = rules::open_order(&order.order)?;
         self.ending_write(order, pet, &[open], scope)
@@ -189,7 +189,7 @@ impl Db {
         stored: &StoredOrder,
         pet: &StoredPet,
         guards: &[Guard],
-        scope: OrderScope,
+        scope: OwnerScope,
     ) -> Result<Write<OrderCheck>, DbError> {
         let order = &stored.order;
         let stock = rules::cancel_order(pet.state(), order.quantity);

@@ -5,7 +5,7 @@ use super::{completion_list, owner_partition, pet_partition, ALL};
 use crate::db::query::{Filter, IndexQuery, Projection};
 use crate::db::shards::Kind;
 use crate::db::{from_item, n, Db, DbError, Page};
-use crate::records::{Id, Order, OrderScope};
+use crate::records::{Id, Order, OwnerScope};
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -29,18 +29,18 @@ impl OrderFilter {
     /// spread by customer already, and a pet's orders stay one partition:
     /// each of them also writes the pet's own item, twice the units, so the
     /// item reaches DynamoDB's limit first (docs/partitions.md, "Flash sale").
-    pub(crate) fn query(&self, scope: OrderScope) -> IndexQuery<'static> {
+    pub(crate) fn query(&self, scope: OwnerScope) -> IndexQuery<'static> {
         let (index, partition, sharded, filter) = match (scope, self.pet_id, self.complete) {
-            (OrderScope::OwnedBy(owner), pet, complete) => {
+            (OwnerScope::OwnedBy(owner), pet, complete) => {
                 ("GSI4", owner_partition(owner), None, filter(pet, complete))
             }
-            (OrderScope::All, Some(pet), complete) => {
+            (OwnerScope::All, Some(pet), complete) => {
                 ("GSI3", pet_partition(pet), None, filter(None, complete))
             }
-            (OrderScope::All, None, Some(complete)) => {
+            (OwnerScope::All, None, Some(complete)) => {
                 ("GSI2", completion_list(complete), Some(Kind::Order), None)
             }
-            (OrderScope::All, None, None) => ("GSI1", ALL.to_string(), Some(Kind::Order), None),
+            (OwnerScope::All, None, None) => ("GSI1", ALL.to_string(), Some(Kind::Order), None),
         };
         IndexQuery {
             index,
@@ -80,7 +80,7 @@ impl Db {
     pub async fn list_orders(
         &self,
         filter: OrderFilter,
-        scope: OrderScope,
+        scope: OwnerScope,
         limit: usize,
         after: Option<u64>,
     ) -> Result<Page<Order>, DbError> {
@@ -101,7 +101,7 @@ mod tests {
             pet_id: Some(pet),
             complete: Some(false),
         };
-        let mine = filter.query(OrderScope::OwnedBy(me));
+        let mine = filter.query(OwnerScope::OwnedBy(me));
         assert_eq!(
             (mine.index, mine.partition.as_str()),
             ("GSI4", "ORDER#OWNER#7")
@@ -109,17 +109,17 @@ mod tests {
         let mine = mine.filter.unwrap_or_default();
         assert_eq!(mine.expression, "petId = :pet AND complete = :complete");
         assert_eq!(mine.values.get(":pet"), Some(&n(9)));
-        let unfiltered = OrderFilter::default().query(OrderScope::OwnedBy(me));
+        let unfiltered = OrderFilter::default().query(OwnerScope::OwnedBy(me));
         assert_eq!(unfiltered.index, "GSI4");
         assert!(unfiltered.filter.is_none());
 
-        let staff = filter.query(OrderScope::All);
+        let staff = filter.query(OwnerScope::All);
         assert_eq!(
             (staff.index, staff.partition.as_str()),
             ("GSI3", "ORDER#PET#9")
         );
         let staff = staff.filter.unwrap_or_default();
         assert_eq!(staff.expression, "complete = :complete");
-        assert_eq!(OrderFilter::default().query(OrderScope::All).index, "GSI1");
+        assert_eq!(OrderFilter::default().query(OwnerScope::All).index, "GSI1");
     }
 }
