@@ -7,7 +7,7 @@
 # 2. Every `make TARGET` the pages show is a target of the Makefile.
 # 3. Every pointer from the code to a page (`docs/deploy.md, "Releases"`,
 #    `README, "Layout"`) names a page and a heading that exist
-#    (scripts/check-doc-pointers.py, which first shows on its own fixtures
+#    (gates.check_doc_pointers in tools/gates, standard library only, which first shows on its own fixtures
 #    that a dead one fails); the looser forms it recognises are reported.
 #    The layouts of README.md and docs/architecture.md list every tracked
 #    top-level folder and every function.
@@ -35,5 +35,5 @@ done < <(grep -ohE '(^|`)make [a-z][a-z0-9-]*' "${pages[@]}" | awk '{print $NF}'
 [[ $missing == 0 ]] || exit 1
 echo "check-docs: links, anchors and make targets of ${#pages[@]} pages resolve"
 
-python3 scripts/check-doc-pointers.py --self-test
-python3 scripts/check-doc-pointers.py
+PYTHONPATH=tools/gates/src python3 -m gates.check_doc_pointers --self-test
+PYTHONPATH=tools/gates/src python3 -m gates.check_doc_pointers

@@ -34,7 +34,7 @@ Searched: every tracked .rs, .toml, .yaml, .yml, .sh, .py, .mjs file, the
 Makefiles and the tracked scripts with a `#!` line, except contract/released/
 (the last release's documents, kept as released) and this script.
 
-Usage: check-doc-pointers.py [--root DIR] [--self-test]
+Usage: python3 -m gates.check_doc_pointers [--root DIR] [--self-test]
 """
 
 import argparse
@@ -44,8 +44,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from gates.repo import ROOT
+
 EXTENSIONS = {".rs", ".toml", ".yaml", ".yml", ".sh", ".py", ".mjs"}
-EXCLUDED = ("contract/released/", "scripts/check-doc-pointers.py")
+EXCLUDED = ("contract/released/", "tools/gates/src/gates/check_doc_pointers.py")
 
 PAGE = r"(?:README(?:\.md)?|(?:[A-Za-z0-9_-]+/)+README\.md|docs/[A-Za-z0-9_-]+\.md)"
 # The page, backticks allowed, then the quoted headings: `"..."` or, inside a
@@ -258,7 +260,7 @@ def self_test():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
+    parser.add_argument("--root", type=Path, default=ROOT)
     parser.add_argument("--self-test", action="store_true",
                         help="check this script on pointers made to fail, then stop")
     args = parser.parse_args()
