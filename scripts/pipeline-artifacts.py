@@ -12,6 +12,10 @@ the AWS CLI and the standard library only: the deploy jobs install nothing.
         download SHA256SUMS (checked against HEX when given) and every file
         it lists, check each digest, and that the template's code is only
         those files: what the deploy then deploys is what was built.
+    pipeline-artifacts.py digest DIR NAME
+        the digest SHA256SUMS records for NAME, every file of DIR checked
+        first: what a job without credentials checks the smoke binary
+        against before it runs it (the deploy jobs never run it).
 
 Exit 1, saying which file, on any mismatch.
 """
@@ -133,9 +137,17 @@ def main() -> int:
     down.add_argument("url")
     down.add_argument("directory", type=Path)
     down.add_argument("--sums-sha256")
+    digest = commands.add_parser("digest")
+    digest.add_argument("directory", type=Path)
+    digest.add_argument("name")
     args = parser.parse_args()
     if args.command == "publish":
         publish(args.directory, args.url)
+    elif args.command == "digest":
+        sums = recorded(args.directory)
+        if args.name not in sums:
+            fail(f"{SUMS} lists no {args.name}")
+        print(sums[args.name])
     else:
         fetch(args.url, args.directory, args.sums_sha256)
     return 0

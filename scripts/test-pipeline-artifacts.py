@@ -110,6 +110,12 @@ def check(scratch: Path) -> None:
 
     recorded = hashlib.sha256((first / "SHA256SUMS").read_bytes()).hexdigest()
     artifacts("fetch", url, str(scratch / "fetched"), "--sums-sha256", recorded)
+    # The digest a job without credentials checks the smoke binary against: the recorded one, once all match.
+    smoke = hashlib.sha256((build.parent / "petstore-smoke").read_bytes()).hexdigest()
+    assert artifacts("digest", str(scratch / "fetched"), "petstore-smoke").stdout.strip() == smoke
+    (scratch / "fetched" / "petstore-smoke").write_bytes(b"another binary")
+    assert "not the one SHA256SUMS recorded" in artifacts("digest", str(scratch / "fetched"), "petstore-smoke",
+                                                          ok=False).stderr
     artifacts("fetch", url, str(scratch / "wrong-sums"), "--sums-sha256", "0" * 64, ok=False)
     # What the bucket policy refuses, done anyway (moto enforces no policy): the fetch still catches it.
     zip_name = next(n for n in names if n.startswith("PetsFunction-"))
