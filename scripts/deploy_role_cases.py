@@ -2,7 +2,7 @@
 simulator about the pipeline's roles, and the loosened templates that must
 fail it. Stack names are samconfig.toml's (deploy_roles.stage_stacks)."""
 
-from deploy_roles import ACCOUNT, BUCKET, REGION, REPO, role_arn, stage_stacks
+from deploy_roles import ACCOUNT, BUCKET, EDGE, REGION, REPO, role_arn, stage_stacks
 
 AUDIENCE = "sts.amazonaws.com"
 MAIN_WORKFLOW = f"{REPO}/.github/workflows/release.yml@refs/heads/main"
@@ -113,7 +113,57 @@ def scope_cases(docs):
         ("DevDeployRole", "s3:PutObject", f"arn:aws:s3:::{BUCKET}/deploys/prod/t.template", {}, False),
         ("DevDeployRole", "s3:GetObject", "arn:aws:s3:::another-bucket/x", {}, False),
     ]
-    return cases + execution_cases(docs, dev, prod)
+    return cases + execution_cases(docs, dev, prod) + edge_cases(dev, prod)
+
+
+def apigateway(path):
+    return f"arn:aws:apigateway:{REGION}::{path}"
+
+
+def edge_cases(dev, prod):
+    """Each stage's edge (its custom domain, its records, its front, its HTTP
+    API) out of the other stage's reach; the three ways a dev change set
+    reached prod's customers are each denied. An HTTP API's own calls
+    (/apis/<id>/...) are not here: the simulator has no resource type for
+    API Gateway v2's (docs/releases.md says how an account shows them)."""
+    domains = {dev: EDGE["DevDomainName"], prod: EDGE["ProdDomainName"]}
+    zones = {dev: EDGE["DevHostedZoneId"], prod: EDGE["ProdHostedZoneId"]}
+    names = "route53:ChangeResourceRecordSetsNormalizedRecordNames"
+    cases = []
+    for who, own, other in (("DevExecutionRole", dev, prod), ("ProdExecutionRole", prod, dev)):
+        distribution = f"arn:aws:cloudfront::{ACCOUNT}:distribution/E1ABCDEFGHIJK"
+        cases += [
+            # Its own domain, a mapping of it, a record of it in its zone, its front.
+            (who, "apigateway:POST", apigateway("/domainnames"), {}, True),
+            (who, "apigateway:PATCH", apigateway(f"/domainnames/{domains[own]}/apimappings/m1"), {}, True),
+            (who, "apigateway:DELETE", apigateway(f"/domainnames/{domains[own]}"), {}, True),
+            (who, "route53:ChangeResourceRecordSets", f"arn:aws:route53:::hostedzone/{zones[own]}",
+             {names: [domains[own]]}, True),
+            (who, "cloudfront:UpdateDistribution", distribution, {"aws:ResourceTag/petstore-stack": own}, True),
+            # A path of the other stage's custom domain mapped to this stage's API
+            # (its mapping repointed, or a base path added), or its domain deleted.
+            (who, "apigateway:PATCH", apigateway(f"/domainnames/{domains[other]}/apimappings/m1"), {}, False),
+            (who, "apigateway:POST", apigateway(f"/domainnames/{domains[other]}/basepathmappings"), {}, False),
+            (who, "apigateway:DELETE", apigateway(f"/domainnames/{domains[other]}"), {}, False),
+            # A record in the other stage's zone (a certificate's challenge, its alias repointed),
+            # or a name other than its own in its own zone.
+            (who, "route53:ChangeResourceRecordSets", f"arn:aws:route53:::hostedzone/{zones[other]}",
+             {names: [f"_3f1c.{domains[other]}"]}, False),
+            (who, "route53:ChangeResourceRecordSets", f"arn:aws:route53:::hostedzone/{zones[other]}",
+             {names: [domains[other]]}, False),
+            (who, "route53:ChangeResourceRecordSets", f"arn:aws:route53:::hostedzone/{zones[own]}",
+             {names: [domains[own], f"_3f1c.{domains[other]}"]}, False),
+            (who, "route53:ChangeResourceRecordSets", "arn:aws:route53:::hostedzone/Z9999999999999",
+             {names: [domains[own]]}, False),
+            # The other stage's front repointed, re-tagged or untagged.
+            (who, "cloudfront:UpdateDistribution", distribution, {"aws:ResourceTag/petstore-stack": other}, False),
+            (who, "cloudfront:TagResource", distribution,
+             {"aws:ResourceTag/petstore-stack": other, "aws:RequestTag/petstore-stack": own}, False),
+            (who, "cloudfront:TagResource", distribution, {"aws:RequestTag/petstore-stack": other}, False),
+            (who, "cloudfront:UntagResource", distribution,
+             {"aws:ResourceTag/petstore-stack": own, "aws:TagKeys": ["petstore-stack"]}, False),
+        ]
+    return cases
 
 
 # A KMS key (its ARN is an id, not a name) whose policy lets IAM grant its
@@ -230,4 +280,14 @@ MUTATIONS = [
      ''),
     ("prod boundary: dev's names not denied", "          - Sid: NotTheDevStage\n            Effect: Deny",
      "          - Sid: NotTheDevStage\n            Effect: Allow"),
+    ("dev execution role: every custom domain, as before", '::/domainnames/${DevDomainName}/*"', '::/domainnames/*"'),
+    ("dev execution role: records in every zone", 'hostedzone/${DevHostedZoneId}"', 'hostedzone/*"'),
+    ("dev execution role: any record name in its zone",
+     '                    "ForAllValues:StringEquals":\n'
+     '                      route53:ChangeResourceRecordSetsNormalizedRecordNames: [!Ref DevDomainName]\n', ""),
+    ("dev execution role: prod's front and API not denied", "              - Sid: NoOtherStagesEdge\n                Effect: Deny",
+     "              - Sid: NoOtherStagesEdge\n                Effect: Allow"),
+    ("dev execution role: prod's front re-tagged as dev's",
+     "              - Sid: NoOtherStagesEdge\n                Effect: Deny\n                Action: [\"cloudfront:*\", \"apigateway:*\"]",
+     "              - Sid: NoOtherStagesEdge\n                Effect: Deny\n                Action: [\"cloudfront:UpdateDistribution\", \"apigateway:*\"]"),
 ]

@@ -17,7 +17,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from cfn_intrinsics import Intrinsics
+from cfn_intrinsics import NO_VALUE, Intrinsics
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "deploy" / "github-deploy-role.yaml"
@@ -26,6 +26,11 @@ REGION = "us-east-1"
 REPO = "example-org/petstore"
 PROVIDER = f"arn:aws:iam::{ACCOUNT}:oidc-provider/token.actions.githubusercontent.com"
 BUCKET = "petstore-pipeline-artifactbucket-abc123"
+PIPELINE_STACK = "petstore-pipeline"
+# Each stage's edge as the pipeline stack is given it: prod's as the first-deploy
+# rehearsal deploys prod with a domain; dev's in a zone of its own.
+EDGE = {"DevDomainName": "api.dev.example.com", "DevHostedZoneId": "Z1111111111111",
+        "ProdDomainName": "api.example.com", "ProdHostedZoneId": "Z0000000000000"}
 ROLES = ("DevDeployRole", "ProdDeployRole", "DevExecutionRole", "ProdExecutionRole")
 BOUNDARIES = ("DevBoundary", "ProdBoundary")
 
@@ -37,7 +42,7 @@ def stage_stacks() -> dict[str, str]:
 
 
 def role_arn(name: str) -> str:
-    return f"arn:aws:iam::{ACCOUNT}:role/petstore-pipeline-{name}-XYZ"
+    return f"arn:aws:iam::{ACCOUNT}:role/{PIPELINE_STACK}-{name}-XYZ"
 
 
 def boundary_arn(stack: str) -> str:
@@ -51,7 +56,7 @@ class Roles(Intrinsics):
 
     def __init__(self, template: dict):
         stacks = stage_stacks()
-        self.parameters = {"GitHubRepository": REPO, "ProdStackName": stacks["prod"], "OidcProviderArn": ""}
+        self.parameters = {"GitHubRepository": REPO, "ProdStackName": stacks["prod"], "OidcProviderArn": "", **EDGE}
         self.conditions = template.get("Conditions", {})
         self.mappings = template.get("Mappings", {})
         self.boundaries = {"DevBoundary": boundary_arn(f"{stacks['prod']}-dev"),
@@ -63,6 +68,7 @@ class Roles(Intrinsics):
         if name in self.boundaries:
             return self.boundaries[name]
         return {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT,
+                "AWS::StackName": PIPELINE_STACK, "AWS::NoValue": NO_VALUE,
                 "GitHubOidcProvider": PROVIDER, "ArtifactBucket": BUCKET}[name]
 
     def get_att(self, logical, attribute):
