@@ -2,7 +2,7 @@
 simulator about the pipeline's roles, and the loosened templates that must
 fail it. Stack names are samconfig.toml's (deploy_roles.stage_stacks)."""
 
-from deploy_roles import ACCOUNT, BUCKET, EDGE, REGION, REPO, role_arn, stage_stacks
+from deploy_roles import ACCOUNT, BUCKET, EDGE, REGION, REPO, ROLES, role_arn, stage_stacks
 
 AUDIENCE = "sts.amazonaws.com"
 MAIN_WORKFLOW = f"{REPO}/.github/workflows/release.yml@refs/heads/main"
@@ -212,6 +212,24 @@ def execution_cases(docs, dev, prod):
              {"aws:ResourceTag/petstore-stack": other, "aws:RequestTag/petstore-stack": own}, False, ACCOUNT_KEY),
             (who, "kms:Decrypt", KEY, {"aws:ResourceTag/petstore-stack": other}, False, ACCOUNT_KEY),
         ]
+        # The pipeline's own roles (named after the pipeline stack, which prod's
+        # names take in): never changed, passed or re-tagged, boundary or not.
+        # A role of the stage's name made without the boundary keeps its trust.
+        for pipeline_role in ROLES:
+            target = role_arn(pipeline_role)
+            for context in ({}, with_own):
+                cases += [(who, action, target, context, False) for action in (
+                    "iam:UpdateAssumeRolePolicy", "iam:DeleteRole", "iam:TagRole", "iam:UntagRole",
+                    "iam:PutRolePolicy", "iam:AttachRolePolicy", "iam:DeleteRolePermissionsBoundary")]
+            cases.append((who, "iam:PassRole", target, {"iam:PassedToService": "lambda.amazonaws.com"}, False))
+        by_hand = f"arn:aws:iam::{ACCOUNT}:role/{own}-admin"
+        cases += [
+            (who, "iam:UpdateAssumeRolePolicy", role, with_own, True),
+            (who, "iam:DeleteRole", role, with_own, True),
+            (who, "iam:UpdateAssumeRolePolicy", by_hand, {}, False),
+            (who, "iam:DeleteRole", by_hand, {}, False),
+            (who, "iam:UpdateAssumeRolePolicy", by_hand, {"iam:PermissionsBoundary": other_boundary}, False),
+        ]
         # A role the stack made, AdministratorAccess attached or not: no more than its stage.
         inside = {"policies": [EVERYTHING], "boundary": docs[boundary]}
         cases += [
@@ -232,6 +250,11 @@ def execution_cases(docs, dev, prod):
 
 # (what the edit loosens, old text, new text): each must fail the check. The
 # edit applies to the text's first place (dev comes first).
+PIPELINE_COMMENT = (
+    "              # The pipeline's own roles (this stack's: <its name>-<LogicalId>-...)\n"
+    "              # match prod's names when the pipeline stack is named after prod\n"
+    "              # (petstore-pipeline): none is changed, passed or re-tagged by a\n"
+    "              # change set, boundary or not, nor are the boundaries.\n")
 MUTATIONS = [
     ("dev trust: any ref of the repository",
      '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:ref:refs/heads/main"',
@@ -280,6 +303,19 @@ MUTATIONS = [
      ''),
     ("prod boundary: dev's names not denied", "          - Sid: NotTheDevStage\n            Effect: Deny",
      "          - Sid: NotTheDevStage\n            Effect: Allow"),
+    ("execution role: a role's trust changed without the boundary",
+     "                Action: [iam:UpdateAssumeRolePolicy, iam:DeleteRole]\n"
+     '                Resource: !Sub "arn:${AWS::Partition}:iam::${AWS::AccountId}:role/${ProdStackName}-dev-*"\n'
+     "                Condition:\n                  StringEquals: { iam:PermissionsBoundary: !Ref DevBoundary }\n",
+     "                Action: [iam:UpdateAssumeRolePolicy, iam:DeleteRole]\n"
+     '                Resource: !Sub "arn:${AWS::Partition}:iam::${AWS::AccountId}:role/${ProdStackName}-dev-*"\n'),
+    ("prod execution role: the pipeline's roles not denied",
+     'role/${ProdStackName}-*"\n                Condition:\n                  StringEquals:\n'
+     "                    iam:PassedToService: [lambda.amazonaws.com, codedeploy.amazonaws.com]\n"
+     + PIPELINE_COMMENT + "              - Sid: NotThePipelinesRoles\n                Effect: Deny",
+     'role/${ProdStackName}-*"\n                Condition:\n                  StringEquals:\n'
+     "                    iam:PassedToService: [lambda.amazonaws.com, codedeploy.amazonaws.com]\n"
+     + PIPELINE_COMMENT + "              - Sid: NotThePipelinesRoles\n                Effect: Allow"),
     ("dev execution role: every custom domain, as before", '::/domainnames/${DevDomainName}/*"', '::/domainnames/*"'),
     ("dev execution role: records in every zone", 'hostedzone/${DevHostedZoneId}"', 'hostedzone/*"'),
     ("dev execution role: any record name in its zone",
