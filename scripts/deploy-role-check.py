@@ -75,8 +75,11 @@ def failures(text):
         who, action, resource, context, expected = case[:5]
         extra = case[5] if len(case) > 5 else {}
         policies = extra.get("policies", docs[who]["policies"] if who in docs else [])
+        # AWS sets aws:PrincipalArn on every request (the bucket policy names the
+        # publisher by it); the simulator takes it from the context.
         labelled.append((f"{who}: {action} on {resource} {context or ''}".rstrip(), expected, {
-            "principal": role_arn(who), "action": action, "resource": resource, "context": context,
+            "principal": role_arn(who), "action": action, "resource": resource,
+            "context": {"aws:PrincipalArn": role_arn(who), **context},
             "identityPolicies": policies, "resourcePolicy": extra.get("resourcePolicy"),
             "boundary": extra.get("boundary"),
         }))

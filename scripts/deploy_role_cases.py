@@ -46,6 +46,19 @@ def trust_cases():
         ("DevDeployRole", token(f"repo:{REPO}:ref:refs/tags/v1.4.0"), False),
         ("DevDeployRole", token(f"repo:{REPO}:environment:dev"), False),
         ("DevDeployRole", token(env_prod), False),
+        # The publisher: the environment build of main's release.yml only.
+        ("BuildPublishRole", token(f"repo:{REPO}:environment:build"), True),
+        ("BuildPublishRole", token(f"repo:{REPO}:ref:refs/heads/main"), False),
+        ("BuildPublishRole", token(env_prod), False),
+        ("BuildPublishRole", token(f"repo:{REPO}:environment:build",
+                                   workflow=f"{REPO}/.github/workflows/release.yml@refs/heads/feature"), False),
+        ("BuildPublishRole", token(f"repo:{REPO}:environment:build",
+                                   workflow=f"{REPO}/.github/workflows/release.yml@refs/tags/v1.4.0"), False),
+        ("BuildPublishRole", token(f"repo:{REPO}:pull_request"), False),
+        ("BuildPublishRole", token("repo:someone-else/petstore:environment:build",
+                                   workflow="someone-else/petstore/.github/workflows/release.yml@refs/heads/main"), False),
+        ("DevDeployRole", token(f"repo:{REPO}:environment:build"), False),
+        ("ProdDeployRole", token(f"repo:{REPO}:environment:build"), False),
         # A token minted for another audience.
         ("DevDeployRole", token(f"repo:{REPO}:ref:refs/heads/main", aud="https://github.com/example-org"), False),
         ("ProdDeployRole", token(env_prod, aud="https://github.com/example-org"), False),
@@ -100,10 +113,21 @@ def scope_cases(docs):
         ),
         ("DevDeployRole", "iam:CreateRole", f"arn:aws:iam::{ACCOUNT}:role/{dev}-x", {}, False),
         ("DevDeployRole", "lambda:UpdateFunctionCode", arn("lambda", f"function:{dev}-PetsFunction-X"), {}, False),
-        # builds/ written once: with If-None-Match: * only, never deleted.
-        ("DevDeployRole", "s3:PutObject", build, {"s3:if-none-match": "*"}, True,
+        # builds/ written once, by the publisher only: with If-None-Match: * only, never deleted.
+        ("BuildPublishRole", "s3:PutObject", build, {"s3:if-none-match": "*"}, True,
          {"resourcePolicy": docs["BucketPolicy"]}),
-        ("DevDeployRole", "s3:PutObject", build, {}, False, {"resourcePolicy": docs["BucketPolicy"]}),
+        ("BuildPublishRole", "s3:PutObject", build, {}, False, {"resourcePolicy": docs["BucketPolicy"]}),
+        ("BuildPublishRole", "s3:PutObject", f"arn:aws:s3:::{BUCKET}/deploys/prod/t.template", {}, False),
+        # Dev's credentials (whatever runs with them), or any role of the account
+        # allowed everything, write no build: not one for a commit main has not
+        # built yet, nor the SHA256SUMS prod checks a build against.
+        ("DevDeployRole", "s3:PutObject", build, {"s3:if-none-match": "*"}, False,
+         {"resourcePolicy": docs["BucketPolicy"]}),
+        ("DevDeployRole", "s3:PutObject", f"arn:aws:s3:::{BUCKET}/builds/{'f' * 40}/SHA256SUMS",
+         {"s3:if-none-match": "*"}, False, {"policies": [EVERYTHING], "resourcePolicy": docs["BucketPolicy"]}),
+        ("DevExecutionRole", "s3:PutObject", build, {"s3:if-none-match": "*"}, False,
+         {"policies": [EVERYTHING], "resourcePolicy": docs["BucketPolicy"]}),
+        ("DevDeployRole", "s3:GetObject", build, {}, True),
         ("DevDeployRole", "s3:DeleteObject", build, {}, False,
          {"policies": [EVERYTHING], "resourcePolicy": docs["BucketPolicy"]}),
         ("DevDeployRole", "s3:PutObject", f"arn:aws:s3:::{BUCKET}/deploys/dev/t.template", {}, True,
@@ -283,6 +307,12 @@ MUTATIONS = [
     ("builds overwritable",
      '            Action: s3:PutObject\n            Resource: !Sub "${ArtifactBucket.Arn}/builds/*"',
      '            Action: s3:PutObject\n            Resource: !Sub "${ArtifactBucket.Arn}/deploys/*"'),
+    ("builds written by any principal",
+     '              ArnNotEquals: { "aws:PrincipalArn": !GetAtt BuildPublishRole.Arn }',
+     '              ArnEquals: { "aws:PrincipalArn": !GetAtt BuildPublishRole.Arn }'),
+    ("publisher trust: main's run without the environment build",
+     '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:environment:build"',
+     '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:ref:refs/heads/main"'),
     ("execution role: roles without the boundary",
      "                Condition:\n                  StringEquals: { iam:PermissionsBoundary: !Ref DevBoundary }\n"
      "              - Sid: NamedManagedPolicies", "              - Sid: NamedManagedPolicies"),

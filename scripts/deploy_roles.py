@@ -31,7 +31,7 @@ PIPELINE_STACK = "petstore-pipeline"
 # rehearsal deploys prod with a domain; dev's in a zone of its own.
 EDGE = {"DevDomainName": "api.dev.example.com", "DevHostedZoneId": "Z1111111111111",
         "ProdDomainName": "api.example.com", "ProdHostedZoneId": "Z0000000000000"}
-ROLES = ("DevDeployRole", "ProdDeployRole", "DevExecutionRole", "ProdExecutionRole")
+ROLES = ("BuildPublishRole", "DevDeployRole", "ProdDeployRole", "DevExecutionRole", "ProdExecutionRole")
 BOUNDARIES = ("DevBoundary", "ProdBoundary")
 
 

@@ -44,6 +44,9 @@ mutations=(
   "sam build in a job holding id-token|        run: scripts/pipeline-deploy.sh prod .local/build|        run: sam build && scripts/pipeline-deploy.sh prod .local/build"
   "the build job given id-token|    timeout-minutes: 60\n    permissions:\n      contents: read\n    steps:|    timeout-minutes: 60\n    permissions:\n      contents: read\n      id-token: write\n    steps:"
   "the prod job without its environment|    environment: prod\n|"
+  "the prod job without the main-ancestry check|            --ancestor-of \"\$GITHUB_SHA\"|            --sums-sha256 \"\$COMMIT\""
+  "the dev job publishing the build again|      - name: Deploy the build to dev\n|      - run: python3 scripts/pipeline-artifacts.py publish dist \"s3://\$ARTIFACT_BUCKET/builds/\$GITHUB_SHA\"\n      - name: Deploy the build to dev\n"
+  "the publish job without its environment|    environment: build\n|"
   "the prod job on a tag push|    if: github.event_name == 'workflow_dispatch' && github.ref == 'refs/heads/main'|    if: startsWith(github.ref, 'refs/tags/v')"
 )
 for mutation in "${mutations[@]}"; do

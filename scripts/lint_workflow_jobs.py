@@ -18,7 +18,11 @@
   interpreter, fails the lint; it runs in a job that holds nothing.
 - A job that assumes the prod role (vars.AWS_PROD_DEPLOY_ROLE_ARN) names
   the environment prod (whose reviewers approve it; the role trusts nothing
-  else) and runs only from main on a manual dispatch.
+  else), runs only from main on a manual dispatch, and fetches the build
+  only with --ancestor-of (the tagged commit must be on main).
+- Only a job that assumes the publish role (vars.AWS_BUILD_PUBLISH_ROLE_ARN)
+  publishes a build; it names the environment build and runs only on a push
+  to main.
 
 Exit 1, naming the file, the job and the rule.
 """
@@ -175,6 +179,20 @@ def problems(path: str) -> list[str]:
             if "workflow_dispatch" not in condition or "refs/heads/main" not in condition:
                 found.append(f"{path}: job {name} assumes the prod role but may run other than "
                              "from main on a manual dispatch")
+            fetches = [s.get("run", "") for s in job.get("steps", []) if "pipeline-artifacts.py fetch" in s.get("run", "")]
+            if not fetches or any("--ancestor-of" not in run for run in fetches):
+                found.append(f"{path}: job {name} assumes the prod role and fetches a build without "
+                             "--ancestor-of: a commit main never had could be deployed")
+        publishes = any("pipeline-artifacts.py publish" in s.get("run", "") for s in job.get("steps", []))
+        if publishes and "AWS_BUILD_PUBLISH_ROLE_ARN" not in text:
+            found.append(f"{path}: job {name} publishes a build without the publish role (only it writes builds/)")
+        if "AWS_BUILD_PUBLISH_ROLE_ARN" in text:
+            environment = job.get("environment")
+            if environment != "build" and not (isinstance(environment, dict) and environment.get("name") == "build"):
+                found.append(f"{path}: job {name} assumes the publish role without environment: build")
+            condition = str(job.get("if", ""))
+            if "'push'" not in condition or "refs/heads/main" not in condition:
+                found.append(f"{path}: job {name} assumes the publish role but may run other than on a push to main")
     return found
 
 
