@@ -2,14 +2,21 @@
 simulator about the pipeline's roles, and the loosened templates that must
 fail it. Stack names are samconfig.toml's (deploy_roles.stage_stacks)."""
 
-from deploy_roles import ACCOUNT, BUCKET, EDGE, REGION, REPO, ROLES, role_arn, stage_stacks
+from deploy_roles import ACCOUNT, BUCKET, EDGE, REGION, REPO, ROLES, role_arn, stage_stacks, stack_key_policy
 
 AUDIENCE = "sts.amazonaws.com"
 MAIN_WORKFLOW = f"{REPO}/.github/workflows/release.yml@refs/heads/main"
 
 
-def token(sub, aud=AUDIENCE, workflow=MAIN_WORKFLOW):
-    return {"sub": sub, "aud": aud, "job_workflow_ref": workflow}
+def token(context, aud=AUDIENCE, workflow=MAIN_WORKFLOW, subject="customized"):
+    """A job's token as IAM sees it: `sub` as the repository's OIDC subject
+    template (repo, context, job_workflow_ref) makes it, from its context
+    (repo:OWNER/NAME:environment:prod, ...:ref:refs/heads/main, ...), and
+    `aud`. No job_workflow_ref key of its own: AWS may not expose it, so no
+    trust may rest on it. subject="default": a repository that kept GitHub's
+    default template (sub is the context alone)."""
+    sub = f"{context}:job_workflow_ref:{workflow}" if subject == "customized" else context
+    return {"sub": sub, "aud": aud}
 
 
 def trust_cases():
@@ -59,6 +66,14 @@ def trust_cases():
                                    workflow="someone-else/petstore/.github/workflows/release.yml@refs/heads/main"), False),
         ("DevDeployRole", token(f"repo:{REPO}:environment:build"), False),
         ("ProdDeployRole", token(f"repo:{REPO}:environment:build"), False),
+        # The default subject template: the right context, but no workflow in
+        # sub; the trust then admits nothing (it does not fall back to the context).
+        ("DevDeployRole", token(f"repo:{REPO}:ref:refs/heads/main", subject="default"), False),
+        ("ProdDeployRole", token(env_prod, subject="default"), False),
+        ("BuildPublishRole", token(f"repo:{REPO}:environment:build", subject="default"), False),
+        # Main's branch with another workflow of the repository, for dev too.
+        ("DevDeployRole", token(f"repo:{REPO}:ref:refs/heads/main",
+                                workflow=f"{REPO}/.github/workflows/other.yml@refs/heads/main"), False),
         # A token minted for another audience.
         ("DevDeployRole", token(f"repo:{REPO}:ref:refs/heads/main", aud="https://github.com/example-org"), False),
         ("ProdDeployRole", token(env_prod, aud="https://github.com/example-org"), False),
@@ -254,6 +269,31 @@ def execution_cases(docs, dev, prod):
             (who, "iam:DeleteRole", by_hand, {}, False),
             (who, "iam:UpdateAssumeRolePolicy", by_hand, {"iam:PermissionsBoundary": other_boundary}, False),
         ]
+        # The stage's own key as template.yaml writes its policy: its use is the
+        # webhooks role's alone; no one, an administrator of the account
+        # included, may grant it to another; the execution role may still
+        # update the policy (CloudFormation does), no role within the boundary may.
+        # (The webhooks role's own use is not asked: the simulator does not
+        # match kms:EncryptionContext:<key>, which that statement requires.)
+        own_key = {"resourcePolicy": stack_key_policy(own)}
+        tagged = {"aws:ResourceTag/petstore-stack": own}
+        webhooks = {"boundary": docs[boundary], **own_key}
+        cases += [
+            (f"{own}-Administrator", "kms:CreateGrant", KEY, tagged, False, {"policies": [EVERYTHING], **own_key}),
+            (f"{own}-Administrator", "kms:Decrypt", KEY, tagged, False, {"policies": [EVERYTHING], **own_key}),
+            (f"{own}-WebhooksRole", "kms:CreateGrant", KEY, tagged, False, {"policies": [EVERYTHING], **webhooks}),
+            (f"{own}-WebhooksRole", "kms:PutKeyPolicy", KEY, tagged, False, {"policies": [EVERYTHING], **webhooks}),
+            (who, "kms:PutKeyPolicy", KEY, tagged, True, own_key),
+            (who, "kms:CreateGrant", KEY, tagged, False, own_key),
+        ]
+        # A mapping's tags, not any function's of the account.
+        cases += [
+            (who, "lambda:TagResource", arn("lambda", "event-source-mapping:1f2e3d4c-0000-0000-0000-000000000000"), {},
+             True),
+            (who, "lambda:TagResource", arn("lambda", f"function:{own}-PetsFunction-ABC"), {}, True),
+            (who, "lambda:TagResource", arn("lambda", f"function:{other}-PetsFunction-ABC"), {}, False),
+            (who, "lambda:TagResource", arn("lambda", "function:another-app"), {}, False),
+        ]
         # A role the stack made, AdministratorAccess attached or not: no more than its stage.
         inside = {"policies": [EVERYTHING], "boundary": docs[boundary]}
         cases += [
@@ -262,6 +302,14 @@ def execution_cases(docs, dev, prod):
             (f"{own}-AnyRole", "lambda:InvokeFunction", arn("lambda", f"function:{other}-PetsFunction-ABC"), {},
              False, inside),
             (f"{own}-AnyRole", "iam:CreateRole", f"arn:aws:iam::{ACCOUNT}:role/anything", {}, False, inside),
+            # Its own logs, not the other stage's (prod's names take in dev's).
+            (f"{own}-AnyRole", "logs:PutLogEvents",
+             arn("logs", f"log-group:/aws/lambda/{own}-PetsFunction-ABC:log-stream:s"), {}, True, inside),
+            *((f"{own}-AnyRole", action, arn("logs", group), {}, False, inside)
+              for action in ("logs:PutLogEvents", "logs:CreateLogStream")
+              for group in (f"log-group:/aws/lambda/{other}-PetsFunction-ABC:log-stream:s",
+                            f"log-group:/aws/lambda/{other}/api:log-stream:s",
+                            f"log-group:/aws/lambda/CodeDeployHook_{other}-pretraffic:log-stream:s")),
             (f"{own}-AnyRole", "sts:AssumeRole", f"arn:aws:iam::{ACCOUNT}:role/Admin", {}, False, inside),
             (f"{own}-AnyRole", "s3:GetObject", f"arn:aws:s3:::{BUCKET}/builds/x", {}, False, inside),
             (f"{own}-AnyRole", "kms:Decrypt", KEY, {"aws:ResourceTag/petstore-stack": own}, True,
@@ -274,6 +322,7 @@ def execution_cases(docs, dev, prod):
 
 # (what the edit loosens, old text, new text): each must fail the check. The
 # edit applies to the text's first place (dev comes first).
+WORKFLOW = ':job_workflow_ref:${GitHubRepository}/.github/workflows/release.yml@refs/heads/main"'
 PIPELINE_COMMENT = (
     "              # The pipeline's own roles (this stack's: <its name>-<LogicalId>-...)\n"
     "              # match prod's names when the pipeline stack is named after prod\n"
@@ -281,22 +330,24 @@ PIPELINE_COMMENT = (
     "              # change set, boundary or not, nor are the boundaries.\n")
 MUTATIONS = [
     ("dev trust: any ref of the repository",
-     '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:ref:refs/heads/main"',
+     '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:ref:refs/heads/main' + WORKFLOW,
      '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:*"'),
     ("dev trust: no sub condition",
-     '                "token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:ref:refs/heads/main"\n',
-     ""),
+     '                "token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:ref:refs/heads/main'
+     + WORKFLOW + '\n', ""),
     ("prod trust: a v tag, as before",
-     '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:environment:prod"',
-     '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:ref:refs/tags/v1.4.0"'),
-    ("prod trust: any workflow of any ref",
-     '                "token.actions.githubusercontent.com:job_workflow_ref": !Sub '
-     '"${GitHubRepository}/.github/workflows/release.yml@refs/heads/main"\n',
-     ""),
+     '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:environment:prod' + WORKFLOW,
+     '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:ref:refs/tags/v1.4.0' + WORKFLOW),
+    ("prod trust: any workflow of any ref (the subject's workflow a wildcard)",
+     '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:environment:prod' + WORKFLOW,
+     '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:environment:prod:*"'),
+    ("prod trust: the environment alone, trusting a job_workflow_ref key AWS may not expose",
+     '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:environment:prod' + WORKFLOW,
+     '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:environment:prod"'),
     ("prod trust: no audience",
      '                "token.actions.githubusercontent.com:aud": sts.amazonaws.com\n'
-     '                "token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:environment:prod"',
-     '                "token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:environment:prod"'),
+     '                "token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:environment:prod',
+     '                "token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:environment:prod'),
     ("dev scope: every stack",
      '!Sub "arn:${AWS::Partition}:cloudformation:${AWS::Region}:${AWS::AccountId}:stack/${ProdStackName}-dev/*"\n'
      '                # A change',
@@ -311,8 +362,8 @@ MUTATIONS = [
      '              ArnNotEquals: { "aws:PrincipalArn": !GetAtt BuildPublishRole.Arn }',
      '              ArnEquals: { "aws:PrincipalArn": !GetAtt BuildPublishRole.Arn }'),
     ("publisher trust: main's run without the environment build",
-     '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:environment:build"',
-     '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:ref:refs/heads/main"'),
+     '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:environment:build' + WORKFLOW,
+     '"token.actions.githubusercontent.com:sub": !Sub "repo:${GitHubRepository}:ref:refs/heads/main' + WORKFLOW),
     ("execution role: roles without the boundary",
      "                Condition:\n                  StringEquals: { iam:PermissionsBoundary: !Ref DevBoundary }\n"
      "              - Sid: NamedManagedPolicies", "              - Sid: NamedManagedPolicies"),
@@ -346,6 +397,14 @@ MUTATIONS = [
      'role/${ProdStackName}-*"\n                Condition:\n                  StringEquals:\n'
      "                    iam:PassedToService: [lambda.amazonaws.com, codedeploy.amazonaws.com]\n"
      + PIPELINE_COMMENT + "              - Sid: NotThePipelinesRoles\n                Effect: Allow"),
+    ("prod boundary: dev's log groups not denied, as before",
+     '              - !Sub "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:/aws/lambda/'
+     '${ProdStackName}-dev-*"\n              - !Sub "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:'
+     'log-group:/aws/lambda/CodeDeployHook_${ProdStackName}-dev-*"\n\n', "\n"),
+    ("execution role: tags on any function of the account, as before",
+     "                Action: [lambda:TagResource, lambda:UntagResource]\n"
+     '                Resource: !Sub "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:event-source-mapping:*"',
+     '                Action: [lambda:TagResource, lambda:UntagResource]\n                Resource: "*"'),
     ("dev execution role: every custom domain, as before", '::/domainnames/${DevDomainName}/*"', '::/domainnames/*"'),
     ("dev execution role: records in every zone", 'hostedzone/${DevHostedZoneId}"', 'hostedzone/*"'),
     ("dev execution role: any record name in its zone",

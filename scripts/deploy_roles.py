@@ -77,6 +77,29 @@ class Roles(Intrinsics):
         return {("ArtifactBucket", "Arn"): f"arn:aws:s3:::{BUCKET}"}[(logical, attribute)]
 
 
+class StageStack(Intrinsics):
+    """template.yaml's intrinsics as one stage's stack resolves them, for
+    what deploy-role-check reads of it (the webhook secrets key's policy)."""
+
+    def __init__(self, stack: str):
+        self.stack, self.parameters, self.conditions, self.mappings = stack, {}, {}, {}
+
+    def ref(self, name):
+        return {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT,
+                "AWS::StackName": self.stack}[name]
+
+    def get_att(self, logical, attribute):
+        return role_arn(f"{self.stack}-{logical}")
+
+
+def stack_key_policy(stack: str, template: Path = ROOT / "template.yaml") -> dict:
+    """The key policy template.yaml gives the stage's webhook secrets key."""
+    from samtranslator.yaml_helper import yaml_parse
+
+    resources = yaml_parse(template.read_text())["Resources"]
+    return StageStack(stack).resolve(resources["WebhookSecretsKey"]["Properties"]["KeyPolicy"])
+
+
 def load(text: str) -> dict:
     """{role: {trust, policies}, boundary: document, "BucketPolicy": document}."""
     from samtranslator.yaml_helper import yaml_parse
