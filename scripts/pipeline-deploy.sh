@@ -71,10 +71,14 @@ account="$(cut -d: -f5 <<<"$caller")"
 boundary="arn:$partition:iam::$account:policy/$stack-$AWS_REGION-boundary"
 
 mapfile -t parameters < <(samconfig "$stage" parameter_overrides)
+# The stack's tag, which CloudFormation puts on every resource that takes
+# tags: what tells a stage's distribution and HTTP API (whose ARNs are ids)
+# from the other stage's to the execution roles (deploy/github-deploy-role.yaml).
 aws cloudformation deploy --stack-name "$stack" \
   --template-file "$build/packaged.json" \
   --s3-bucket "$ARTIFACT_BUCKET" --s3-prefix "deploys/$stage" \
   --role-arn "$CFN_EXECUTION_ROLE_ARN" \
   --capabilities CAPABILITY_IAM CAPABILITY_AUTO_EXPAND \
   --parameter-overrides "${parameters[@]}" "PermissionsBoundaryArn=$boundary" \
+  --tags "petstore-stack=$stack" \
   --no-fail-on-empty-changeset

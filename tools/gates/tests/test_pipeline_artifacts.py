@@ -4,9 +4,13 @@ workflow runs them: the same build packages to the same bytes; a build is
 published once, a second publish of other bytes under the same commit fails;
 a fetch passes only when every file matches the digests recorded at build
 time (an object changed in the bucket, a SHA256SUMS other than the one
-recorded, a template whose code lies elsewhere: each fails). moto does not
-enforce bucket policies: that builds/ refuses a put without If-None-Match is
-proven by `make deploy-role-check` with the IAM simulator.
+recorded, a template whose code lies elsewhere: each fails); with
+--ancestor-of main, a build published for a commit main does not have is
+refused before it is read. moto does not enforce bucket policies: that
+builds/ refuses a put without If-None-Match, and any put but the publish
+role's (so dev's credentials cannot write a build, or its sums, for a commit
+main has not built), is proven by `make deploy-role-check` with the IAM
+simulator.
 """
 
 from __future__ import annotations
@@ -110,6 +114,12 @@ def check(scratch: Path) -> None:
 
     recorded = hashlib.sha256((first / "SHA256SUMS").read_bytes()).hexdigest()
     artifacts("fetch", url, str(scratch / "fetched"), "--sums-sha256", recorded)
+    # The digest a job without credentials checks the smoke binary against: the recorded one, once all match.
+    smoke = hashlib.sha256((build.parent / "petstore-smoke").read_bytes()).hexdigest()
+    assert artifacts("digest", str(scratch / "fetched"), "petstore-smoke").stdout.strip() == smoke
+    (scratch / "fetched" / "petstore-smoke").write_bytes(b"another binary")
+    assert "not the one SHA256SUMS recorded" in artifacts("digest", str(scratch / "fetched"), "petstore-smoke",
+                                                          ok=False).stderr
     artifacts("fetch", url, str(scratch / "wrong-sums"), "--sums-sha256", "0" * 64, ok=False)
     # What the bucket policy refuses, done anyway (moto enforces no policy): the fetch still catches it.
     zip_name = next(n for n in names if n.startswith("PetsFunction-"))
@@ -125,4 +135,35 @@ def check(scratch: Path) -> None:
     (first / "SHA256SUMS").write_text("".join(
         (f"{digest}  packaged.json" if line.endswith("  packaged.json") else line) + "\n" for line in sums))
     assert "StoreFunction's code" in artifacts("publish", str(first), url, ok=False).stderr
+    on_main_only(scratch, build)
+
+
+def git(repository: Path, *args: str) -> str:
+    return run("git", "-C", str(repository), "-c", "user.name=t", "-c", "user.email=t@example.com", *args).stdout
+
+
+def on_main_only(scratch: Path, build: Path) -> None:
+    """A build published for a commit main does not have (a branch's, pushed
+    by anyone) is refused by prod's fetch before anything is read."""
+    repository = scratch / "repository"
+    repository.mkdir()
+    git(repository, "init", "-q", "-b", "main")
+    git(repository, "commit", "-q", "--allow-empty", "-m", "on main")
+    on_main = git(repository, "rev-parse", "HEAD").strip()
+    git(repository, "checkout", "-q", "-b", "side")
+    git(repository, "commit", "-q", "--allow-empty", "-m", "never merged")
+    side = git(repository, "rev-parse", "HEAD").strip()
+    git(repository, "checkout", "-q", "main")
+    check_main = ("--ancestor-of", "main", "--repository", str(repository))
+    for commit in (on_main, side):
+        out = scratch / f"dist-{commit}"
+        run(str(VENV / "bin" / "python"), "-m", "gates.pipeline_package", "--bucket", BUCKET, "--prefix",
+            f"builds/{commit}", "--build-dir", str(build), "--out", str(out))
+        artifacts("publish", str(out), f"s3://{BUCKET}/builds/{commit}")
+    artifacts("fetch", f"s3://{BUCKET}/builds/{on_main}", str(scratch / "main-build"), *check_main)
+    refused = artifacts("fetch", f"s3://{BUCKET}/builds/{side}", str(scratch / "side-build"), *check_main, ok=False)
+    assert f"commit {side} is not on main" in refused.stderr, refused.stderr
+    assert not (scratch / "side-build").exists(), "the fetch read a build before checking its commit"
+    assert "not a full commit id" in artifacts("fetch", f"s3://{BUCKET}/{PREFIX}", str(scratch / "short"),
+                                               *check_main, ok=False).stderr
 

@@ -157,7 +157,11 @@ def kms_key(stack, logical, resource):
 
 
 def record(stack, logical, resource):
-    return [("route53:ChangeResourceRecordSets", f"arn:aws:route53:::hostedzone/{resource['Properties']['HostedZoneId']}", {})]
+    """A record change, with the names Route 53 gives IAM (lower case, no final dot)."""
+    props = resource["Properties"]
+    names = sorted({str(r["Name"]).lower().rstrip(".") for r in props.get("RecordSets", [props])})
+    return [("route53:ChangeResourceRecordSets", f"arn:aws:route53:::hostedzone/{props['HostedZoneId']}",
+             {"route53:ChangeResourceRecordSetsNormalizedRecordNames": names})]
 
 
 OPERATIONS = {

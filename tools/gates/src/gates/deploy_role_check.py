@@ -3,22 +3,30 @@ simulator `make iam-check` uses (gates.deploy_roles): `make
 deploy-role-check`.
 
 1. Trust. A GitHub Actions job asks STS for a role with its OIDC token; AWS
-   compares the token's claims with the role's trust policy. The `sub` of a
-   job without `environment:` is `repo:OWNER/NAME:ref:<ref>`, of a pull
-   request `repo:OWNER/NAME:pull_request`, of a job with an environment
-   `repo:OWNER/NAME:environment:<name>`; `job_workflow_ref` names the
-   workflow file and the ref it was read from. The dev role must admit main
-   and nothing else; the prod role only the environment prod of release.yml
-   as main has it: not a tag's run, not a tag's own workflow, not a pull
-   request, a fork, another repository, branch or environment, nor a token
+   compares the token's claims with the role's trust policy. The
+   repository's subject template (repo, context, job_workflow_ref;
+   docs/releases.md) makes `sub` the job's context (`ref:<ref>` without an
+   environment, `pull_request`, `environment:<name>`) and the workflow file
+   with the ref it was read from: `repo:OWNER/NAME:environment:prod:
+   job_workflow_ref:OWNER/NAME/.github/workflows/release.yml@refs/heads/main`.
+   The requests carry `sub` and `aud` only (AWS may not expose
+   `job_workflow_ref` as a key of its own). The dev role must admit main's
+   release.yml and nothing else; the publish role only its environment
+   build, the prod role only its environment prod: not a tag's run, not a
+   tag's own workflow, not a pull request, a fork, another repository,
+   branch, workflow or environment, not the default subject, nor a token
    minted for another audience.
 2. Scope. Each deploy role may drive CloudFormation on its own stage's stack
    (samconfig.toml's name) only, only through its stage's execution role,
-   and touch only its part of the bucket; builds/ is written once. Each
-   execution role creates roles only with its stage's permissions boundary,
-   attaches only the named AWS managed policies, and reaches nothing of the
-   other stage; a role inside the boundary, even with AdministratorAccess,
-   reaches only its own stage.
+   and touch only its part of the bucket; builds/ is written once, by the
+   publish role alone. Each execution role creates roles only with its
+   stage's permissions boundary, changes a role's trust only within it,
+   never touches the pipeline's own roles, attaches only the named AWS
+   managed policies, and reaches nothing of the other stage: its tables,
+   functions, logs, custom domain, records, front; a role inside the
+   boundary, even with AdministratorAccess, reaches only its own stage. The
+   stage's secrets key, as template.yaml writes its policy: no grant, by
+   anyone.
 3. The check's own test: the template with one guard loosened (MUTATIONS)
    must fail step 1 or 2.
 
@@ -74,8 +82,11 @@ def failures(text):
         who, action, resource, context, expected = case[:5]
         extra = case[5] if len(case) > 5 else {}
         policies = extra.get("policies", docs[who]["policies"] if who in docs else [])
+        # AWS sets aws:PrincipalArn on every request (the bucket policy names the
+        # publisher by it); the simulator takes it from the context.
         labelled.append((f"{who}: {action} on {resource} {context or ''}".rstrip(), expected, {
-            "principal": role_arn(who), "action": action, "resource": resource, "context": context,
+            "principal": role_arn(who), "action": action, "resource": resource,
+            "context": {"aws:PrincipalArn": role_arn(who), **context},
             "identityPolicies": policies, "resourcePolicy": extra.get("resourcePolicy"),
             "boundary": extra.get("boundary"),
         }))
@@ -95,9 +106,10 @@ def main():
     if problems:
         print("deploy-role-check: FAILED", *problems, sep="\n  ")
         return 1
-    print(f"deploy-role-check: {count} requests as expected: the trust admits main (dev) and main's release "
-          "workflow in the environment prod (prod), nothing else; each deploy and execution role confined to "
-          "its stage; roles only within the stage's boundary; builds written once")
+    print(f"deploy-role-check: {count} requests as expected: the trust admits main's release workflow (dev), in "
+          "the environment build (publish) and prod (prod), nothing else; each deploy and execution role confined "
+          "to its stage, its edge included; roles only within the stage's boundary, the pipeline's untouched; "
+          "builds written once, by the publisher alone")
 
     missed = []
     for why, old, new in MUTATIONS:

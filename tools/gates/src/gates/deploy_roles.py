@@ -16,7 +16,7 @@ import json
 import subprocess
 import tomllib
 
-from gates.cfn_intrinsics import Intrinsics
+from gates.cfn_intrinsics import NO_VALUE, Intrinsics
 from gates.repo import ROOT
 
 TEMPLATE = ROOT / "deploy" / "github-deploy-role.yaml"
@@ -25,7 +25,12 @@ REGION = "us-east-1"
 REPO = "example-org/petstore"
 PROVIDER = f"arn:aws:iam::{ACCOUNT}:oidc-provider/token.actions.githubusercontent.com"
 BUCKET = "petstore-pipeline-artifactbucket-abc123"
-ROLES = ("DevDeployRole", "ProdDeployRole", "DevExecutionRole", "ProdExecutionRole")
+PIPELINE_STACK = "petstore-pipeline"
+# Each stage's edge as the pipeline stack is given it: prod's as the first-deploy
+# rehearsal deploys prod with a domain; dev's in a zone of its own.
+EDGE = {"DevDomainName": "api.dev.example.com", "DevHostedZoneId": "Z1111111111111",
+        "ProdDomainName": "api.example.com", "ProdHostedZoneId": "Z0000000000000"}
+ROLES = ("BuildPublishRole", "DevDeployRole", "ProdDeployRole", "DevExecutionRole", "ProdExecutionRole")
 BOUNDARIES = ("DevBoundary", "ProdBoundary")
 
 
@@ -36,7 +41,7 @@ def stage_stacks() -> dict[str, str]:
 
 
 def role_arn(name: str) -> str:
-    return f"arn:aws:iam::{ACCOUNT}:role/petstore-pipeline-{name}-XYZ"
+    return f"arn:aws:iam::{ACCOUNT}:role/{PIPELINE_STACK}-{name}-XYZ"
 
 
 def boundary_arn(stack: str) -> str:
@@ -50,7 +55,7 @@ class Roles(Intrinsics):
 
     def __init__(self, template: dict):
         stacks = stage_stacks()
-        self.parameters = {"GitHubRepository": REPO, "ProdStackName": stacks["prod"], "OidcProviderArn": ""}
+        self.parameters = {"GitHubRepository": REPO, "ProdStackName": stacks["prod"], "OidcProviderArn": "", **EDGE}
         self.conditions = template.get("Conditions", {})
         self.mappings = template.get("Mappings", {})
         self.boundaries = {"DevBoundary": boundary_arn(f"{stacks['prod']}-dev"),
@@ -62,12 +67,36 @@ class Roles(Intrinsics):
         if name in self.boundaries:
             return self.boundaries[name]
         return {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT,
+                "AWS::StackName": PIPELINE_STACK, "AWS::NoValue": NO_VALUE,
                 "GitHubOidcProvider": PROVIDER, "ArtifactBucket": BUCKET}[name]
 
     def get_att(self, logical, attribute):
         if attribute == "Arn" and logical in ROLES:
             return role_arn(logical)
         return {("ArtifactBucket", "Arn"): f"arn:aws:s3:::{BUCKET}"}[(logical, attribute)]
+
+
+class StageStack(Intrinsics):
+    """template.yaml's intrinsics as one stage's stack resolves them, for
+    what deploy-role-check reads of it (the webhook secrets key's policy)."""
+
+    def __init__(self, stack: str):
+        self.stack, self.parameters, self.conditions, self.mappings = stack, {}, {}, {}
+
+    def ref(self, name):
+        return {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT,
+                "AWS::StackName": self.stack}[name]
+
+    def get_att(self, logical, attribute):
+        return role_arn(f"{self.stack}-{logical}")
+
+
+def stack_key_policy(stack: str, template: Path = ROOT / "template.yaml") -> dict:
+    """The key policy template.yaml gives the stage's webhook secrets key."""
+    from samtranslator.yaml_helper import yaml_parse
+
+    resources = yaml_parse(template.read_text())["Resources"]
+    return StageStack(stack).resolve(resources["WebhookSecretsKey"]["Properties"]["KeyPolicy"])
 
 
 def load(text: str) -> dict:

@@ -8,9 +8,19 @@ the AWS CLI and the standard library only: the deploy jobs install nothing.
         (a re-run of the same commit) must have the digest recorded now, or
         the publish fails: a build, once written, is never replaced.
     pipeline-artifacts.py fetch s3://BUCKET/builds/COMMIT DIR [--sums-sha256 HEX]
-        download SHA256SUMS (checked against HEX when given) and every file
-        it lists, check each digest, and that the template's code is only
-        those files: what the deploy then deploys is what was built.
+                                [--ancestor-of REF [--repository PATH]]
+        with --ancestor-of, first refuse a COMMIT that is not REF or one of
+        its ancestors (git merge-base --is-ancestor, in PATH's repository):
+        prod deploys only a commit of main's. Then download SHA256SUMS
+        (checked against HEX when given) and every file it lists, check each
+        digest, and that the template's code is only those files: what the
+        deploy then deploys is what was built. builds/ is written only by
+        the publish job's role (deploy/github-deploy-role.yaml), so the sums
+        are the ones main's build recorded, not another writer's.
+    pipeline-artifacts.py digest DIR NAME
+        the digest SHA256SUMS records for NAME, every file of DIR checked
+        first: what a job without credentials checks the smoke binary
+        against before it runs it (the deploy jobs never run it).
 
 Exit 1, saying which file, on any mismatch.
 """
@@ -20,6 +30,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -98,8 +109,24 @@ def publish(directory: Path, url: str) -> None:
         print(f"pipeline-artifacts: s3://{bucket}/{key} was there already, the same bytes")
 
 
-def fetch(url: str, directory: Path, sums_sha256: str | None) -> None:
+def on_branch(commit: str, ref: str, repository: Path) -> None:
+    """The commit is ref or an ancestor of it (a commit of main's, for prod)."""
+    if not re.fullmatch(r"[0-9a-f]{40}", commit):
+        fail(f"{commit!r} is not a full commit id: builds are published under builds/<commit>/")
+    done = subprocess.run(["git", "-C", str(repository), "merge-base", "--is-ancestor", commit, ref],
+                          capture_output=True, text=True)
+    if done.returncode == 1:
+        fail(f"commit {commit} is not on {ref}: a release deploys only a commit main built")
+    if done.returncode != 0:
+        fail(f"cannot tell whether {commit} is on {ref}: {done.stderr.strip()}")
+    print(f"pipeline-artifacts: {commit} is on {ref}")
+
+
+def fetch(url: str, directory: Path, sums_sha256: str | None, ancestor_of: str | None = None,
+          repository: Path = Path(".")) -> None:
     bucket, prefix = split(url)
+    if ancestor_of:
+        on_branch(prefix.rsplit("/", 1)[-1], ancestor_of, repository)
     directory.mkdir(parents=True, exist_ok=True)
 
     def get(name: str) -> None:
@@ -132,11 +159,21 @@ def main() -> int:
     down.add_argument("url")
     down.add_argument("directory", type=Path)
     down.add_argument("--sums-sha256")
+    down.add_argument("--ancestor-of", help="refuse a commit that is not this ref or one of its ancestors")
+    down.add_argument("--repository", type=Path, default=Path("."))
+    digest = commands.add_parser("digest")
+    digest.add_argument("directory", type=Path)
+    digest.add_argument("name")
     args = parser.parse_args()
     if args.command == "publish":
         publish(args.directory, args.url)
+    elif args.command == "digest":
+        sums = recorded(args.directory)
+        if args.name not in sums:
+            fail(f"{SUMS} lists no {args.name}")
+        print(sums[args.name])
     else:
-        fetch(args.url, args.directory, args.sums_sha256)
+        fetch(args.url, args.directory, args.sums_sha256, args.ancestor_of, args.repository)
     return 0
 
 
