@@ -9,6 +9,7 @@ use axum::routing::{get, post};
 use axum::{Extension, Router};
 use chrono::Utc;
 use http::StatusCode;
+use petstore::db::DbError;
 use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link_with_cursor, QueryParams};
 use petstore::http::respond::{json, list_page};
@@ -73,7 +74,9 @@ struct PingData<'a> {
     occurred_at: &'a str,
 }
 
-/// Sends a `webhook.ping` event to the endpoint now.
+/// Sends a `webhook.ping` event to the endpoint now: its own key's to ask
+/// (section 9, 1.3.0), since a ping is a signed request to the receiver that
+/// its caller never made; staff asking of another's is 403.
 async fn ping(
     State(app): State<App>,
     caller: Caller,
@@ -82,6 +85,13 @@ async fn ping(
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "webhookId")?;
     let endpoint = app.db.visible_webhook(id, &caller).await?;
+    if !endpoint.owned_by(&caller) {
+        return Err(DbError::OwnerOnly {
+            kind: "webhook endpoint",
+            change: "ping it",
+        }
+        .into());
+    }
     let now = Utc::now();
     // Its time first, as every event id (`deliveries::timed_event_id`).
     let ping = format!("ping_{:032x}", rand::random::<u128>());
