@@ -131,6 +131,11 @@ async fn retry(
     Path((raw, event_id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "webhookId")?;
+    if !deliveries::is_event_id(&event_id) {
+        return Err(ApiError::NotFound(
+            "no delivery has an eventId of this form".into(),
+        ));
+    }
     let endpoint = app.db.visible_webhook(id, &caller).await?;
     let (client, table) = (app.db.client(), app.db.table());
     let shards = endpoint.delivery_shards;

@@ -144,9 +144,27 @@ impl ListPosition {
     }
 }
 
-/// The longest event id a cursor may carry (a stream record's id, about
-/// 60 characters, is well within it).
-const MAX_EVENT_ID: usize = 128;
+/// The longest event id a cursor or a path may carry (a stream record's
+/// id, about 60 characters, is well within it).
+pub const MAX_EVENT_ID: usize = 128;
+
+/// Whether `raw` has the form of an event id (openapi.yaml's `EventId`
+/// pattern `^[0-9a-f]{11}-[0-9A-Za-z._:-]{1,116}$`): its time, 11 hex
+/// digits of Unix milliseconds ([`timed_event_id`]), `-`, then the stream
+/// record's id and the event's index in it, or a ping's name. Anything else
+/// names no delivery, so it is answered without a read (section 2): a
+/// sort key over DynamoDB's 1,024 bytes would fail the read itself.
+pub fn is_event_id(raw: &str) -> bool {
+    let Some((time, rest)) = raw.split_once('-') else {
+        return false;
+    };
+    let rest_ok = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-');
+    raw.len() <= MAX_EVENT_ID
+        && time.len() == 11
+        && time.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        && !rest.is_empty()
+        && rest.bytes().all(rest_ok)
+}
 
 impl Position for ListPosition {
     fn of(item: &Item) -> Result<ListPosition, DbError> {
