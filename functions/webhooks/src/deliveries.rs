@@ -7,7 +7,7 @@ use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Extension, Router};
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use http::StatusCode;
 use petstore::db::DbError;
 use petstore::http::error::ApiError;
@@ -17,6 +17,7 @@ use petstore::records::{Caller, Id, ValidationError};
 use petstore::webhooks::deliveries::{self, ListPosition, NewDelivery, Start};
 use petstore::webhooks::endpoints::{time, Endpoint};
 use petstore::webhooks::queue::DeliveryMessage;
+use petstore::webhooks::schedule::manual_retry_allowed;
 use petstore::webhooks::types::EventType;
 use petstore::App;
 use serde::Serialize;
@@ -124,6 +125,8 @@ async fn ping(
 /// only when it succeeds: a `failed` delivery whose retry fails stays
 /// `failed`, and a `pending` one keeps its schedule (and the message that
 /// carries it), so no delivery is left `pending` with nothing to come.
+/// Only within its 30 days (section 9): one made earlier is gone as far as
+/// the API goes (404), whether or not DynamoDB's TTL has deleted it yet.
 async fn retry(
     State(app): State<App>,
     caller: Caller,
@@ -140,7 +143,16 @@ async fn retry(
     let (client, table) = (app.db.client(), app.db.table());
     let shards = endpoint.delivery_shards;
     let stored = deliveries::get(client, table, id.get(), shards, &event_id).await?;
-    if stored.is_none() {
+    let retriable = match &stored {
+        Some(delivery) => {
+            let created = DateTime::parse_from_rfc3339(&delivery.created_at)
+                .map_err(ApiError::internal)?
+                .with_timezone(&Utc);
+            manual_retry_allowed(created, Utc::now())
+        }
+        None => false,
+    };
+    if !retriable {
         return Err(ApiError::not_found("delivery", &event_id));
     }
     enqueue(&webhooks, &endpoint, &event_id, true).await?;

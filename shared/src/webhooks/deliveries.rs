@@ -25,6 +25,7 @@
 //! ([`crate::db::shards::merge`]).
 
 use super::endpoints::time;
+use super::schedule::expires_at;
 use super::records::WebhookDelivery;
 use super::types::EventType;
 use crate::db::shards::{
@@ -35,14 +36,11 @@ use crate::records::Id;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt};
 use shown::shown;
 pub use shown::{IN_PROGRESS, KEPT_ATTEMPTS};
 use std::collections::HashMap;
-
-/// How long a delivery is kept after its last change (contract 9).
-pub const KEPT_DAYS: i64 = 30;
 
 /// The sort keys' common start: a delivery partition holds nothing else.
 const SORT_PREFIX: &str = "DELIVERY#";
@@ -175,11 +173,6 @@ impl Position for ListPosition {
     }
 }
 
-/// The table's TTL attribute for an item last changed at `now`.
-pub fn expires_at(now: DateTime<Utc>) -> i64 {
-    (now + Duration::days(KEPT_DAYS)).timestamp()
-}
-
 /// A delivery to create.
 pub struct NewDelivery<'a> {
     pub webhook_id: u64,
@@ -241,6 +234,7 @@ pub async fn create(
         ("attemptCount".to_string(), n(0)),
         ("scheduleStep".to_string(), n(0)),
         ("createdAt".to_string(), s(time(now))),
+        // Fixed here: no later write moves it (30 days from its creation).
         ("expiresAt".to_string(), n(expires_at(now))),
     ]);
     let mut claims = HashMap::new();
