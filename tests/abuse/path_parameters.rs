@@ -92,7 +92,10 @@ fn refused_forms(integer: bool) -> Vec<(String, &'static str)> {
             (format!("{TIMED}-ping%20x"), "wrong alphabet: a space"),
             (format!("{TIMED}-ping%C3%A9"), "wrong alphabet: not ASCII"),
             ("ping_x".to_string(), "no time"),
-            (format!("{}-ping_x", TIMED.to_uppercase()), "upper-case time"),
+            (
+                format!("{}-ping_x", TIMED.to_uppercase()),
+                "upper-case time",
+            ),
         ]);
     }
     forms

@@ -222,7 +222,10 @@ async fn made_days_ago(app: &TestApp, id: u64, event_id: &str, days: i64) -> (St
     let created = chrono::Utc::now() - chrono::Duration::days(days);
     let expires = (created + chrono::Duration::days(30)).timestamp();
     let values = [
-        ("createdAt", AttributeValue::S(petstore::webhooks::endpoints::time(created))),
+        (
+            "createdAt",
+            AttributeValue::S(petstore::webhooks::endpoints::time(created)),
+        ),
         ("expiresAt", AttributeValue::N(expires.to_string())),
     ];
     set_delivery_attributes(app, id, event_id, &values).await;
@@ -256,7 +259,11 @@ async fn a_delivery_lasts_30_days_from_its_creation_however_often_it_is_attempte
     let failed = delivery_when(&staff, id, &event_id, |d| d["state"] == "failed").await;
     let attempts = failed["attemptCount"].as_u64().unwrap_or_default();
     assert!(attempts >= 1, "{failed}");
-    assert_eq!(lifetime(&staff, id, &event_id).await, made, "after its schedule");
+    assert_eq!(
+        lifetime(&staff, id, &event_id).await,
+        made,
+        "after its schedule"
+    );
     let retry = format!("/webhooks/{id}/deliveries/{event_id}/retry");
     staff.post(&retry, json!({})).await.assert_status(202);
     let sent = staff.hooks.queue.take();

@@ -58,7 +58,11 @@ async fn staff_may_read_disable_enable_retry_and_delete_but_not_redirect_or_rota
     assert!(ping.text().contains("own key"), "{}", ping.text());
     assert!(staff.queue_is_empty(), "a refused ping sends nothing");
     let deliveries = customer.get(&format!("{path}/deliveries")).await;
-    assert_eq!(deliveries.json(), json!([]), "a refused ping makes no delivery");
+    assert_eq!(
+        deliveries.json(),
+        json!([]),
+        "a refused ping makes no delivery"
+    );
     let untouched = customer.get(&path).await.json();
     assert_eq!(untouched["url"], RECEIVER);
     assert_eq!(untouched["events"], json!(["order.placed"]));

@@ -124,7 +124,8 @@ pub async fn record_attempt(
         .expression_attribute_values(":attempts", attempts)
         .expression_attribute_values(":state", s(next.state.as_str()))
         .expression_attribute_values(":step", n(next.schedule_step));
-    let set = "SET attempts = :attempts, attemptCount = :count, #state = :state, scheduleStep = :step";
+    let set =
+        "SET attempts = :attempts, attemptCount = :count, #state = :state, scheduleStep = :step";
     let mut remove = "REMOVE #claims.#claim".to_string();
     if delivery.schedule_claim.as_deref() == Some(message_id) {
         remove.push_str(", scheduleClaim");

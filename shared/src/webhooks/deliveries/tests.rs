@@ -69,7 +69,10 @@ fn an_event_id_is_of_the_documented_form_and_no_other() {
     let documented = regex::Regex::new(pattern).unwrap_or_else(|e| panic!("{pattern}: {e}"));
     let longest = schema["maxLength"].as_u64().unwrap_or_default() as usize;
     assert_eq!(longest, MAX_EVENT_ID, "EventId's maxLength");
-    let at = Utc.timestamp_opt(1_700_000_000, 0).single().unwrap_or_default();
+    let at = Utc
+        .timestamp_opt(1_700_000_000, 0)
+        .single()
+        .unwrap_or_default();
     let ping = timed_event_id(at, &format!("ping_{:032x}", 7_u128));
     let streamed = timed_event_id(at, "c4ca4238a0b923820dcc509a6f75849b-0");
     let local = timed_event_id(at, "1f0e8a4c-6b2d-4e7a-9c3b-5d6e7f8a9b0c-2");

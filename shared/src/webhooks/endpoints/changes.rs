@@ -100,9 +100,8 @@ impl Changes {
         let patch = &patch;
         self.run("update webhook", move || async move {
             let mut endpoint = self.visible_webhook(id, caller).await?;
-            let owners_only = patch.url.is_some()
-                || patch.events.is_some()
-                || patch.description.is_some();
+            let owners_only =
+                patch.url.is_some() || patch.events.is_some() || patch.description.is_some();
             if owners_only && !endpoint.owned_by(caller) {
                 return Err(owner_only("change its url, events or description"));
             }
