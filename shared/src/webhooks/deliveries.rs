@@ -25,8 +25,8 @@
 //! ([`crate::db::shards::merge`]).
 
 use super::endpoints::time;
-use super::schedule::expires_at;
 use super::records::WebhookDelivery;
+use super::schedule::expires_at;
 use super::types::EventType;
 use crate::db::shards::{
     first_round_entries, merge, next_round, shard_of, PartitionRead, Position,
@@ -37,7 +37,6 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
-use futures::{StreamExt, TryStreamExt};
 use shown::shown;
 pub use shown::{IN_PROGRESS, KEPT_ATTEMPTS};
 use std::collections::HashMap;
@@ -300,23 +299,28 @@ pub async fn get(
     got.item.map(shown).transpose()
 }
 
-/// How many round trips a page of deliveries may take: as the index
-/// lists' ([`crate::db::query::PAGE_ROUND_TRIPS`]); without a filter the
-/// first settles all but a few pages in a thousand.
-const PAGE_ROUND_TRIPS: usize = 10;
-
-/// The most delivery partitions a page queries at once: an endpoint of a
-/// stack built for 10,000 orders a second has 128, and as many queries at
-/// once would open as many connections (TLS handshakes, in a 128 MB
-/// function's slice of a CPU) and overran DynamoDB Local's accept queue in
-/// the partition model. 16 is the default OrderRate's whole count; above
-/// it a page's first round takes a round trip per 16 partitions.
-const PARTITIONS_AT_ONCE: usize = 16;
+/// The most delivery partitions a page queries at once, one round trip:
+/// an endpoint of a stack built for 10,000 orders a second has 128, and as
+/// many queries at once would open as many connections (TLS handshakes, in
+/// a 128 MB function's slice of a CPU) and overran DynamoDB Local's accept
+/// queue in the partition model. 16 is the default OrderRate's whole
+/// count; above it a page's first round takes a round trip per 16
+/// partitions (8 at 128, the `Capacity` mapping's most).
+pub const PARTITIONS_AT_ONCE: usize = 16;
 
 /// A page of an endpoint's deliveries (its `deliveryShards` `shards`),
-/// newest first, after `after`: each shard queried backwards from the
-/// cursor for its share of the page, then as the index lists' pages go on
-/// ([`next_round`]), merged by sort key.
+/// newest first, after `after`, in a stated amount of work (section 2: at
+/// most 10 round trips): each partition queried once backwards from the
+/// cursor for its share of the page (`shards` queries, 16 at a time), then,
+/// on the few pages that leaves unsettled, one more round trip of at most
+/// [`PARTITIONS_AT_ONCE`] queries of `limit + 1` entries, the least advanced
+/// partitions first ([`next_round`] names those that may still add): at
+/// most `shards + 16` queries in `ceil(shards / 16) + 1` round trips,
+/// merged by sort key. A page so bounded may hold fewer than `limit`, even
+/// none, with a `next` link: the cursor is where every partition has been
+/// examined to ([`merge`]), so the links still see each delivery once.
+/// (Unbounded, the rounds asked every partition that might add: at 128
+/// partitions up to 1,280 queries a page.)
 pub async fn list_page(
     db: &Db,
     webhook_id: Id,
@@ -331,31 +335,43 @@ pub async fn list_page(
         .iter()
         .map(|_| PartitionRead::default())
         .collect();
-    for round in 0..PAGE_ROUND_TRIPS {
-        let wanted = next_round(&reads, limit, true);
-        if wanted.is_empty() {
-            break;
-        }
-        let entries = match round {
-            0 => first_round_entries(limit, partitions.len()),
-            _ => limit + 1,
-        };
-        let answers: Vec<_> = wanted
-            .iter()
-            .map(|&i| {
-                let from = reads[i].resume_after(after.clone());
-                query_shard(db, &partitions[i], entries, from)
-            })
-            .collect();
-        let answers: Vec<_> = futures::stream::iter(answers)
-            .buffered(PARTITIONS_AT_ONCE)
-            .try_collect()
-            .await?;
-        for (i, (items, examined_to)) in wanted.into_iter().zip(answers) {
+    // Every partition once: no page knows its newest deliveries with less.
+    let every: Vec<usize> = (0..partitions.len()).collect();
+    let first = first_round_entries(limit, partitions.len());
+    query_partitions(db, &partitions, &mut reads, &every, first, &after).await?;
+    let mut wanted = next_round(&reads, limit, true);
+    if !wanted.is_empty() {
+        // The frontier is the least advanced partitions' (descending: the
+        // greatest examined position): they keep the page from settling.
+        wanted.sort_by(|a, b| reads[*b].examined_to().cmp(&reads[*a].examined_to()));
+        wanted.truncate(PARTITIONS_AT_ONCE);
+        query_partitions(db, &partitions, &mut reads, &wanted, limit + 1, &after).await?;
+    }
+    merge(reads, limit, true).try_map(shown)
+}
+
+/// Queries `wanted` of `partitions` for `entries` each from where each
+/// stopped (or the cursor), [`PARTITIONS_AT_ONCE`] at a time, each group
+/// answered whole before the next is sent: one round trip a group.
+async fn query_partitions(
+    db: &Db,
+    partitions: &[String],
+    reads: &mut [PartitionRead<ListPosition>],
+    wanted: &[usize],
+    entries: usize,
+    after: &Option<ListPosition>,
+) -> Result<(), DbError> {
+    for group in wanted.chunks(PARTITIONS_AT_ONCE) {
+        let queries = group.iter().map(|&i| {
+            let from = reads[i].resume_after(after.clone());
+            query_shard(db, &partitions[i], entries, from)
+        });
+        let answers = futures::future::try_join_all(queries).await?;
+        for (&i, (items, examined_to)) in group.iter().zip(answers) {
             reads[i].add(items, examined_to)?;
         }
     }
-    merge(reads, limit, true).try_map(shown)
+    Ok(())
 }
 
 /// One query of one delivery partition, newest first: up to `entries`
