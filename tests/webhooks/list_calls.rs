@@ -2,8 +2,11 @@
 //! 47): layout 2's list indexes carry whole items, so no batch read of the
 //! items follows; layout 1's do not hold a webhook's fields, so there the
 //! keys' query is followed by one batch read. Neither read asks for the
-//! sealed secrets, which a list never opens. Counted by the proxy between
-//! the service and DynamoDB Local.
+//! sealed secrets, which a list never opens. And both webhook lists keep
+//! to section 2's bound, in stated calls (issue 61): a staff page of a
+//! hundred owners' endpoints reads their keys and bans together, and a
+//! deliveries page queries each partition once and at most 16 more.
+//! Counted by the proxy between the service and DynamoDB Local.
 
 use super::{register, RECEIVER};
 use crate::helpers::TestApp;
@@ -110,9 +113,17 @@ async fn on_layout_1_a_webhook_list_page_reads_the_keys_then_the_items_without_t
 /// every try, a loaded machine can only lengthen one.
 const TRIES: usize = 3;
 
-/// The calls of one `GET path` through `app` (every call `proxy` received
-/// meanwhile but the limiter's count of the request), the fewest round
-/// trips of [`TRIES`], and the answer of the last try.
+/// Whether `call` is the wrapper's, not the page's: the limiter's count of
+/// the request, or the caller's key looked up again (its cache lapsed on a
+/// slow machine).
+fn is_the_wrapper_s(app: &TestApp, call: &Call) -> bool {
+    (call.operation == "UpdateItem" && call.reaches(&app.rate_limit_table_name))
+        || (call.operation == "GetItem" && call.body.contains("APIKEY#"))
+}
+
+/// The page's own calls of one `GET path` through `app` (every call
+/// `proxy` received meanwhile but the wrapper's), their round trips one
+/// after another, the fewest of [`TRIES`], and that try's answer.
 async fn page_calls(
     app: &TestApp,
     proxy: &FaultProxy,
@@ -123,12 +134,13 @@ async fn page_calls(
         let before = proxy.calls().len();
         let page = app.get(path).await;
         page.assert_status(200);
-        let calls: Vec<Call> = proxy.calls().into_iter().skip(before).collect();
-        let rounds = crate::idempotency::proxy::sequential_round_trips(&calls);
-        let calls: Vec<Call> = calls
+        let calls: Vec<Call> = proxy
+            .calls()
             .into_iter()
-            .filter(|c| !(c.operation == "UpdateItem" && c.reaches(&app.rate_limit_table_name)))
+            .skip(before)
+            .filter(|c| !is_the_wrapper_s(app, c))
             .collect();
+        let rounds = crate::idempotency::proxy::sequential_round_trips(&calls);
         if fewest.as_ref().is_none_or(|(_, f, _)| rounds < *f) {
             fewest = Some((calls, rounds, page));
         }
