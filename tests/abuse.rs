@@ -3,9 +3,11 @@
 //! by the proxy between the service and DynamoDB Local; headers built only
 //! from validated input; (`shedding`) the cheapest refusals first;
 //! (`round_trips`) the count beside the first read, never before a write;
+//! (`path_parameters`) a path parameter no record can have, refused unread;
 //! and (`processes`) the multi-instance guarantees with several service
 //! processes on one DynamoDB Local.
 
+mod path_parameters;
 mod processes;
 mod round_trips;
 mod shedding;

@@ -206,3 +206,81 @@ async fn an_endpoint_of_the_highest_order_rate_lists_its_deliveries_newest_first
     // Then every one comes once, newest first
     assert_eq!(listed, events);
 }
+
+/// A delivery's stored `createdAt` and `expiresAt`, as the table holds them.
+async fn lifetime(app: &TestApp, id: u64, event_id: &str) -> (String, i64) {
+    let stored = crate::webhooks_delivery::delivery_item(app, id, event_id)
+        .await
+        .expect("the delivery is stored");
+    let created = stored["createdAt"].as_str().unwrap_or_default().to_string();
+    (created, stored["expiresAt"].as_i64().unwrap_or_default())
+}
+
+/// Moves the delivery's creation to `days` days ago, its `expiresAt` 30
+/// days after that (what the passing of time leaves).
+async fn made_days_ago(app: &TestApp, id: u64, event_id: &str, days: i64) -> (String, i64) {
+    let created = chrono::Utc::now() - chrono::Duration::days(days);
+    let expires = (created + chrono::Duration::days(30)).timestamp();
+    let values = [
+        (
+            "createdAt",
+            AttributeValue::S(petstore::webhooks::endpoints::time(created)),
+        ),
+        ("expiresAt", AttributeValue::N(expires.to_string())),
+    ];
+    set_delivery_attributes(app, id, event_id, &values).await;
+    lifetime(app, id, event_id).await
+}
+
+#[tokio::test]
+async fn a_delivery_lasts_30_days_from_its_creation_however_often_it_is_attempted_or_retried() {
+    use crate::webhooks_delivery::{deliverer, delivery_when, register, system_resolver};
+    use crate::webhooks_delivery::{NewEndpoint, LOCAL};
+    // Given staff's own endpoint on a port nobody listens on (every attempt
+    // fails), and a ping to it made 10 days ago
+    let staff = TestApp::spawn().await;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = closed.local_addr().expect("its address").port();
+    drop(closed);
+    let url = format!("http://127.0.0.1:{port}/hooks");
+    let secret = petstore::webhooks::sign::new_secret();
+    let endpoint = NewEndpoint::new(staff.key_id, "staff", &url, &secret);
+    let id = register(&staff, &endpoint, &LOCAL, system_resolver().as_ref()).await;
+    let event_id = ping(&staff, id).await["eventId"]
+        .as_str()
+        .expect("an eventId")
+        .to_string();
+    let made = made_days_ago(&staff, id, &event_id, 10).await;
+
+    // When its schedule runs out and it is retried by hand
+    let deliverer = deliverer(&staff, LOCAL, system_resolver());
+    let sent = staff.hooks.queue.take();
+    deliverer.queue.send(sent).await.expect("queued");
+    let failed = delivery_when(&staff, id, &event_id, |d| d["state"] == "failed").await;
+    let attempts = failed["attemptCount"].as_u64().unwrap_or_default();
+    assert!(attempts >= 1, "{failed}");
+    assert_eq!(
+        lifetime(&staff, id, &event_id).await,
+        made,
+        "after its schedule"
+    );
+    let retry = format!("/webhooks/{id}/deliveries/{event_id}/retry");
+    staff.post(&retry, json!({})).await.assert_status(202);
+    let sent = staff.hooks.queue.take();
+    deliverer.queue.send(sent).await.expect("queued");
+    delivery_when(&staff, id, &event_id, |d| {
+        d["attemptCount"].as_u64() == Some(attempts + 1)
+    })
+    .await;
+
+    // Then it still expires 30 days after it was made
+    assert_eq!(lifetime(&staff, id, &event_id).await, made, "after a retry");
+
+    // And once those 30 days are over it is retried no more: 404, nothing sent
+    made_days_ago(&staff, id, &event_id, 30).await;
+    staff
+        .post(&retry, json!({}))
+        .await
+        .assert_error(404, "NOT_FOUND");
+    assert!(staff.queue_is_empty(), "an expired delivery sends nothing");
+}

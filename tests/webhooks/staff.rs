@@ -1,6 +1,7 @@
 //! Staff's reach over another key's endpoint (section 9): list, read
 //! (without secrets), disable, enable, retry and delete it; never say where
-//! its events go nor rotate or read its secret (403 `FORBIDDEN`).
+//! its events go, rename it, ping it, nor rotate or read its secret (403
+//! `FORBIDDEN`, 1.3.0).
 
 use super::{register, RECEIVER};
 use crate::helpers::TestApp;
@@ -12,7 +13,7 @@ async fn staff_may_read_disable_enable_retry_and_delete_but_not_redirect_or_rota
     let customer = staff.as_customer().await;
     let created = register(
         &customer,
-        json!({"url": RECEIVER, "events": ["order.placed"]}),
+        json!({"url": RECEIVER, "events": ["order.placed"], "description": "Ops"}),
     )
     .await;
     let id = created["id"].as_u64().expect("a webhook id");
@@ -34,6 +35,12 @@ async fn staff_may_read_disable_enable_retry_and_delete_but_not_redirect_or_rota
             json!({"events": null, "enabled": false}),
             "events with enabled",
         ),
+        (json!({"description": "Checked by staff"}), "description"),
+        (json!({"description": null}), "description removed"),
+        (
+            json!({"enabled": true, "description": "Checked by staff"}),
+            "description with enabled",
+        ),
     ] {
         let refused = staff.patch(&path, body).await;
         refused.assert_error(403, "FORBIDDEN");
@@ -45,9 +52,21 @@ async fn staff_may_read_disable_enable_retry_and_delete_but_not_redirect_or_rota
     }
     let rotate = staff.post(&format!("{path}/secret"), json!({})).await;
     rotate.assert_error(403, "FORBIDDEN");
+    staff.hooks.queue.take();
+    let ping = staff.post(&format!("{path}/ping"), json!({})).await;
+    ping.assert_error(403, "FORBIDDEN");
+    assert!(ping.text().contains("own key"), "{}", ping.text());
+    assert!(staff.queue_is_empty(), "a refused ping sends nothing");
+    let deliveries = customer.get(&format!("{path}/deliveries")).await;
+    assert_eq!(
+        deliveries.json(),
+        json!([]),
+        "a refused ping makes no delivery"
+    );
     let untouched = customer.get(&path).await.json();
     assert_eq!(untouched["url"], RECEIVER);
     assert_eq!(untouched["events"], json!(["order.placed"]));
+    assert_eq!(untouched["description"], "Ops");
     assert_eq!(
         untouched["enabled"], true,
         "a refused patch changes nothing"
@@ -57,10 +76,7 @@ async fn staff_may_read_disable_enable_retry_and_delete_but_not_redirect_or_rota
     disabled.assert_status(200);
     assert_eq!(customer.get(&path).await.json()["enabled"], false);
     staff
-        .patch(
-            &path,
-            json!({"enabled": true, "description": "Checked by staff"}),
-        )
+        .patch(&path, json!({"enabled": true}))
         .await
         .assert_status(200);
     assert_eq!(customer.get(&path).await.json()["enabled"], true);
@@ -98,4 +114,12 @@ async fn the_owner_itself_may_redirect_and_rotate_staff_or_not() {
         .await;
     rotated.assert_status(200);
     assert!(rotated.json()["secret"].is_string());
+    staff
+        .patch(&format!("/webhooks/{id}"), json!({"description": "Ours"}))
+        .await
+        .assert_status(200);
+    staff
+        .post(&format!("/webhooks/{id}/ping"), json!({}))
+        .await
+        .assert_status(202);
 }

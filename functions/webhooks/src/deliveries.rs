@@ -7,8 +7,9 @@ use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Extension, Router};
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use http::StatusCode;
+use petstore::db::DbError;
 use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link_with_cursor, QueryParams};
 use petstore::http::respond::{json, list_page};
@@ -16,6 +17,7 @@ use petstore::records::{Caller, Id, ValidationError};
 use petstore::webhooks::deliveries::{self, ListPosition, NewDelivery, Start};
 use petstore::webhooks::endpoints::{time, Endpoint};
 use petstore::webhooks::queue::DeliveryMessage;
+use petstore::webhooks::schedule::manual_retry_allowed;
 use petstore::webhooks::types::EventType;
 use petstore::App;
 use serde::Serialize;
@@ -73,7 +75,9 @@ struct PingData<'a> {
     occurred_at: &'a str,
 }
 
-/// Sends a `webhook.ping` event to the endpoint now.
+/// Sends a `webhook.ping` event to the endpoint now: its own key's to ask
+/// (section 9, 1.3.0), since a ping is a signed request to the receiver that
+/// its caller never made; staff asking of another's is 403.
 async fn ping(
     State(app): State<App>,
     caller: Caller,
@@ -82,6 +86,13 @@ async fn ping(
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "webhookId")?;
     let endpoint = app.db.visible_webhook(id, &caller).await?;
+    if !endpoint.owned_by(&caller) {
+        return Err(DbError::OwnerOnly {
+            kind: "webhook endpoint",
+            change: "ping it",
+        }
+        .into());
+    }
     let now = Utc::now();
     // Its time first, as every event id (`deliveries::timed_event_id`).
     let ping = format!("ping_{:032x}", rand::random::<u128>());
@@ -114,6 +125,8 @@ async fn ping(
 /// only when it succeeds: a `failed` delivery whose retry fails stays
 /// `failed`, and a `pending` one keeps its schedule (and the message that
 /// carries it), so no delivery is left `pending` with nothing to come.
+/// Only within its 30 days (section 9): one made earlier is gone as far as
+/// the API goes (404), whether or not DynamoDB's TTL has deleted it yet.
 async fn retry(
     State(app): State<App>,
     caller: Caller,
@@ -121,11 +134,25 @@ async fn retry(
     Path((raw, event_id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "webhookId")?;
+    if !deliveries::is_event_id(&event_id) {
+        return Err(ApiError::NotFound(
+            "no delivery has an eventId of this form".into(),
+        ));
+    }
     let endpoint = app.db.visible_webhook(id, &caller).await?;
     let (client, table) = (app.db.client(), app.db.table());
     let shards = endpoint.delivery_shards;
     let stored = deliveries::get(client, table, id.get(), shards, &event_id).await?;
-    if stored.is_none() {
+    let retriable = match &stored {
+        Some(delivery) => {
+            let created = DateTime::parse_from_rfc3339(&delivery.created_at)
+                .map_err(ApiError::internal)?
+                .with_timezone(&Utc);
+            manual_retry_allowed(created, Utc::now())
+        }
+        None => false,
+    };
+    if !retriable {
         return Err(ApiError::not_found("delivery", &event_id));
     }
     enqueue(&webhooks, &endpoint, &event_id, true).await?;

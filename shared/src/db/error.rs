@@ -18,7 +18,8 @@ pub enum DbError {
     #[error("{field} {id} names no record")]
     UnknownReference { field: &'static str, id: Id },
     /// The caller may see the record but this change is its owner's alone
-    /// (a webhook endpoint's `url`, `events` and secret: section 9).
+    /// (a webhook endpoint's `url`, `events`, `description`, secret and
+    /// ping: section 9).
     #[error("only the {kind}'s own key may {change}")]
     OwnerOnly {
         kind: &'static str,

@@ -207,6 +207,12 @@ impl<K: Position> PartitionRead<K> {
         self.examined_to.clone().or(cursor)
     }
 
+    /// The position of the last entry examined, while the partition is not
+    /// at its end: the least advanced partitions are the page's frontier.
+    pub(crate) fn examined_to(&self) -> Option<&K> {
+        self.examined_to.as_ref().filter(|_| !self.done)
+    }
+
     /// Whether another query of this partition could still add to the page:
     /// it has not reached its end, and holds no more than a page's worth
     /// (a page takes at most `limit` from any one partition).

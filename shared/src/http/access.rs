@@ -50,7 +50,10 @@ pub const ACCESS: &[(Method, &str, Access)] = &[
     (Method::GET, "/store/inventory/{petId}", EVERY_ROLE),
     (Method::PUT, "/store/inventory/{petId}", STAFF),
     // Webhooks (contract 9): every key may register its own endpoints;
-    // ownership (another's reads as 404) is the database layer's.
+    // ownership (another's reads as 404) is the database layer's, and so is
+    // staff's reach over another's (1.3.0: disable, enable, delete, retry;
+    // its url, events, description, secret and ping are 403), decided per
+    // endpoint, so both roles are listed here.
     (Method::GET, "/webhooks", EVERY_ROLE),
     (Method::POST, "/webhooks", EVERY_ROLE),
     (Method::GET, "/webhooks/{webhookId}", EVERY_ROLE),

@@ -26,6 +26,7 @@
 
 use super::endpoints::time;
 use super::records::WebhookDelivery;
+use super::schedule::expires_at;
 use super::types::EventType;
 use crate::db::shards::{
     first_round_entries, merge, next_round, shard_of, PartitionRead, Position,
@@ -35,14 +36,10 @@ use crate::records::Id;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
-use chrono::{DateTime, Duration, Utc};
-use futures::{StreamExt, TryStreamExt};
+use chrono::{DateTime, Utc};
 use shown::shown;
 pub use shown::{IN_PROGRESS, KEPT_ATTEMPTS};
 use std::collections::HashMap;
-
-/// How long a delivery is kept after its last change (contract 9).
-pub const KEPT_DAYS: i64 = 30;
 
 /// The sort keys' common start: a delivery partition holds nothing else.
 const SORT_PREFIX: &str = "DELIVERY#";
@@ -144,9 +141,27 @@ impl ListPosition {
     }
 }
 
-/// The longest event id a cursor may carry (a stream record's id, about
-/// 60 characters, is well within it).
-const MAX_EVENT_ID: usize = 128;
+/// The longest event id a cursor or a path may carry (a stream record's
+/// id, about 60 characters, is well within it).
+pub const MAX_EVENT_ID: usize = 128;
+
+/// Whether `raw` has the form of an event id (openapi.yaml's `EventId`
+/// pattern `^[0-9a-f]{11}-[0-9A-Za-z._:-]{1,116}$`): its time, 11 hex
+/// digits of Unix milliseconds ([`timed_event_id`]), `-`, then the stream
+/// record's id and the event's index in it, or a ping's name. Anything else
+/// names no delivery, so it is answered without a read (section 2): a
+/// sort key over DynamoDB's 1,024 bytes would fail the read itself.
+pub fn is_event_id(raw: &str) -> bool {
+    let Some((time, rest)) = raw.split_once('-') else {
+        return false;
+    };
+    let rest_ok = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-');
+    raw.len() <= MAX_EVENT_ID
+        && time.len() == 11
+        && time.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        && !rest.is_empty()
+        && rest.bytes().all(rest_ok)
+}
 
 impl Position for ListPosition {
     fn of(item: &Item) -> Result<ListPosition, DbError> {
@@ -155,11 +170,6 @@ impl Position for ListPosition {
             _ => Err(DbError::internal("a delivery item without its sort key")),
         }
     }
-}
-
-/// The table's TTL attribute for an item last changed at `now`.
-pub fn expires_at(now: DateTime<Utc>) -> i64 {
-    (now + Duration::days(KEPT_DAYS)).timestamp()
 }
 
 /// A delivery to create.
@@ -223,6 +233,7 @@ pub async fn create(
         ("attemptCount".to_string(), n(0)),
         ("scheduleStep".to_string(), n(0)),
         ("createdAt".to_string(), s(time(now))),
+        // Fixed here: no later write moves it (30 days from its creation).
         ("expiresAt".to_string(), n(expires_at(now))),
     ]);
     let mut claims = HashMap::new();
@@ -288,23 +299,28 @@ pub async fn get(
     got.item.map(shown).transpose()
 }
 
-/// How many round trips a page of deliveries may take: as the index
-/// lists' ([`crate::db::query::PAGE_ROUND_TRIPS`]); without a filter the
-/// first settles all but a few pages in a thousand.
-const PAGE_ROUND_TRIPS: usize = 10;
-
-/// The most delivery partitions a page queries at once: an endpoint of a
-/// stack built for 10,000 orders a second has 128, and as many queries at
-/// once would open as many connections (TLS handshakes, in a 128 MB
-/// function's slice of a CPU) and overran DynamoDB Local's accept queue in
-/// the partition model. 16 is the default OrderRate's whole count; above
-/// it a page's first round takes a round trip per 16 partitions.
-const PARTITIONS_AT_ONCE: usize = 16;
+/// The most delivery partitions a page queries at once, one round trip:
+/// an endpoint of a stack built for 10,000 orders a second has 128, and as
+/// many queries at once would open as many connections (TLS handshakes, in
+/// a 128 MB function's slice of a CPU) and overran DynamoDB Local's accept
+/// queue in the partition model. 16 is the default OrderRate's whole
+/// count; above it a page's first round takes a round trip per 16
+/// partitions (8 at 128, the `Capacity` mapping's most).
+pub const PARTITIONS_AT_ONCE: usize = 16;
 
 /// A page of an endpoint's deliveries (its `deliveryShards` `shards`),
-/// newest first, after `after`: each shard queried backwards from the
-/// cursor for its share of the page, then as the index lists' pages go on
-/// ([`next_round`]), merged by sort key.
+/// newest first, after `after`, in a stated amount of work (section 2: at
+/// most 10 round trips): each partition queried once backwards from the
+/// cursor for its share of the page (`shards` queries, 16 at a time), then,
+/// on the few pages that leaves unsettled, one more round trip of at most
+/// [`PARTITIONS_AT_ONCE`] queries of `limit + 1` entries, the least advanced
+/// partitions first ([`next_round`] names those that may still add): at
+/// most `shards + 16` queries in `ceil(shards / 16) + 1` round trips,
+/// merged by sort key. A page so bounded may hold fewer than `limit`, even
+/// none, with a `next` link: the cursor is where every partition has been
+/// examined to ([`merge`]), so the links still see each delivery once.
+/// (Unbounded, the rounds asked every partition that might add: at 128
+/// partitions up to 1,280 queries a page.)
 pub async fn list_page(
     db: &Db,
     webhook_id: Id,
@@ -319,31 +335,43 @@ pub async fn list_page(
         .iter()
         .map(|_| PartitionRead::default())
         .collect();
-    for round in 0..PAGE_ROUND_TRIPS {
-        let wanted = next_round(&reads, limit, true);
-        if wanted.is_empty() {
-            break;
-        }
-        let entries = match round {
-            0 => first_round_entries(limit, partitions.len()),
-            _ => limit + 1,
-        };
-        let answers: Vec<_> = wanted
-            .iter()
-            .map(|&i| {
-                let from = reads[i].resume_after(after.clone());
-                query_shard(db, &partitions[i], entries, from)
-            })
-            .collect();
-        let answers: Vec<_> = futures::stream::iter(answers)
-            .buffered(PARTITIONS_AT_ONCE)
-            .try_collect()
-            .await?;
-        for (i, (items, examined_to)) in wanted.into_iter().zip(answers) {
+    // Every partition once: no page knows its newest deliveries with less.
+    let every: Vec<usize> = (0..partitions.len()).collect();
+    let first = first_round_entries(limit, partitions.len());
+    query_partitions(db, &partitions, &mut reads, &every, first, &after).await?;
+    let mut wanted = next_round(&reads, limit, true);
+    if !wanted.is_empty() {
+        // The frontier is the least advanced partitions' (descending: the
+        // greatest examined position): they keep the page from settling.
+        wanted.sort_by(|a, b| reads[*b].examined_to().cmp(&reads[*a].examined_to()));
+        wanted.truncate(PARTITIONS_AT_ONCE);
+        query_partitions(db, &partitions, &mut reads, &wanted, limit + 1, &after).await?;
+    }
+    merge(reads, limit, true).try_map(shown)
+}
+
+/// Queries `wanted` of `partitions` for `entries` each from where each
+/// stopped (or the cursor), [`PARTITIONS_AT_ONCE`] at a time, each group
+/// answered whole before the next is sent: one round trip a group.
+async fn query_partitions(
+    db: &Db,
+    partitions: &[String],
+    reads: &mut [PartitionRead<ListPosition>],
+    wanted: &[usize],
+    entries: usize,
+    after: &Option<ListPosition>,
+) -> Result<(), DbError> {
+    for group in wanted.chunks(PARTITIONS_AT_ONCE) {
+        let queries = group.iter().map(|&i| {
+            let from = reads[i].resume_after(after.clone());
+            query_shard(db, &partitions[i], entries, from)
+        });
+        let answers = futures::future::try_join_all(queries).await?;
+        for (&i, (items, examined_to)) in group.iter().zip(answers) {
             reads[i].add(items, examined_to)?;
         }
     }
-    merge(reads, limit, true).try_map(shown)
+    Ok(())
 }
 
 /// One query of one delivery partition, newest first: up to `entries`

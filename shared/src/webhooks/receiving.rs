@@ -10,7 +10,8 @@
 //! within that bound.
 
 use crate::config::Config;
-use crate::db::{classify, DbError, Item, Layout};
+use crate::db::query::Projection;
+use crate::db::{classify, Db, DbError, Item, Layout};
 use crate::ratelimit::keys::KeyStore;
 use crate::records::{Id, Role};
 use crate::webhooks::records::WebhookEndpoint;
@@ -18,8 +19,8 @@ use crate::webhooks::types::EventType;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 /// Why an endpoint receives nothing now (`notReceivingReason`).
@@ -114,13 +115,17 @@ pub fn takes(
 }
 
 /// Sets `receiving` and `notReceivingReason` on endpoints as shown to a
-/// caller, each as decided now.
+/// caller, each as decided now: their owners' states read together
+/// ([`KeyStates::states`]), so a page of a hundred owners' endpoints is a
+/// bounded number of round trips, not three reads after one another per
+/// owner.
 pub async fn show(keys: &KeyStates, records: &mut [WebhookEndpoint]) -> Result<(), DbError> {
     let now = Utc::now();
+    let owners: Vec<u64> = records.iter().map(|r| r.owner_id.get()).collect();
+    let states = keys.states(&owners).await?;
     for record in records {
-        let decided = keys
-            .decide(record.enabled, record.owner_id.get(), now)
-            .await?;
+        let state = states.get(&record.owner_id.get()).and_then(Option::as_ref);
+        let decided = decide(record.enabled, state, now);
         record.receiving = Some(decided.is_ok());
         record.not_receiving_reason = decided.err().map(|why| why.reason().to_string());
     }
@@ -186,12 +191,50 @@ impl KeyStates {
             return Ok(known);
         }
         let state = self.read(owner).await?;
+        self.remember(owner, state.clone());
+        Ok(state)
+    }
+
+    fn remember(&self, owner: u64, state: Option<KeyState>) {
         let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
         if known.len() >= REMEMBERED_KEYS {
             known.clear();
         }
-        known.insert(owner, (Instant::now(), state.clone()));
-        Ok(state)
+        known.insert(owner, (Instant::now(), state));
+    }
+
+    /// The states of `owners`, each as read within the time-to-live; those
+    /// not held are read together: their keys by
+    /// [`KeyStore::find_all_by_id`] and, beside those, their bans in one
+    /// batch read a hundred (`BatchGetItem` of the counter table).
+    pub async fn states(&self, owners: &[u64]) -> Result<HashMap<u64, Option<KeyState>>, DbError> {
+        let mut states = HashMap::with_capacity(owners.len());
+        let mut unread = BTreeSet::new();
+        for &owner in owners {
+            match self.remembered(owner) {
+                Some(known) => {
+                    states.insert(owner, known);
+                }
+                None => {
+                    unread.insert(owner);
+                }
+            }
+        }
+        let ids: Vec<Id> = unread.iter().filter_map(|owner| Id::new(*owner)).collect();
+        let (records, bans) = futures::try_join!(self.keys.find_all_by_id(&ids), self.bans(&ids))?;
+        for owner in unread {
+            let state = Id::new(owner).and_then(|id| {
+                records.get(&id).map(|record| KeyState {
+                    role: record.role,
+                    revoked: record.revoked,
+                    expires_at: record.expires_at,
+                    banned_until: bans.get(&id).copied(),
+                })
+            });
+            self.remember(owner, state.clone());
+            states.insert(owner, state);
+        }
+        Ok(states)
     }
 
     /// [`decide`] for an endpoint of `owner`.
@@ -244,23 +287,68 @@ impl KeyStates {
         }))
     }
 
+    /// The bans recorded for `ids` (some may be over), by key: one batch
+    /// read a hundred keys.
+    async fn bans(&self, ids: &[Id]) -> Result<HashMap<Id, DateTime<Utc>>, DbError> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let keys = ids
+            .iter()
+            .map(|id| Item::from([("PK".to_string(), AttributeValue::S(ban_key(*id)))]))
+            .collect();
+        let limits = Db::new(self.client.clone(), &self.limits_table);
+        let read = limits
+            .batch_get("read bans", keys, Some(&BAN_FIELDS))
+            .await?;
+        let mut bans = HashMap::new();
+        for item in read {
+            let id = match item.get("PK") {
+                Some(AttributeValue::S(pk)) => {
+                    pk.strip_prefix(BAN_PREFIX).and_then(|id| id.parse().ok())
+                }
+                _ => None,
+            };
+            if let (Some(id), Some(until)) = (id.and_then(Id::new), banned_until_of(&item)) {
+                bans.insert(id, until);
+            }
+        }
+        Ok(bans)
+    }
+
     /// The key's ban, if one is recorded (it may be over).
     async fn banned_until(&self, id: Id) -> Result<Option<DateTime<Utc>>, DbError> {
         let got = self
             .client
             .get_item()
             .table_name(&self.limits_table)
-            .key("PK", AttributeValue::S(format!("LIMIT#key:{id}")))
+            .key("PK", AttributeValue::S(ban_key(id)))
             .projection_expression("bannedUntil")
             .send()
             .await
             .map_err(|e| classify(&self.limits_table, e))?;
-        let until = match got.item.as_ref().and_then(|item| item.get("bannedUntil")) {
-            Some(AttributeValue::N(raw)) => raw.parse::<i64>().ok(),
-            _ => None,
-        };
-        Ok(until.and_then(|at| DateTime::from_timestamp(at, 0)))
+        Ok(got.item.as_ref().and_then(banned_until_of))
     }
+}
+
+/// The counter table's item that holds key `id`'s ban: its `PK`'s start.
+const BAN_PREFIX: &str = "LIMIT#key:";
+
+fn ban_key(id: Id) -> String {
+    format!("{BAN_PREFIX}{id}")
+}
+
+/// What a batch read of bans reads: the key, to tell whose, and the ban.
+static BAN_FIELDS: LazyLock<Projection> =
+    LazyLock::new(|| Projection::of_attributes(&["PK", "bannedUntil"]));
+
+/// A counter item's ban (`bannedUntil`, Unix seconds), if it has one.
+fn banned_until_of(item: &Item) -> Option<DateTime<Utc>> {
+    let until = match item.get("bannedUntil") {
+        Some(AttributeValue::N(raw)) => raw.parse::<i64>().ok(),
+        _ => None,
+    };
+    until.and_then(|at| DateTime::from_timestamp(at, 0))
 }
 
 #[cfg(test)]

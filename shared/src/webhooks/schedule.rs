@@ -16,8 +16,9 @@ pub const SCHEDULE_VARIABLE: &str = "WEBHOOK_RETRY_SCHEDULE";
 pub const DEFAULT_SCHEDULE: &str = "5,300,1800,7200,18000,36000,50400,72000,86400";
 /// An endpoint whose every attempt has failed for this long is disabled.
 pub const DISABLE_AFTER: Duration = Duration::days(3);
-/// How long a delivery (and its record) lasts after its last change: a
-/// failed one can be retried by hand until then.
+/// How long a delivery (and its record) lasts from its creation, however
+/// often it is attempted: a failed one can be retried by hand until then.
+/// Fixed, so that retries by hand cannot keep a record for ever.
 pub const RECORD_LIFETIME: Duration = Duration::days(30);
 /// Each wait is multiplied by a factor drawn uniformly from this range, so
 /// that the deliveries of one burst do not come back all at once.
@@ -149,15 +150,17 @@ pub fn disables(failing_since: DateTime<Utc>, now: DateTime<Utc>) -> bool {
     now - failing_since >= DISABLE_AFTER
 }
 
-/// Whether a delivery last changed at `last_change` may still be retried by
-/// hand at `now` (its record still lasts).
-pub fn manual_retry_allowed(last_change: DateTime<Utc>, now: DateTime<Utc>) -> bool {
-    now - last_change < RECORD_LIFETIME
+/// Whether a delivery made at `created` may still be retried by hand at
+/// `now`: within its record's lifetime (DynamoDB's TTL deletes it some
+/// time after, so an item past its `expiresAt` may still be read).
+pub fn manual_retry_allowed(created: DateTime<Utc>, now: DateTime<Utc>) -> bool {
+    now - created < RECORD_LIFETIME
 }
 
-/// The record's `expiresAt` (DynamoDB's TTL, epoch seconds) for a change at `now`.
-pub fn expires_at(now: DateTime<Utc>) -> i64 {
-    (now + RECORD_LIFETIME).timestamp()
+/// The record's `expiresAt` (DynamoDB's TTL, epoch seconds) for a delivery
+/// made at `created`.
+pub fn expires_at(created: DateTime<Utc>) -> i64 {
+    (created + RECORD_LIFETIME).timestamp()
 }
 
 #[cfg(test)]

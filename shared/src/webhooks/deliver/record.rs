@@ -10,7 +10,6 @@ use super::items::{
 };
 use super::DeliverError;
 use crate::webhooks::attempt::{Attempt, Outcome};
-use crate::webhooks::schedule::expires_at;
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
@@ -110,7 +109,8 @@ pub async fn record_attempt(
     let kept = attempts.split_off(attempts.len().saturating_sub(KEPT_ATTEMPTS));
     let attempts =
         serde_dynamo::to_attribute_value(kept).map_err(|e| DeliverError::Item(e.to_string()))?;
-    let now = Utc::now();
+    // `expiresAt` is left as the delivery was made: its 30 days run from
+    // its creation, never from its last attempt (section 9).
     let mut update = client
         .update_item()
         .table_name(table)
@@ -123,9 +123,9 @@ pub async fn record_attempt(
         .expression_attribute_values(":count", n(delivery.attempt_count + 1))
         .expression_attribute_values(":attempts", attempts)
         .expression_attribute_values(":state", s(next.state.as_str()))
-        .expression_attribute_values(":step", n(next.schedule_step))
-        .expression_attribute_values(":expires", n(expires_at(now)));
-    let set = "SET attempts = :attempts, attemptCount = :count, #state = :state, scheduleStep = :step, expiresAt = :expires";
+        .expression_attribute_values(":step", n(next.schedule_step));
+    let set =
+        "SET attempts = :attempts, attemptCount = :count, #state = :state, scheduleStep = :step";
     let mut remove = "REMOVE #claims.#claim".to_string();
     if delivery.schedule_claim.as_deref() == Some(message_id) {
         remove.push_str(", scheduleClaim");
@@ -146,9 +146,8 @@ pub async fn give_up(
     table: &str,
     delivery: &Delivery,
 ) -> Result<bool, DeliverError> {
-    let expires = n(expires_at(Utc::now()));
-    let set = "SET #state = :failed, expiresAt = :expires REMOVE nextAttemptAt";
-    let values = [(":failed", s("failed")), (":expires", expires)];
+    let set = "SET #state = :failed REMOVE nextAttemptAt";
+    let values = [(":failed", s("failed"))];
     unattempted(client, table, delivery, set, values).await
 }
 

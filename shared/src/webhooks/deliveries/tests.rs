@@ -56,3 +56,50 @@ fn event_ids_sort_as_their_times_and_keep_their_shard() {
         .collect();
     assert_eq!(spread.len(), 8, "every shard is used");
 }
+
+/// `is_event_id` is openapi.yaml's `EventId` parameter, its pattern and
+/// its `maxLength`: what the retry answers 404 to without a read is what
+/// the document says no delivery has.
+#[test]
+fn an_event_id_is_of_the_documented_form_and_no_other() {
+    let document: serde_json::Value =
+        serde_json::from_str(crate::http::openapi::OPENAPI_JSON).unwrap_or_default();
+    let schema = &document["components"]["parameters"]["EventId"]["schema"];
+    let pattern = schema["pattern"].as_str().unwrap_or_default();
+    let documented = regex::Regex::new(pattern).unwrap_or_else(|e| panic!("{pattern}: {e}"));
+    let longest = schema["maxLength"].as_u64().unwrap_or_default() as usize;
+    assert_eq!(longest, MAX_EVENT_ID, "EventId's maxLength");
+    let at = Utc
+        .timestamp_opt(1_700_000_000, 0)
+        .single()
+        .unwrap_or_default();
+    let ping = timed_event_id(at, &format!("ping_{:032x}", 7_u128));
+    let streamed = timed_event_id(at, "c4ca4238a0b923820dcc509a6f75849b-0");
+    let local = timed_event_id(at, "1f0e8a4c-6b2d-4e7a-9c3b-5d6e7f8a9b0c-2");
+    let longest_id = format!("{}-{}", "0".repeat(11), "a".repeat(MAX_EVENT_ID - 12));
+    for accepted in [ping, streamed, local, longest_id] {
+        assert!(is_event_id(&accepted), "{accepted}");
+        assert!(documented.is_match(&accepted), "{accepted}");
+        assert!(accepted.len() <= longest, "{accepted}");
+    }
+    let too_long = format!("{}-{}", "0".repeat(11), "a".repeat(MAX_EVENT_ID - 11));
+    for refused in [
+        "",
+        "0",
+        "-1",
+        "9223372036854775808",
+        "evt_unknown",
+        "ping_x",
+        "18bcfe56800-",
+        "18bcfe5680-ping",
+        "18BCFE56800-ping",
+        "18bcfe56800-ping x",
+        "18bcfe56800-ping/x",
+        "18bcfe56800-pingé",
+        too_long.as_str(),
+    ] {
+        assert!(!is_event_id(refused), "{refused}");
+        let documented_form = documented.is_match(refused) && refused.len() <= longest;
+        assert!(!documented_form, "{refused}");
+    }
+}

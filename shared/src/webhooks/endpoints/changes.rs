@@ -85,10 +85,11 @@ impl Changes {
     }
 
     /// Applies `patch` to an endpoint `caller` may see: only the fields it
-    /// carries, so the delivery's own writes (`failingSince`) stay. Where
-    /// its events go (`url`, `events`) is its owner's alone: staff asking
-    /// for another's is 403 (section 9), and the write's `ownerId`
-    /// condition keeps that true of the item written.
+    /// carries, so the delivery's own writes (`failingSince`) stay. Staff's
+    /// reach over another's endpoint is `enabled` alone (section 9, 1.3.0):
+    /// where its events go (`url`, `events`) and what its owner calls it
+    /// (`description`) are its owner's, staff asking is 403, and the
+    /// write's `ownerId` condition keeps that true of the item written.
     /// `enabled: true` clears `disabledReason` and `failingSince`.
     pub async fn update_webhook(
         &self,
@@ -99,8 +100,10 @@ impl Changes {
         let patch = &patch;
         self.run("update webhook", move || async move {
             let mut endpoint = self.visible_webhook(id, caller).await?;
-            if (patch.url.is_some() || patch.events.is_some()) && !endpoint.owned_by(caller) {
-                return Err(owner_only("change its url or events"));
+            let owners_only =
+                patch.url.is_some() || patch.events.is_some() || patch.description.is_some();
+            if owners_only && !endpoint.owned_by(caller) {
+                return Err(owner_only("change its url, events or description"));
             }
             if patch.is_empty() {
                 // Nothing to change (`{}`, or only unknown fields).
