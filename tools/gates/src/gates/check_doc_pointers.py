@@ -164,7 +164,8 @@ def layout_block(page):
         start = next(i for i, line in enumerate(lines) if re.match(r"^#{2,6}\s+Layout\s*$", line))
     except StopIteration:
         return None
-    block, fenced = [], False
+    block: list[str] = []
+    fenced = False
     for line in lines[start + 1:]:
         if line.startswith("```"):
             if fenced:

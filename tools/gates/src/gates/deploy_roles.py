@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import subprocess
 import tomllib
+from pathlib import Path
 
 from gates.cfn_intrinsics import NO_VALUE, Intrinsics
 from gates.repo import ROOT
@@ -81,7 +82,10 @@ class StageStack(Intrinsics):
     what deploy-role-check reads of it (the webhook secrets key's policy)."""
 
     def __init__(self, stack: str):
-        self.stack, self.parameters, self.conditions, self.mappings = stack, {}, {}, {}
+        self.stack = stack
+        self.parameters: dict[str, object] = {}
+        self.conditions: dict[str, object] = {}
+        self.mappings: dict[str, object] = {}
 
     def ref(self, name):
         return {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT,

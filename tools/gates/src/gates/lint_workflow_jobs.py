@@ -132,7 +132,7 @@ def runs_built(job_name: str, job: dict, path: str) -> list[str]:
     for step in job.get("steps", []):
         label = step.get("name") or step.get("uses") or step.get("run", "").splitlines()[0]
         uses = str(step.get("uses", ""))
-        if uses.startswith("./") or uses.startswith("docker://"):
+        if uses.startswith(("./", "docker://")):
             found.append(f"{path}: job {job_name} obtains AWS credentials and uses a local or docker action: {label}")
         for word, arguments in simple_commands(step.get("run", "")):
             target = word
