@@ -11,7 +11,8 @@
   nothing the build made either: the build's output is data there (zips and
   templates handed to the AWS CLI), never a program. Deny by default: each
   command such a job runs must be a tool of the runner's own (TOOLS) or a
-  file of the repository's scripts/ (python3 only on such a file), and no
+  file of the repository's scripts/ (python3 only on such a file, or on a
+  module of its own package, `python3 -m gates.NAME`), and no
   step uses a local or docker action. So a binary of the build (the smoke
   check), run directly, copied elsewhere first, or handed to an
   interpreter, fails the lint; it runs in a job that holds nothing.
@@ -29,11 +30,11 @@ Exit 1, naming the file, the job and the rule.
 import re
 import shlex
 import sys
-from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+from gates.repo import ROOT
+
 BUILDS = re.compile(r"(^|[\s;&|(])(cargo|cargo-lambda|make|npm|npx|pip3?|sam\s+build)(\s|$)", re.M)
 # What a job holding credentials may run besides the repository's scripts/:
 # the runner's own tools, none of which runs code it is handed.
@@ -115,13 +116,29 @@ def repository_script(path: str) -> bool:
     return bool(re.fullmatch(r"scripts/[\w.-]+", path)) and (ROOT / path).is_file()
 
 
+def repository_module(arguments: list[str]) -> bool:
+    """`python3 -m gates.NAME`: a module of the repository's own package
+    (tools/gates, run from its source with PYTHONPATH=tools/gates/src)."""
+    if len(arguments) < 2 or arguments[0] != "-m":
+        return False
+    name = arguments[1]
+    if not re.fullmatch(r"gates\.[a-z_]+", name):
+        return False
+    return (ROOT / "tools/gates/src" / (name.replace(".", "/") + ".py")).is_file()
+
+
+# How a step runs the pipeline's artifact tool: by module, or (older
+# workflows) by its former script.
+ARTIFACTS = r"(?:gates\.pipeline_artifacts|pipeline-artifacts\.py)"
+
+
 def built_dirs(job: dict) -> list[str]:
     """Where the job puts what a build made: downloaded artifacts, fetched builds."""
     dirs = []
     for step in job.get("steps", []):
         if "download-artifact" in str(step.get("uses", "")):
             dirs.append(str((step.get("with") or {}).get("path", ".")).strip("/") or ".")
-        for match in re.finditer(r"pipeline-artifacts\.py\s+fetch\s+\S+\s+(\S+)", step.get("run", "")):
+        for match in re.finditer(ARTIFACTS + r"\s+fetch\s+\S+\s+(\S+)", step.get("run", "")):
             dirs.append(match.group(1).strip("\"'/"))
     return dirs
 
@@ -136,6 +153,8 @@ def runs_built(job_name: str, job: dict, path: str) -> list[str]:
             found.append(f"{path}: job {job_name} obtains AWS credentials and uses a local or docker action: {label}")
         for word, arguments in simple_commands(step.get("run", "")):
             target = word
+            if word in INTERPRETERS and repository_module(arguments):
+                continue
             if word in INTERPRETERS:
                 scripts = [a for a in arguments if not a.startswith("-")]
                 if any(a in ("-c", "-") for a in arguments) or not scripts or not repository_script(scripts[0]):
@@ -178,11 +197,11 @@ def problems(path: str) -> list[str]:
             if "workflow_dispatch" not in condition or "refs/heads/main" not in condition:
                 found.append(f"{path}: job {name} assumes the prod role but may run other than "
                              "from main on a manual dispatch")
-            fetches = [s.get("run", "") for s in job.get("steps", []) if "pipeline-artifacts.py fetch" in s.get("run", "")]
+            fetches = [s.get("run", "") for s in job.get("steps", []) if re.search(ARTIFACTS + r"\s+fetch", s.get("run", ""))]
             if not fetches or any("--ancestor-of" not in run for run in fetches):
                 found.append(f"{path}: job {name} assumes the prod role and fetches a build without "
                              "--ancestor-of: a commit main never had could be deployed")
-        publishes = any("pipeline-artifacts.py publish" in s.get("run", "") for s in job.get("steps", []))
+        publishes = any(re.search(ARTIFACTS + r"\s+publish", s.get("run", "")) for s in job.get("steps", []))
         if publishes and "AWS_BUILD_PUBLISH_ROLE_ARN" not in text:
             found.append(f"{path}: job {name} publishes a build without the publish role (only it writes builds/)")
         if "AWS_BUILD_PUBLISH_ROLE_ARN" in text:
