@@ -6,8 +6,10 @@
 //! The key's state is its item (revoked, expired, gone, its role) and its
 //! ban (the counter table's `bannedUntil`), each read at most once per
 //! [`KeyStates`]' time-to-live (`KEY_CACHE_SECONDS`, at most 30 seconds, as
-//! the API's key cache): a change reaches the fan-out and the attempts
-//! within that bound.
+//! the API's key cache) for the fan-out and `GET /webhooks`, and at most
+//! [`ATTEMPT_KEY_AGE`] before an attempt: a change reaches the fan-out
+//! within the time-to-live, and every attempt that starts 5 seconds after
+//! it.
 
 use crate::config::Config;
 use crate::db::{classify, DbError, Item, Layout};
@@ -127,6 +129,13 @@ pub async fn show(keys: &KeyStates, records: &mut [WebhookEndpoint]) -> Result<(
     Ok(())
 }
 
+/// How old a key's state an attempt goes by at most: under the 5 seconds
+/// within which section 9 (1.3.0) has every attempt obey a change of the
+/// key, the margin for the read itself (its age counts from its start). A
+/// process delivering steadily reads each owner's key about once in this
+/// time, so a first attempt stays within its calls (docs/webhooks.md, "Cost").
+pub const ATTEMPT_KEY_AGE: Duration = Duration::from_secs(4);
+
 /// The most keys a process remembers; past it, it starts afresh.
 const REMEMBERED_KEYS: usize = 10_000;
 
@@ -182,19 +191,32 @@ impl KeyStates {
 
     /// Key `owner`'s state, as read within the time-to-live.
     pub async fn state(&self, owner: u64) -> Result<Option<KeyState>, DbError> {
-        if let Some(known) = self.remembered(owner) {
+        self.state_within(owner, self.ttl).await
+    }
+
+    /// Key `owner`'s state, as read at most `age` ago (and within the
+    /// time-to-live), else read now. The age is the read's start, not its
+    /// end: a change made while it was under way may be missing from it.
+    pub async fn state_within(
+        &self,
+        owner: u64,
+        age: Duration,
+    ) -> Result<Option<KeyState>, DbError> {
+        if let Some(known) = self.remembered(owner, age.min(self.ttl)) {
             return Ok(known);
         }
+        let started = Instant::now();
         let state = self.read(owner).await?;
         let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
         if known.len() >= REMEMBERED_KEYS {
             known.clear();
         }
-        known.insert(owner, (Instant::now(), state.clone()));
+        known.insert(owner, (started, state.clone()));
         Ok(state)
     }
 
-    /// [`decide`] for an endpoint of `owner`.
+    /// [`decide`] for an endpoint of `owner`, its key's state as held for
+    /// the time-to-live: the fan-out's and `GET /webhooks`' bound.
     pub async fn decide(
         &self,
         enabled: bool,
@@ -202,6 +224,20 @@ impl KeyStates {
         now: DateTime<Utc>,
     ) -> Result<Result<Role, NotReceiving>, DbError> {
         let state = self.state(owner).await?;
+        Ok(decide(enabled, state.as_ref(), now))
+    }
+
+    /// [`decide`] for an attempt: the key's state read at most
+    /// [`ATTEMPT_KEY_AGE`] ago, so an attempt that starts 5 seconds or more
+    /// after a revocation, ban, demotion or deletion obeys it (section 9,
+    /// 1.3.0) however long the cache holds states for the fan-out.
+    pub async fn decide_for_attempt(
+        &self,
+        enabled: bool,
+        owner: u64,
+        now: DateTime<Utc>,
+    ) -> Result<Result<Role, NotReceiving>, DbError> {
+        let state = self.state_within(owner, ATTEMPT_KEY_AGE).await?;
         Ok(decide(enabled, state.as_ref(), now))
     }
 
@@ -223,10 +259,10 @@ impl KeyStates {
         lists.insert(partition.to_string(), (Instant::now(), items));
     }
 
-    fn remembered(&self, owner: u64) -> Option<Option<KeyState>> {
+    fn remembered(&self, owner: u64, age: Duration) -> Option<Option<KeyState>> {
         let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
         let (at, state) = known.get(&owner)?;
-        (at.elapsed() < self.ttl).then(|| state.clone())
+        (at.elapsed() < age).then(|| state.clone())
     }
 
     async fn read(&self, owner: u64) -> Result<Option<KeyState>, DbError> {
@@ -252,6 +288,9 @@ impl KeyStates {
             .table_name(&self.limits_table)
             .key("PK", AttributeValue::S(format!("LIMIT#key:{id}")))
             .projection_expression("bannedUntil")
+            // Consistent: an attempt's bound (ATTEMPT_KEY_AGE) counts from
+            // this read, so it must see a ban stored before it began.
+            .consistent_read(true)
             .send()
             .await
             .map_err(|e| classify(&self.limits_table, e))?;

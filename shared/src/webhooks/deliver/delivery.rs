@@ -214,8 +214,8 @@ impl Deliverer {
     }
 
     /// The endpoint, when it may receive the delivery now (section 9: its
-    /// key's state and role now, not at the fan-out); else why not, `None`
-    /// when it is gone.
+    /// key's state and role now, read at most `ATTEMPT_KEY_AGE` ago, not at
+    /// the fan-out); else why not, `None` when it is gone.
     async fn receiving(
         &self,
         delivery: &Delivery,
@@ -227,7 +227,7 @@ impl Deliverer {
         };
         let decided = self
             .keys
-            .decide(endpoint.enabled, endpoint.owner_id, now)
+            .decide_for_attempt(endpoint.enabled, endpoint.owner_id, now)
             .await
             .map_err(|e| DeliverError::Db(e.to_string()))?;
         let role = match decided {
