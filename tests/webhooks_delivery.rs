@@ -19,6 +19,7 @@ mod receivers;
 mod secrets_kept;
 mod ssrf;
 mod stranding;
+mod subscriptions;
 
 use crate::helpers::TestApp;
 use aws_sdk_dynamodb::types::AttributeValue;

@@ -151,10 +151,20 @@ pub struct KeyStates {
     /// a key's state: the subscriptions' view. The fan-out reads a list once
     /// per time-to-live, not once per event (the staff list is one
     /// partition every event would read), and an event nobody takes costs
-    /// no read while its lists are held; every attempt reads its endpoint
-    /// afresh, so a change an attempt must obey (disabled, a new URL or
-    /// secret) is obeyed at once.
-    lists: Mutex<HashMap<String, (Instant, Vec<Item>)>>,
+    /// no list read while its lists are held; every attempt reads its
+    /// endpoint afresh, so a change an attempt must obey (disabled, a new
+    /// URL or secret) is obeyed at once. Held for the subscriptions' version
+    /// they were read at ([`crate::webhooks::subscriptions`]): another drops
+    /// them, so a registration reaches the next fan-out.
+    lists: Mutex<HeldLists>,
+}
+
+/// The subscription lists held, and the subscriptions' version they were
+/// read at.
+#[derive(Default)]
+struct HeldLists {
+    version: u64,
+    lists: HashMap<String, (Instant, Vec<Item>)>,
 }
 
 impl KeyStates {
@@ -173,7 +183,7 @@ impl KeyStates {
             limits_table: limits_table.to_string(),
             ttl,
             known: Mutex::new(HashMap::new()),
-            lists: Mutex::new(HashMap::new()),
+            lists: Mutex::new(HeldLists::default()),
         }
     }
 
@@ -241,22 +251,46 @@ impl KeyStates {
         Ok(decide(enabled, state.as_ref(), now))
     }
 
-    /// The endpoint items of list `partition`, if read within the time-to-live.
+    /// The subscriptions are at `version` now (as a fan-out just read it):
+    /// lists held at another are dropped.
+    pub fn subscriptions_at(&self, version: u64) {
+        let mut held = self.lists.lock().unwrap_or_else(|e| e.into_inner());
+        if held.version != version {
+            held.lists.clear();
+            held.version = version;
+        }
+    }
+
+    /// The subscriptions' version the held lists are of: what a list about
+    /// to be read is held at ([`KeyStates::hold_list`]).
+    pub fn subscriptions_version(&self) -> u64 {
+        self.lists.lock().unwrap_or_else(|e| e.into_inner()).version
+    }
+
+    /// The endpoint items of list `partition`, if read within the
+    /// time-to-live and at the subscriptions' current version.
     pub fn held_list(&self, partition: &str) -> Option<Vec<Item>> {
-        let lists = self.lists.lock().unwrap_or_else(|e| e.into_inner());
-        let (at, items) = lists.get(partition)?;
+        let held = self.lists.lock().unwrap_or_else(|e| e.into_inner());
+        let (at, items) = held.lists.get(partition)?;
         (at.elapsed() < self.ttl).then(|| items.clone())
     }
 
-    pub fn hold_list(&self, partition: &str, items: Vec<Item>) {
+    /// Holds list `partition`'s items, read after the subscriptions were
+    /// seen at `version`: not if they have been seen at another since (the
+    /// items may be older than that change).
+    pub fn hold_list(&self, partition: &str, version: u64, items: Vec<Item>) {
         if self.ttl.is_zero() {
             return;
         }
-        let mut lists = self.lists.lock().unwrap_or_else(|e| e.into_inner());
-        if lists.len() >= REMEMBERED_KEYS {
-            lists.clear();
+        let mut held = self.lists.lock().unwrap_or_else(|e| e.into_inner());
+        if held.version != version {
+            return;
         }
-        lists.insert(partition.to_string(), (Instant::now(), items));
+        if held.lists.len() >= REMEMBERED_KEYS {
+            held.lists.clear();
+        }
+        held.lists
+            .insert(partition.to_string(), (Instant::now(), items));
     }
 
     fn remembered(&self, owner: u64, age: Duration) -> Option<Option<KeyState>> {
