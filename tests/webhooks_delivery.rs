@@ -14,10 +14,12 @@ mod delay;
 mod events_fanout;
 mod flows;
 mod queue;
+mod races;
 mod receivers;
 mod secrets_kept;
 mod ssrf;
 mod stranding;
+mod subscriptions;
 
 use crate::helpers::TestApp;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -202,6 +204,37 @@ pub async fn delivery_key(
 /// The delivery of `event_id` to `webhook_id` as stored, as JSON.
 pub async fn delivery_item(app: &TestApp, webhook_id: u64, event_id: &str) -> Option<Value> {
     item_at(app, delivery_key(app, webhook_id, event_id).await).await
+}
+
+/// The delivery's claims made as old as they are when SQS hands their
+/// message over again after its visibility timeout (6 minutes): older than
+/// any receipt lives (`CLAIM_LEASE`), so a receipt that finds one knows the
+/// receipt that made it ended before recording its attempt.
+pub async fn age_claims(app: &TestApp, webhook_id: u64, event_id: &str) {
+    let delivery = delivery_item(app, webhook_id, event_id)
+        .await
+        .expect("the delivery");
+    let names: Vec<String> = delivery["claims"]
+        .as_object()
+        .map(|claims| claims.keys().cloned().collect())
+        .unwrap_or_default();
+    let old = chrono::Utc::now() - chrono::Duration::minutes(6);
+    let old = old.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    for name in names {
+        app.app
+            .db
+            .client()
+            .update_item()
+            .table_name(&app.app.config.table_name)
+            .set_key(Some(delivery_key(app, webhook_id, event_id).await))
+            .update_expression("SET claims.#name.#at = :old")
+            .expression_attribute_names("#name", name)
+            .expression_attribute_names("#at", "at")
+            .expression_attribute_values(":old", AttributeValue::S(old.clone()))
+            .send()
+            .await
+            .expect("the claim is aged");
+    }
 }
 
 /// The deliveries queue's message for the delivery of `event_id` to

@@ -179,6 +179,36 @@ async fn a_revoked_key_s_endpoint_receives_nothing_more_and_is_shown_so() {
 }
 
 #[tokio::test]
+async fn an_attempt_5_seconds_after_a_revocation_obeys_it_while_the_key_cache_holds_the_key_live() {
+    // Given a key's state held for the deployed 30 seconds, read live by an
+    // attempt of its endpoint, and a delivery of it pending
+    let staff = TestApp::spawn().await;
+    let mut owned = owned(&staff, Role::Staff, "0,0,0").await;
+    owned.deliverer.keys = key_states(&staff, Duration::from_secs(30));
+    owned.fan_out(stock_event("evt-held-before")).await;
+    owned.fan_out(stock_event("evt-held-pending")).await;
+    assert_eq!(owned.deliver("evt-held-before").await, Disposition::Done);
+    owned.receiver.next().await;
+
+    // When the key is revoked, and the next attempt starts 5 seconds later
+    // (section 9, 1.3.0), well within the cache's 30
+    let id = Id::new(owned.key_id).expect("an id");
+    staff.app.limiter.keys().revoke(id).await.expect("revoked");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+
+    // Then it is not made: the delivery fails unattempted
+    assert_eq!(owned.deliver("evt-held-pending").await, Disposition::Done);
+    let pending = owned.delivery(&staff, "evt-held-pending").await;
+    let pending = pending.expect("kept");
+    assert_eq!(
+        (&pending["state"], &pending["attemptCount"]),
+        (&json!("failed"), &json!(0)),
+        "not attempted: {pending}"
+    );
+    assert!(owned.receiver.so_far().is_empty(), "nothing sent");
+}
+
+#[tokio::test]
 async fn a_pending_delivery_waits_out_a_ban_within_its_schedule_then_is_delivered() {
     let staff = TestApp::spawn().await;
     // A schedule of about 33 seconds: the ban ends within it. The ban is

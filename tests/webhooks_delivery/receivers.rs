@@ -33,6 +33,9 @@ pub enum Answer {
     RedirectTo(String),
     /// This status with this `Retry-After`.
     AskingToWait(u16, String),
+    /// 200 once the semaphore gives a permit (one per request): the test
+    /// holds an attempt under way until it opens the gate.
+    Gated(Arc<tokio::sync::Semaphore>),
 }
 
 struct Script {
@@ -122,6 +125,10 @@ async fn receive(State(script): State<Arc<Script>>, headers: HeaderMap, body: By
         Answer::AskingToWait(code, retry_after) => {
             let status = StatusCode::from_u16(code).expect("a status");
             (status, [("retry-after", retry_after)]).into_response()
+        }
+        Answer::Gated(gate) => {
+            gate.acquire().await.expect("the gate stays open").forget();
+            StatusCode::OK.into_response()
         }
     }
 }

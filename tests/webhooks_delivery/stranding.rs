@@ -308,8 +308,13 @@ async fn an_attempt_whose_process_ends_before_recording_it_is_shown_interrupted_
     let claimed = stored(&app, id, "evt-ended").await;
     assert_eq!(claimed["state"], "pending");
     assert!(
-        claimed["claims"][&scheduled.id]["at"].is_string(),
+        claimed["claims"]["s0"]["at"].is_string(),
         "the attempt was written down before it was sent: {claimed}"
+    );
+    assert_eq!(
+        claimed["claims"]["s0"]["by"],
+        json!(scheduled.id),
+        "{claimed}"
     );
     let listed = app.get(&format!("/webhooks/{id}/deliveries")).await;
     listed.assert_status(200);
@@ -317,7 +322,13 @@ async fn an_attempt_whose_process_ends_before_recording_it_is_shown_interrupted_
     assert_eq!(listed[0]["attemptCount"], 1, "{listed}");
     assert_eq!(listed[0]["attempts"][0]["error"], "in_progress", "{listed}");
 
+    // A receipt of the message while the claim may still be under way
+    // leaves it alone, and comes back when it would have ended.
+    let early = deliverer.deliver(&scheduled, 2).await.expect("handled");
+    assert!(matches!(early, Disposition::Later(_)), "{early:?}");
+    assert_eq!(stored(&app, id, "evt-ended").await["attemptCount"], 0);
     // SQS hands the message over again after its visibility timeout.
+    age_claims(&app, id, "evt-ended").await;
     let again = deliverer.deliver(&scheduled, 2).await.expect("handled");
 
     assert!(matches!(again, Disposition::Later(_)), "{again:?}");
@@ -372,6 +383,8 @@ async fn an_attempt_that_cannot_be_recorded_is_handed_back_and_shown_interrupted
     assert!(handled.is_err(), "handed back: {handled:?}");
     assert_eq!(receiver.so_far().len(), 1);
     let (deliverer, _) = held_deliverer(&app, app.app.db.client().clone());
+    // Handed back, the message returns after its visibility timeout.
+    age_claims(&app, id, "evt-unrecorded").await;
     let again = deliverer.deliver(&scheduled, 2).await.expect("handled");
     assert!(matches!(again, Disposition::Later(_)), "{again:?}");
     let delivery = stored(&app, id, "evt-unrecorded").await;

@@ -4,7 +4,7 @@
 //!
 //! | PK | SK | attributes |
 //! |---|---|---|
-//! | `WEBHOOK#<webhookId>#<shard>` | `DELIVERY#<eventId>` | `webhookId`, `eventId`, `type`, `body`, `state`, `attempts`, `attemptCount`, `scheduleStep`, `nextAttemptAt`, `createdAt`, `expiresAt`, `claims` (attempts claimed before they are sent, by message), `scheduleClaim` |
+//! | `WEBHOOK#<webhookId>#<shard>` | `DELIVERY#<eventId>` | `webhookId`, `eventId`, `type`, `body`, `state`, `attempts`, `attemptCount`, `scheduleStep`, `nextAttemptAt`, `createdAt`, `expiresAt`, `claims` (attempts claimed before they are sent: `s<step>` a scheduled one, `m<message>` one by hand), `scheduleClaim` (the name of the schedule's) |
 //!
 //! Deliveries are in no index. Every change of an indexed item rewrites its
 //! index entry, and a delivery changes at every attempt: listed on an index
@@ -201,6 +201,9 @@ pub enum Start<'a> {
     Failed,
 }
 
+/// The name of the schedule's first attempt's claim: step 0's.
+const FIRST_CLAIM: &str = "s0";
+
 /// What [`create`] found.
 #[derive(Debug, PartialEq)]
 pub enum Created {
@@ -240,9 +243,10 @@ pub async fn create(
     let (state, next) = match start {
         Start::Due => ("pending", Some(now)),
         Start::Claimed { by, at } => {
-            let claim = HashMap::from([("at".to_string(), s(time(at)))]);
-            claims.insert(by.to_string(), AttributeValue::M(claim));
-            item.insert("scheduleClaim".to_string(), s(by));
+            // The first scheduled attempt's claim (`deliver::items::step_claim(0)`).
+            let claim = HashMap::from([("at".to_string(), s(time(at))), ("by".to_string(), s(by))]);
+            claims.insert(FIRST_CLAIM.to_string(), AttributeValue::M(claim));
+            item.insert("scheduleClaim".to_string(), s(FIRST_CLAIM));
             ("pending", Some(at))
         }
         Start::Held { until } => ("pending", Some(until)),

@@ -4,7 +4,8 @@
 //! section 9's types, [`records`] are the records and bodies of the HTTP
 //! API, [`endpoints`] and [`deliveries`] the stored items and their
 //! conditional writes (listed on the existing GSIs, [`list`]), and [`queue`]
-//! the deliveries queue's messages. Delivery's: [`sign`] signs as Standard
+//! the deliveries queue's messages, [`subscriptions`] the version every change
+//! of who receives what writes. Delivery's: [`sign`] signs as Standard
 //! Webhooks 1.0 with the secrets [`secrets`] keeps sealed, [`address`]
 //! decides which URLs may be called and to which address, [`attempt`]
 //! makes one HTTP attempt on that address only, [`schedule`] says when the next one is due, and [`deliver`] runs the two
@@ -22,4 +23,5 @@ pub mod records;
 pub mod schedule;
 pub mod secrets;
 pub mod sign;
+pub mod subscriptions;
 pub mod types;

@@ -6,8 +6,10 @@
 //! The key's state is its item (revoked, expired, gone, its role) and its
 //! ban (the counter table's `bannedUntil`), each read at most once per
 //! [`KeyStates`]' time-to-live (`KEY_CACHE_SECONDS`, at most 30 seconds, as
-//! the API's key cache): a change reaches the fan-out and the attempts
-//! within that bound.
+//! the API's key cache) for the fan-out and `GET /webhooks`, and at most
+//! [`ATTEMPT_KEY_AGE`] before an attempt: a change reaches the fan-out
+//! within the time-to-live, and every attempt that starts 5 seconds after
+//! it.
 
 use crate::config::Config;
 use crate::db::query::Projection;
@@ -132,6 +134,13 @@ pub async fn show(keys: &KeyStates, records: &mut [WebhookEndpoint]) -> Result<(
     Ok(())
 }
 
+/// How old a key's state an attempt goes by at most: under the 5 seconds
+/// within which section 9 (1.3.0) has every attempt obey a change of the
+/// key, the margin for the read itself (its age counts from its start). A
+/// process delivering steadily reads each owner's key about once in this
+/// time, so a first attempt stays within its calls (docs/webhooks.md, "Cost").
+pub const ATTEMPT_KEY_AGE: Duration = Duration::from_secs(4);
+
 /// The most keys a process remembers; past it, it starts afresh.
 const REMEMBERED_KEYS: usize = 10_000;
 
@@ -147,10 +156,20 @@ pub struct KeyStates {
     /// a key's state: the subscriptions' view. The fan-out reads a list once
     /// per time-to-live, not once per event (the staff list is one
     /// partition every event would read), and an event nobody takes costs
-    /// no read while its lists are held; every attempt reads its endpoint
-    /// afresh, so a change an attempt must obey (disabled, a new URL or
-    /// secret) is obeyed at once.
-    lists: Mutex<HashMap<String, (Instant, Vec<Item>)>>,
+    /// no list read while its lists are held; every attempt reads its
+    /// endpoint afresh, so a change an attempt must obey (disabled, a new
+    /// URL or secret) is obeyed at once. Held for the subscriptions' version
+    /// they were read at ([`crate::webhooks::subscriptions`]): another drops
+    /// them, so a registration reaches the next fan-out.
+    lists: Mutex<HeldLists>,
+}
+
+/// The subscription lists held, and the subscriptions' version they were
+/// read at.
+#[derive(Default)]
+struct HeldLists {
+    version: u64,
+    lists: HashMap<String, (Instant, Vec<Item>)>,
 }
 
 impl KeyStates {
@@ -169,7 +188,7 @@ impl KeyStates {
             limits_table: limits_table.to_string(),
             ttl,
             known: Mutex::new(HashMap::new()),
-            lists: Mutex::new(HashMap::new()),
+            lists: Mutex::new(HeldLists::default()),
         }
     }
 
@@ -187,20 +206,34 @@ impl KeyStates {
 
     /// Key `owner`'s state, as read within the time-to-live.
     pub async fn state(&self, owner: u64) -> Result<Option<KeyState>, DbError> {
-        if let Some(known) = self.remembered(owner) {
+        self.state_within(owner, self.ttl).await
+    }
+
+    /// Key `owner`'s state, as read at most `age` ago (and within the
+    /// time-to-live), else read now. The age is the read's start, not its
+    /// end: a change made while it was under way may be missing from it.
+    pub async fn state_within(
+        &self,
+        owner: u64,
+        age: Duration,
+    ) -> Result<Option<KeyState>, DbError> {
+        if let Some(known) = self.remembered(owner, age.min(self.ttl)) {
             return Ok(known);
         }
+        let started = Instant::now();
         let state = self.read(owner).await?;
-        self.remember(owner, state.clone());
+        self.remember(owner, started, state.clone());
         Ok(state)
     }
 
-    fn remember(&self, owner: u64, state: Option<KeyState>) {
+    /// Holds `owner`'s state as read `at` (the read's start: a change made
+    /// while it was under way may be missing from it).
+    fn remember(&self, owner: u64, at: Instant, state: Option<KeyState>) {
         let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
         if known.len() >= REMEMBERED_KEYS {
             known.clear();
         }
-        known.insert(owner, (Instant::now(), state));
+        known.insert(owner, (at, state));
     }
 
     /// The states of `owners`, each as read within the time-to-live; those
@@ -211,7 +244,7 @@ impl KeyStates {
         let mut states = HashMap::with_capacity(owners.len());
         let mut unread = BTreeSet::new();
         for &owner in owners {
-            match self.remembered(owner) {
+            match self.remembered(owner, self.ttl) {
                 Some(known) => {
                     states.insert(owner, known);
                 }
@@ -221,6 +254,7 @@ impl KeyStates {
             }
         }
         let ids: Vec<Id> = unread.iter().filter_map(|owner| Id::new(*owner)).collect();
+        let started = Instant::now();
         let (records, bans) = futures::try_join!(self.keys.find_all_by_id(&ids), self.bans(&ids))?;
         for owner in unread {
             let state = Id::new(owner).and_then(|id| {
@@ -231,13 +265,14 @@ impl KeyStates {
                     banned_until: bans.get(&id).copied(),
                 })
             });
-            self.remember(owner, state.clone());
+            self.remember(owner, started, state.clone());
             states.insert(owner, state);
         }
         Ok(states)
     }
 
-    /// [`decide`] for an endpoint of `owner`.
+    /// [`decide`] for an endpoint of `owner`, its key's state as held for
+    /// the time-to-live: the fan-out's and `GET /webhooks`' bound.
     pub async fn decide(
         &self,
         enabled: bool,
@@ -248,28 +283,66 @@ impl KeyStates {
         Ok(decide(enabled, state.as_ref(), now))
     }
 
-    /// The endpoint items of list `partition`, if read within the time-to-live.
+    /// [`decide`] for an attempt: the key's state read at most
+    /// [`ATTEMPT_KEY_AGE`] ago, so an attempt that starts 5 seconds or more
+    /// after a revocation, ban, demotion or deletion obeys it (section 9,
+    /// 1.3.0) however long the cache holds states for the fan-out.
+    pub async fn decide_for_attempt(
+        &self,
+        enabled: bool,
+        owner: u64,
+        now: DateTime<Utc>,
+    ) -> Result<Result<Role, NotReceiving>, DbError> {
+        let state = self.state_within(owner, ATTEMPT_KEY_AGE).await?;
+        Ok(decide(enabled, state.as_ref(), now))
+    }
+
+    /// The subscriptions are at `version` now (as a fan-out just read it):
+    /// lists held at another are dropped.
+    pub fn subscriptions_at(&self, version: u64) {
+        let mut held = self.lists.lock().unwrap_or_else(|e| e.into_inner());
+        if held.version != version {
+            held.lists.clear();
+            held.version = version;
+        }
+    }
+
+    /// The subscriptions' version the held lists are of: what a list about
+    /// to be read is held at ([`KeyStates::hold_list`]).
+    pub fn subscriptions_version(&self) -> u64 {
+        self.lists.lock().unwrap_or_else(|e| e.into_inner()).version
+    }
+
+    /// The endpoint items of list `partition`, if read within the
+    /// time-to-live and at the subscriptions' current version.
     pub fn held_list(&self, partition: &str) -> Option<Vec<Item>> {
-        let lists = self.lists.lock().unwrap_or_else(|e| e.into_inner());
-        let (at, items) = lists.get(partition)?;
+        let held = self.lists.lock().unwrap_or_else(|e| e.into_inner());
+        let (at, items) = held.lists.get(partition)?;
         (at.elapsed() < self.ttl).then(|| items.clone())
     }
 
-    pub fn hold_list(&self, partition: &str, items: Vec<Item>) {
+    /// Holds list `partition`'s items, read after the subscriptions were
+    /// seen at `version`: not if they have been seen at another since (the
+    /// items may be older than that change).
+    pub fn hold_list(&self, partition: &str, version: u64, items: Vec<Item>) {
         if self.ttl.is_zero() {
             return;
         }
-        let mut lists = self.lists.lock().unwrap_or_else(|e| e.into_inner());
-        if lists.len() >= REMEMBERED_KEYS {
-            lists.clear();
+        let mut held = self.lists.lock().unwrap_or_else(|e| e.into_inner());
+        if held.version != version {
+            return;
         }
-        lists.insert(partition.to_string(), (Instant::now(), items));
+        if held.lists.len() >= REMEMBERED_KEYS {
+            held.lists.clear();
+        }
+        held.lists
+            .insert(partition.to_string(), (Instant::now(), items));
     }
 
-    fn remembered(&self, owner: u64) -> Option<Option<KeyState>> {
+    fn remembered(&self, owner: u64, age: Duration) -> Option<Option<KeyState>> {
         let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
         let (at, state) = known.get(&owner)?;
-        (at.elapsed() < self.ttl).then(|| state.clone())
+        (at.elapsed() < age).then(|| state.clone())
     }
 
     async fn read(&self, owner: u64) -> Result<Option<KeyState>, DbError> {
@@ -324,6 +397,9 @@ impl KeyStates {
             .table_name(&self.limits_table)
             .key("PK", AttributeValue::S(ban_key(id)))
             .projection_expression("bannedUntil")
+            // Consistent: an attempt's bound (ATTEMPT_KEY_AGE) counts from
+            // this read, so it must see a ban stored before it began.
+            .consistent_read(true)
             .send()
             .await
             .map_err(|e| classify(&self.limits_table, e))?;

@@ -45,9 +45,11 @@ pub fn copied(kind: Kind) -> bool {
         // A backfill's progress is its own table's (the other runs its own,
         // which finds nothing left to do).
         Kind::ApiKey | Kind::Idempotency | Kind::Migration | Kind::Unknown => false,
-        Kind::WebhookEndpoint | Kind::WebhookCount | Kind::WebhookDelivery | Kind::DeliverySlot => {
-            false
-        }
+        Kind::WebhookEndpoint
+        | Kind::WebhookCount
+        | Kind::WebhookDelivery
+        | Kind::DeliverySlot
+        | Kind::WebhookSubscriptions => false,
     }
 }
 

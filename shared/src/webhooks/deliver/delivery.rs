@@ -74,94 +74,95 @@ impl Deliverer {
         endpoint: Option<Endpoint>,
     ) -> Result<Disposition, DeliverError> {
         let (client, table) = (&self.client, self.table.as_str());
-        let delivery = match (stored, &message.event) {
+        let mut delivery = match (stored, &message.event) {
             (Some(delivery), _) => delivery,
             (None, Some(event)) => Delivery::unstored(message, event),
             (None, None) => return Ok(Disposition::Done), // expired
         };
-        if let Some(claim) = delivery.claim_of(&message.id) {
-            // This message's last receipt claimed an attempt and ended
-            // before recording it: it may have been sent.
-            let claim = claim.clone();
-            return self.interrupted(&delivery, &message.id, &claim).await;
-        }
-        let now = Utc::now();
-        if let Some(not_now) = not_now(message, &delivery, now) {
-            return Ok(not_now);
-        }
-        if !delivery.stored && endpoint.is_none() {
-            return Ok(Disposition::Done); // deleted before its first attempt
-        }
-        let endpoint = match self.receiving(&delivery, endpoint, now).await? {
-            Ok(endpoint) => endpoint,
-            Err(held) => return self.not_attempted(message, &delivery, held).await,
-        };
-        // Opened before a slot is taken: a secret that cannot be opened holds none.
-        let secrets = items::signing_secrets(&endpoint, now).await?;
-        let lease = match endpoint.failing_since {
-            // A healthy endpoint's attempts end quickly: no slot to take.
-            None => None,
-            Some(_) => match slots::take(client, table, endpoint.id, now).await? {
-                Some(lease) => Some(lease),
-                None => return Ok(Disposition::Later(slot_wait(receives))),
-            },
-        };
-        let claimed = self.claim(message, delivery, now).await;
-        let delivery = match claimed {
-            Ok(Claimed::Yes(delivery)) => delivery,
-            other => {
-                if let Some(lease) = lease {
-                    self.release(lease, endpoint.id).await;
+        // At most twice: a first receipt that finds its delivery made by
+        // another decides again on the item as it is (then stored).
+        loop {
+            let now = Utc::now();
+            match held(message, &delivery, now) {
+                Held::No => {}
+                Held::Elsewhere(disposition) => return Ok(disposition),
+                Held::Interrupted(name, claim) => {
+                    return self.interrupted(&delivery, &name, &claim).await;
                 }
-                return match other? {
-                    Claimed::Yes(_) | Claimed::No => Ok(Disposition::Done),
-                    Claimed::Existing(existing) => {
-                        let again =
-                            self.deliver_read(message, receives, Some(existing), Some(endpoint));
-                        Box::pin(again).await
-                    }
-                };
             }
-        };
-        let request = AttemptRequest {
-            url: &endpoint.url,
-            webhook_id: &delivery.event_id,
-            body: &delivery.body,
-            secrets: &secrets,
-        };
-        let attempt = self.attempter.attempt(&request).await;
-        // Recorded before the slot goes back: a slot that cannot be given
-        // back is free again when its lease ends.
-        let recorded = self
-            .record(
-                &delivery,
-                Some(&endpoint),
-                &attempt,
-                &message.id,
-                message.manual,
-            )
-            .await;
-        if let Some(lease) = lease {
-            self.release(lease, endpoint.id).await;
+            if let Some(not_now) = not_now(message, &delivery, now) {
+                return Ok(not_now);
+            }
+            if !delivery.stored && endpoint.is_none() {
+                return Ok(Disposition::Done); // deleted before its first attempt
+            }
+            let endpoint = match self.receiving(&delivery, endpoint.clone(), now).await? {
+                Ok(endpoint) => endpoint,
+                Err(held) => return self.not_attempted(message, &delivery, held).await,
+            };
+            // Opened before a slot is taken: a secret that cannot be opened holds none.
+            let secrets = items::signing_secrets(&endpoint, now).await?;
+            let lease = match endpoint.failing_since {
+                // A healthy endpoint's attempts end quickly: no slot to take.
+                None => None,
+                Some(_) => match slots::take(client, table, endpoint.id, now).await? {
+                    Some(lease) => Some(lease),
+                    None => return Ok(Disposition::Later(slot_wait(receives))),
+                },
+            };
+            let name = claim_name(message, &delivery);
+            let claimed = self.claim(message, &name, delivery, now).await;
+            let claimed = match claimed {
+                Ok(Claimed::Yes(claimed)) => claimed,
+                other => {
+                    if let Some(lease) = lease {
+                        self.release(lease, endpoint.id).await;
+                    }
+                    match other? {
+                        Claimed::Yes(_) | Claimed::No => return Ok(Disposition::Done),
+                        Claimed::Existing(existing) => {
+                            delivery = existing;
+                            continue;
+                        }
+                    }
+                }
+            };
+            let request = AttemptRequest {
+                url: &endpoint.url,
+                webhook_id: &claimed.event_id,
+                body: &claimed.body,
+                secrets: &secrets,
+            };
+            let attempt = self.attempter.attempt(&request).await;
+            // Recorded before the slot goes back: a slot that cannot be given
+            // back is free again when its lease ends.
+            let recorded = self
+                .record(&claimed, Some(&endpoint), &attempt, &name, message.manual)
+                .await;
+            if let Some(lease) = lease {
+                self.release(lease, endpoint.id).await;
+            }
+            return recorded;
         }
-        recorded
     }
 
-    /// Writes down that `message` makes an attempt of `delivery`, before it
-    /// is sent: the first receipt of a fan-out's message makes the delivery
-    /// so claimed ([`Claimed::Existing`] when another message of the event
-    /// made it first); any other claims it on the item as read
-    /// ([`Claimed::No`] when that is not this message's attempt to make).
+    /// Writes down that `message` makes an attempt of `delivery` under
+    /// `name`, before it is sent: the first receipt of a fan-out's message
+    /// makes the delivery so claimed ([`Claimed::Existing`] when another
+    /// receipt or message of the event made it first); any other claims it
+    /// on the item as read ([`Claimed::No`] when the name is taken or the
+    /// attempt is no longer this message's to make).
     async fn claim(
         &self,
         message: &DeliveryMessage,
+        name: &str,
         mut delivery: Delivery,
         now: DateTime<Utc>,
     ) -> Result<Claimed, DeliverError> {
         let (client, table) = (&self.client, self.table.as_str());
         let (id, manual) = (message.id.as_str(), message.manual);
         if delivery.stored {
-            if !record::claim(client, table, &delivery, id, manual, now).await? {
+            if !record::claim(client, table, &delivery, name, id, manual, now).await? {
                 return Ok(Claimed::No);
             }
         } else {
@@ -172,11 +173,15 @@ impl Deliverer {
             }
             delivery.stored = true;
         }
-        let claim = Claim { at: now, manual };
+        let claim = Claim {
+            at: now,
+            by: Some(id.to_string()),
+            manual,
+        };
         let claims = delivery.claims.get_or_insert_with(Default::default);
-        claims.insert(id.to_string(), claim);
+        claims.insert(name.to_string(), claim);
         if !manual {
-            delivery.schedule_claim = Some(id.to_string());
+            delivery.schedule_claim = Some(name.to_string());
         }
         Ok(Claimed::Yes(delivery))
     }
@@ -187,15 +192,16 @@ impl Deliverer {
         }
     }
 
-    /// An attempt `message` claimed at an earlier receipt and never
-    /// recorded, recorded now as `interrupted` (a failure: the receiver
-    /// may or may not have had it); a scheduled one moves the schedule as
-    /// any failure does, so a process that keeps ending at the same attempt
-    /// still comes to the schedule's end.
+    /// An attempt claimed under `name` by a receipt that ended before
+    /// recording it (the claim is older than any receipt lives), recorded
+    /// now as `interrupted` (a failure: the receiver may or may not have had
+    /// it); a scheduled one moves the schedule as any failure does, so a
+    /// process that keeps ending at the same attempt still comes to the
+    /// schedule's end, and this message carries the schedule on.
     async fn interrupted(
         &self,
         delivery: &Delivery,
-        message_id: &str,
+        name: &str,
         claim: &Claim,
     ) -> Result<Disposition, DeliverError> {
         let attempt = Attempt {
@@ -203,13 +209,13 @@ impl Deliverer {
             duration_ms: 0,
             outcome: Outcome::failed(FailureKind::Interrupted),
         };
-        self.record(delivery, None, &attempt, message_id, claim.manual)
+        self.record(delivery, None, &attempt, name, claim.manual)
             .await
     }
 
     /// The endpoint, when it may receive the delivery now (section 9: its
-    /// key's state and role now, not at the fan-out); else why not, `None`
-    /// when it is gone.
+    /// key's state and role now, read at most `ATTEMPT_KEY_AGE` ago, not at
+    /// the fan-out); else why not, `None` when it is gone.
     async fn receiving(
         &self,
         delivery: &Delivery,
@@ -221,7 +227,7 @@ impl Deliverer {
         };
         let decided = self
             .keys
-            .decide(endpoint.enabled, endpoint.owner_id, now)
+            .decide_for_attempt(endpoint.enabled, endpoint.owner_id, now)
             .await
             .map_err(|e| DeliverError::Db(e.to_string()))?;
         let role = match decided {
@@ -286,11 +292,66 @@ impl Deliverer {
     }
 }
 
+/// The name `message`'s attempt of `delivery` is claimed under: a
+/// scheduled one the step's, a retry by hand its message's.
+fn claim_name(message: &DeliveryMessage, delivery: &Delivery) -> String {
+    match message.manual {
+        true => items::manual_claim(&message.id),
+        false => items::step_claim(delivery.schedule_step),
+    }
+}
+
+/// Whether the attempt `message` would make is claimed already, and by whom.
+enum Held {
+    /// Not claimed: this message may claim it.
+    No,
+    /// Claimed by a receipt that may still be making it: not this one's to
+    /// make (what the queue does with the message instead).
+    Elsewhere(Disposition),
+    /// Claimed by a receipt that ended before recording it: to be recorded
+    /// as interrupted, under this name.
+    Interrupted(String, Claim),
+}
+
+/// [`Held`] for `message` and `delivery` at `now`: a retry by hand looks for
+/// its own claim (also as a build before step names made it, named by the
+/// message's id), a scheduled message for its step's (`scheduleClaim`).
+/// A live claim of the same message is another receipt of it under way:
+/// this one comes back when that claim would have ended, to record it as
+/// interrupted if it was never recorded (the queue then holds one message,
+/// as both receipts share it). A live claim of another message (the event
+/// fanned out twice) is that message's to carry on: this one is done.
+fn held(message: &DeliveryMessage, delivery: &Delivery, now: DateTime<Utc>) -> Held {
+    let names = match message.manual {
+        true => vec![items::manual_claim(&message.id), message.id.clone()],
+        false => delivery.schedule_claim.iter().cloned().collect(),
+    };
+    let Some((name, claim)) = names
+        .into_iter()
+        .find_map(|name| Some((name.clone(), delivery.claim_of(&name)?.clone())))
+    else {
+        return match (message.manual, &delivery.schedule_claim) {
+            // A step claimed with no claim to show: a write this code never makes.
+            (false, Some(_)) => Held::Elsewhere(Disposition::Done),
+            _ => Held::No,
+        };
+    };
+    if !claim.live(now) {
+        return Held::Interrupted(name, claim);
+    }
+    let by = claim.by.as_deref().unwrap_or(&name);
+    match by == message.id {
+        true => Held::Elsewhere(Disposition::Later(until(
+            now,
+            claim.at + items::CLAIM_LEASE,
+        ))),
+        false => Held::Elsewhere(Disposition::Done),
+    }
+}
+
 /// What a scheduled message does instead of an attempt, if anything: wait
-/// for its delivery's next attempt, or stop, the delivery no longer pending
-/// or its attempt in another message's hands (which carries the schedule
-/// from there, or its next receipt records the attempt as interrupted). A
-/// retry by hand is made whatever the state.
+/// for its delivery's next attempt, or stop, the delivery no longer pending.
+/// A retry by hand is made whatever the state.
 fn not_now(
     message: &DeliveryMessage,
     delivery: &Delivery,
@@ -301,7 +362,6 @@ fn not_now(
     }
     match (delivery.state, delivery.next_attempt_at) {
         (DeliveryState::Pending, Some(at)) if at > now => Some(Disposition::Later(until(now, at))),
-        (DeliveryState::Pending, _) if delivery.schedule_claim.is_some() => Some(Disposition::Done),
         (DeliveryState::Pending, _) => None,
         _ => Some(Disposition::Done),
     }
@@ -311,8 +371,9 @@ fn not_now(
 enum Claimed {
     /// Claimed: the delivery as it now is, the claim on it.
     Yes(Delivery),
-    /// Not this message's attempt to make (another message has the
-    /// schedule's, the schedule moved on, or the delivery expired).
+    /// Not this message's attempt to make (its name is taken, another
+    /// message has the schedule's, the schedule moved on, or the delivery
+    /// expired).
     No,
     /// A fan-out's message at its first receipt found its delivery made
     /// already: the item as it is.

@@ -83,6 +83,24 @@ impl Deliverer {
         &self,
         events: &[(&str, &Value)],
     ) -> Vec<Result<FannedOut, DeliverError>> {
+        let carried = events
+            .iter()
+            .any(|(detail_type, _)| EventType::from_detail_type(detail_type).is_some());
+        if carried {
+            // Once per call: lists held at another version are stale (a
+            // registration, a re-enabling, a change of `events` since).
+            let db = crate::db::Db::new(self.client.clone(), &self.table);
+            if let Err(error) = crate::webhooks::subscriptions::version(&db)
+                .await
+                .map(|version| self.keys.subscriptions_at(version))
+            {
+                let error = format!("the subscriptions' version: {error}");
+                return events
+                    .iter()
+                    .map(|_| Err(DeliverError::Db(error.clone())))
+                    .collect();
+            }
+        }
         let prepared = events
             .iter()
             .map(|(detail_type, detail)| self.deliveries_of(detail_type, detail));

@@ -134,21 +134,51 @@ fn stored_item() -> bool {
     true
 }
 
-/// An attempt claimed before it is sent.
+/// An attempt claimed before it is sent, under a name no other attempt
+/// takes ([`step_claim`], [`manual_claim`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Claim {
     pub at: DateTime<Utc>,
+    /// The message whose receipt claimed it ([`DeliveryMessage::id`]);
+    /// absent on a claim of a build before names were (its name is then
+    /// the message's id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub manual: bool,
 }
 
+/// How long a claimed attempt may still be under way: the `webhooks`
+/// function's timeout (60 s, `template.yaml`), which no invocation
+/// outlives; an attempt itself ends within its 15 seconds. A claim older
+/// than this was made by a receipt that ended before recording it.
+pub const CLAIM_LEASE: chrono::Duration = chrono::Duration::seconds(60);
+
+impl Claim {
+    /// Whether the receipt that made it may still be making its attempt.
+    pub fn live(&self, now: DateTime<Utc>) -> bool {
+        self.at + CLAIM_LEASE > now
+    }
+}
+
+/// The name the scheduled attempt at schedule step `step` is claimed under:
+/// one per step, so two receipts (of one message, or of two messages of
+/// one event) never both make it.
+pub fn step_claim(step: u32) -> String {
+    format!("s{step}")
+}
+
+/// The name a retry by hand is claimed under: its message's, so two
+/// receipts of that message never both make it.
+pub fn manual_claim(message_id: &str) -> String {
+    format!("m{message_id}")
+}
+
 impl Delivery {
-    /// The attempt claimed under `message_id` and not yet recorded.
-    pub fn claim_of(&self, message_id: &str) -> Option<&Claim> {
-        self.claims
-            .as_ref()
-            .and_then(|claims| claims.get(message_id))
+    /// The attempt claimed under `name` and not yet recorded.
+    pub fn claim_of(&self, name: &str) -> Option<&Claim> {
+        self.claims.as_ref().and_then(|claims| claims.get(name))
     }
 
     /// The delivery a fan-out's message describes, as its first receipt

@@ -15,6 +15,55 @@
 //!
 //! The queue is the engine: retries are the message coming back when its
 //! delay is over, never a loop polling the table.
+//!
+//! # The protocol
+//!
+//! What it keeps (section 9): **every attempt a receiver gets is in its
+//! delivery's record, and a schedule step is attempted at most once**,
+//! though SQS hands a message over at least once (two receipts of one
+//! message may run side by side) and an event may be fanned out twice (two
+//! messages of one delivery).
+//!
+//! How: an attempt is written down (claimed) before it is sent, under a
+//! name no other attempt takes, by a write conditional on that name being
+//! free (`attribute_not_exists`): a scheduled attempt as its step's
+//! (`s<step>`, also `scheduleClaim`), a retry by hand as its message's
+//! (`m<id>`). The claim says which message made it and when. Its outcome
+//! then replaces it, conditional on the claim still being there. A receipt
+//! that finds the attempt it would make claimed does not make it:
+//!
+//! - the claim is live (younger than `items::CLAIM_LEASE`, the function's
+//!   timeout) and its message's: another receipt of this message is making
+//!   it; this one comes back when the claim would have ended;
+//! - live and another message's: that message carries the schedule; this
+//!   one is done;
+//! - older: the receipt that made it ended before recording it (a timeout,
+//!   a crash); it is recorded as `interrupted`, a failure that moves the
+//!   schedule, and this message carries the schedule on.
+//!
+//! A delivery's life (one item, `deliveries.rs`; `[claim]` is an attempt
+//! claimed and not yet recorded, listed as `in_progress`):
+//!
+//! ```text
+//!  fan-out's message, 1st receipt          ping / retry by hand
+//!        | put if absent, s0 claimed             | (ping: put, due now)
+//!        v                                       v
+//!   pending [claim s<n>] --2xx--------------> delivered
+//!     |  ^      |                                  ^
+//!     |  |      +--failure, steps left--+          |
+//!     |  |      |  (or claim found old: |   any 2xx (a retry by hand too)
+//!     |  |      |   interrupted)        |          |
+//!     |  |      v                       |          |
+//!     |  +-- pending, nextAttemptAt ----+      failed --retry by hand-->
+//!     |      (message back then)               ^    [claim m<id>], then
+//!     +--last step failed, 410, too large, ----+    failed again or
+//!        endpoint disabled or key refused           delivered
+//! ```
+//!
+//! A ban that ends within the schedule holds a pending delivery
+//! (`nextAttemptAt` = the ban's end) instead of failing it. Only the
+//! scheduled attempt at the step it read moves the schedule; a retry by
+//! hand changes the delivery only on success.
 
 pub mod batching;
 mod delivery;

@@ -40,21 +40,26 @@ pub fn stored(attempt: &Attempt, manual: bool) -> StoredAttempt {
     }
 }
 
-/// Claims an attempt of `delivery` as read for the message named
-/// `message_id`, before it is sent: `false` when the delivery changed so
-/// that the attempt is not this message's to make. A scheduled attempt
-/// (not `manual`) is claimed once per schedule step: another copy of the
-/// message, or a message whose step another attempt has moved on, finds the
-/// condition false and leaves the schedule to the message that claimed.
+/// Claims an attempt of `delivery` as read under `name` for the message
+/// named `message_id`, before it is sent: `false` when the name is taken
+/// (another receipt claimed it) or the delivery changed so that the attempt
+/// is not this message's to make. A scheduled attempt (not `manual`) is
+/// also the schedule's claim at its step: while one is held no other is
+/// made (`scheduleClaim`, which a build before step names also obeys).
 pub async fn claim(
     client: &Client,
     table: &str,
     delivery: &Delivery,
+    name: &str,
     message_id: &str,
     manual: bool,
     at: DateTime<Utc>,
 ) -> Result<bool, DeliverError> {
-    let stored = Claim { at, manual };
+    let stored = Claim {
+        at,
+        by: Some(message_id.to_string()),
+        manual,
+    };
     let claim =
         serde_dynamo::to_attribute_value(&stored).map_err(|e| DeliverError::Item(e.to_string()))?;
     let mut update = client
@@ -65,25 +70,26 @@ pub async fn claim(
     let (mut set, mut condition) = match delivery.claims {
         Some(_) => {
             update = update
-                .expression_attribute_names("#claim", message_id)
+                .expression_attribute_names("#claim", name)
                 .expression_attribute_values(":claim", claim);
             let set = "SET #claims.#claim = :claim";
-            (set.to_string(), "attribute_exists(#claims)".to_string())
+            let condition = "attribute_exists(#claims) AND attribute_not_exists(#claims.#claim)";
+            (set.to_string(), condition.to_string())
         }
         None => {
-            let claims = AttributeValue::M(HashMap::from([(message_id.to_string(), claim)]));
+            let claims = AttributeValue::M(HashMap::from([(name.to_string(), claim)]));
             update = update.expression_attribute_values(":claims", claims);
             let set = "SET #claims = :claims";
             (set.to_string(), "attribute_not_exists(#claims)".to_string())
         }
     };
     if !manual {
-        set.push_str(", scheduleClaim = :id");
+        set.push_str(", scheduleClaim = :name");
         condition.push_str(" AND scheduleStep = :step AND #state = :pending");
         condition.push_str(" AND attribute_not_exists(scheduleClaim)");
         update = update
             .expression_attribute_names("#state", "state")
-            .expression_attribute_values(":id", s(message_id))
+            .expression_attribute_values(":name", s(name))
             .expression_attribute_values(":step", n(delivery.schedule_step))
             .expression_attribute_values(":pending", s("pending"));
     }
@@ -93,14 +99,14 @@ pub async fn claim(
     conditional(update.send().await.map(|_| ()), "UpdateItem delivery")
 }
 
-/// Records `attempt`, claimed under `message_id`, on `delivery` as read,
-/// the claim replaced by it: `false` when the item changed since it was
-/// read (another attempt recorded first, or this write's answer was lost).
+/// Records `attempt`, claimed under `name`, on `delivery` as read, the
+/// claim replaced by it: `false` when the item changed since it was read
+/// (another attempt recorded first, or this write's answer was lost).
 pub async fn record_attempt(
     client: &Client,
     table: &str,
     delivery: &Delivery,
-    message_id: &str,
+    name: &str,
     attempt: StoredAttempt,
     next: &NextState,
 ) -> Result<bool, DeliverError> {
@@ -118,7 +124,7 @@ pub async fn record_attempt(
         .condition_expression("attemptCount = :seen AND attribute_exists(#claims.#claim)")
         .expression_attribute_names("#state", "state")
         .expression_attribute_names("#claims", "claims")
-        .expression_attribute_names("#claim", message_id)
+        .expression_attribute_names("#claim", name)
         .expression_attribute_values(":seen", n(delivery.attempt_count))
         .expression_attribute_values(":count", n(delivery.attempt_count + 1))
         .expression_attribute_values(":attempts", attempts)
@@ -127,7 +133,7 @@ pub async fn record_attempt(
     let set =
         "SET attempts = :attempts, attemptCount = :count, #state = :state, scheduleStep = :step";
     let mut remove = "REMOVE #claims.#claim".to_string();
-    if delivery.schedule_claim.as_deref() == Some(message_id) {
+    if delivery.schedule_claim.as_deref() == Some(name) {
         remove.push_str(", scheduleClaim");
     }
     update = match next.next_attempt_at {

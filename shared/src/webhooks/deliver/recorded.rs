@@ -22,8 +22,8 @@ const RECORD_TRIES: u32 = 5;
 const RECORD_BACKOFF: Duration = Duration::from_millis(100);
 
 impl Deliverer {
-    /// Writes the attempt down in place of its claim (`id`, the claiming
-    /// message's name) and says what becomes of the message.
+    /// Writes the attempt down in place of its claim (named `name`) and
+    /// says what becomes of the message.
     ///
     /// Every attempt made is recorded: when another attempt of the delivery
     /// recorded first (a retry by hand beside a scheduled one), the
@@ -39,7 +39,7 @@ impl Deliverer {
         delivery: &Delivery,
         endpoint: Option<&Endpoint>,
         attempt: &Attempt,
-        id: &str,
+        name: &str,
         manual: bool,
     ) -> Result<Disposition, DeliverError> {
         let (client, table) = (&self.client, self.table.as_str());
@@ -56,7 +56,7 @@ impl Deliverer {
                 && seen.state == DeliveryState::Pending
                 && seen.schedule_step == delivery.schedule_step;
             let next = self.next_state(&seen, attempt, moves_schedule);
-            match record::record_attempt(client, table, &seen, id, stored.clone(), &next).await {
+            match record::record_attempt(client, table, &seen, name, stored.clone(), &next).await {
                 Ok(true) => {
                     super::observe::attempt_made(&seen, attempt, &next, manual);
                     return Ok(match next.next_attempt_at {
@@ -79,9 +79,10 @@ impl Deliverer {
             let Some(fresh) = fresh else {
                 return Ok(Disposition::Done); // expired meanwhile
             };
-            if fresh.claim_of(id).is_none() {
-                // Only this write takes the claim away: one whose answer
-                // was lost was made after all.
+            if fresh.claim_of(name).is_none() {
+                // Only this write takes a live claim away (a claim is
+                // recorded as interrupted only once it is older than any
+                // receipt lives): one whose answer was lost was made.
                 return Ok(carried(&fresh, manual));
             }
             seen = fresh;

@@ -9,7 +9,7 @@ use crate::db::{n, new_id, s, to_item, Changes, DbError};
 use crate::records::{Caller, Description, Id};
 use crate::rules::RuleViolation;
 use crate::webhooks::records::{NewWebhookEndpoint, WebhookEndpoint, WebhookEndpointPatch};
-use crate::webhooks::secrets;
+use crate::webhooks::{secrets, subscriptions};
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, Duration, Utc};
 
@@ -78,7 +78,8 @@ impl Changes {
             let put = Expr::new().absent().put(self.table(), endpoint.item()?)?;
             let write = Write::new()
                 .checked(EndpointCheck::Below(cap), count)
-                .checked(EndpointCheck::IdFree, put);
+                .checked(EndpointCheck::IdFree, put)
+                .unchecked(subscriptions::changed(self.table())?);
             Ok(Step::Write(write, endpoint.record(None)))
         })
         .await
@@ -130,10 +131,14 @@ impl Changes {
                 endpoint.description = description.clone();
             }
             expr = enable(expr, &mut endpoint, patch.enabled);
-            let write = Write::new().checked(
+            let mut write = Write::new().checked(
                 EndpointCheck::AsRead,
                 expr.update(self.table(), key(id.get()))?,
             );
+            if patch.events.is_some() || patch.enabled == Some(true) {
+                // Who receives what changed: a fan-out's held lists are stale.
+                write = write.unchecked(subscriptions::changed(self.table())?);
+            }
             Ok(Step::Write(write, endpoint.record(None)))
         })
         .await
@@ -188,7 +193,8 @@ impl Changes {
                 .update(self.table(), count_key(endpoint.owner_id))?;
             let write = Write::new()
                 .checked(EndpointCheck::AsRead, delete)
-                .unchecked(count);
+                .unchecked(count)
+                .unchecked(subscriptions::changed(self.table())?);
             Ok(Step::Write(write, ()))
         })
         .await

@@ -6,9 +6,11 @@
 //! `WEBHOOKSTAFF`) and, for an `order.*` event, the order's owner's (GSI4,
 //! one small query of the owner's own list), their items read by key. A
 //! process holds each list it read, items included, for the key cache's
-//! time-to-live ([`KeyStates::held_list`]): the staff list is not read for
-//! every event, and an event nobody takes costs no read while its lists are
-//! held. Whether an endpoint registered by staff still receives as staff is
+//! time-to-live ([`KeyStates::held_list`]) while the subscriptions' version
+//! stays the one it was read at (`webhooks::subscriptions`: every
+//! registration, re-enabling and change of `events` counts one): the staff
+//! list is not read for every event, and an event nobody takes costs one
+//! small read of the version while its lists are held. Whether an endpoint registered by staff still receives as staff is
 //! its key's role now: one whose key became a customer's takes only its
 //! own orders'.
 
@@ -51,6 +53,7 @@ async fn endpoints_of(db: &Db, keys: &KeyStates, list: KeyList) -> Result<Vec<It
     if let Some(held) = keys.held_list(&list.partition) {
         return Ok(held);
     }
+    let version = keys.subscriptions_version();
     let found = all_keys(db, &list).await?;
     let items = match found.is_empty() {
         true => Vec::new(),
@@ -59,7 +62,7 @@ async fn endpoints_of(db: &Db, keys: &KeyStates, list: KeyList) -> Result<Vec<It
                 .await?
         }
     };
-    keys.hold_list(&list.partition, items.clone());
+    keys.hold_list(&list.partition, version, items.clone());
     Ok(items)
 }
 

@@ -109,6 +109,7 @@ impl Gathered {
             | Kind::Migration
             | Kind::WebhookDelivery
             | Kind::DeliverySlot
+            | Kind::WebhookSubscriptions
             | Kind::Unknown => {}
         }
     }

@@ -181,7 +181,7 @@ fn category_index_keys(s: &Scanned) -> Option<String> {
 fn unlisted_kinds(s: &Scanned) -> Option<String> {
     let in_key_list = match s.kind {
         Kind::NameClaim | Kind::Idempotency | Kind::Holds | Kind::Migration => None,
-        Kind::WebhookCount | Kind::DeliverySlot => None,
+        Kind::WebhookCount | Kind::DeliverySlot | Kind::WebhookSubscriptions => None,
         // A short-lived key (the pre-traffic check's, with an expiresAt) is in none.
         Kind::ApiKey => (s.whole("expiresAt") == Whole::Absent).then_some("APIKEY"),
         _ => return None,

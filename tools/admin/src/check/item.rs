@@ -33,6 +33,9 @@ pub enum Kind {
     WebhookDelivery,
     /// A lease on one of an endpoint's attempts in flight (`WEBHOOK#<id>`, `SLOT#<n>`).
     DeliverySlot,
+    /// The webhook subscriptions' version (`WEBHOOK#SUBSCRIPTIONS`,
+    /// `SUBSCRIPTIONS`): a count of changes, in no index.
+    WebhookSubscriptions,
     Unknown,
 }
 
@@ -50,6 +53,7 @@ impl Kind {
             "HOLDS" => Kind::Holds,
             "ENDPOINT" => Kind::WebhookEndpoint,
             "WEBHOOKS" => Kind::WebhookCount,
+            "SUBSCRIPTIONS" => Kind::WebhookSubscriptions,
             _ if sk.starts_with("BACKFILL#") => Kind::Migration,
             _ if sk.starts_with("DELIVERY#") => Kind::WebhookDelivery,
             _ if sk.starts_with("SLOT#") => Kind::DeliverySlot,
@@ -68,7 +72,10 @@ impl Kind {
             Kind::Idempotency => Some("IDEMPOTENCY#"),
             Kind::Holds => Some("HOLDS#"),
             Kind::Migration => Some("MIGRATION#"),
-            Kind::WebhookEndpoint | Kind::WebhookDelivery | Kind::DeliverySlot => Some("WEBHOOK#"),
+            Kind::WebhookEndpoint
+            | Kind::WebhookDelivery
+            | Kind::DeliverySlot
+            | Kind::WebhookSubscriptions => Some("WEBHOOK#"),
             Kind::WebhookCount => Some("WEBHOOKOWNER#"),
             Kind::Unknown => None,
         }

@@ -1,0 +1,133 @@
+//! A new endpoint misses nothing (section 9): every event of its types
+//! that occurs after its registration, its re-enabling or a change of its
+//! `events` was answered reaches it, on a fan-out that held its owner's
+//! subscription list (for the key cache's 30 seconds, as deployed) from
+//! before. The README's "Webhooks in a minute", done through the API and
+//! the events consumer as `make run` runs them; and what the fan-out's
+//! check costs, counted through the proxy.
+
+use super::queue::Kept;
+use super::receivers::{rust_receiver, Answer, Receiver};
+use super::*;
+use crate::domain_events::{reader, Collect};
+use crate::idempotency::proxy::{FaultMix, FaultProxy};
+use crate::webhooks::{resolving, set_attributes, RECEIVER};
+use events::WithWebhooks;
+
+/// The order `placed` answered, as its `order.placed` arrives: its id.
+async fn arrives(receiver: &mut Receiver, placed: &Value) {
+    let seen = receiver.next().await;
+    assert_eq!(seen.body["type"], "order.placed", "{:?}", seen.body);
+    assert_eq!(
+        seen.body["data"]["order"]["id"], placed["id"],
+        "this order's event: {:?}",
+        seen.body
+    );
+    assert_eq!(
+        seen.verified,
+        [true],
+        "signed with the registration's secret"
+    );
+}
+
+#[tokio::test]
+async fn an_order_placed_within_a_second_of_the_registration_is_delivered() {
+    // Given the events consumer as `make run` runs it (its fan-out holding
+    // subscription lists for the deployed 30 s, deliveries on the local
+    // queue), which has fanned out an earlier order of this customer: its
+    // list is held, empty
+    let staff = TestApp::spawn().await;
+    let customer = staff.as_customer().await;
+    resolving(&customer);
+    let rex = pet_in_stock(&staff, 5).await;
+    let deliverer = local::start_with(
+        staff.app.db.client().clone(),
+        staff.app.config.table_name.clone(),
+        Attempter::new(LOCAL, system_resolver()).expect("TLS"),
+        quick_schedule(),
+        key_states(&staff, Duration::from_secs(30)),
+    );
+    let consumer = WithWebhooks::new(Collect::default(), deliverer);
+    let mut stream = reader(&staff, &staff.endpoint);
+    let order = json!({"petId": rex, "quantity": 1});
+    customer
+        .post("/store/orders", order.clone())
+        .await
+        .assert_status(201);
+    assert!(stream.drain(&consumer, 50).await.expect("the stream reads"));
+
+    // When the customer registers an endpoint (201), starts its receiver
+    // with the secret the answer shows, and places an order at once
+    let registered = customer
+        .post(
+            "/webhooks",
+            json!({"url": RECEIVER, "events": ["order.placed"]}),
+        )
+        .await;
+    registered.assert_status(201);
+    let registered = registered.json();
+    let id = registered["id"].as_u64().expect("an id");
+    let secret = registered["secret"].as_str().expect("its secret");
+    let mut receiver = rust_receiver(&[secret], vec![Answer::Status(200)]).await;
+    // The receiver is on this machine: the stored URL is pointed at it.
+    let url = AttributeValue::S(receiver.url.clone());
+    let pk = format!("WEBHOOK#{id}");
+    set_attributes(&customer, pk, "ENDPOINT".into(), &[("url", url)]).await;
+    let placed = customer.post("/store/orders", order.clone()).await;
+    placed.assert_status(201);
+    assert!(stream.drain(&consumer, 50).await.expect("the stream reads"));
+
+    // Then the receiver gets that order's `order.placed`
+    arrives(&mut receiver, &placed.json()).await;
+
+    // And when the endpoint is disabled and enabled again, an order placed
+    // at once after the answer is delivered too (none meanwhile)
+    let path = format!("/webhooks/{id}");
+    let off = customer.patch(&path, json!({"enabled": false})).await;
+    off.assert_status(200);
+    customer
+        .post("/store/orders", order.clone())
+        .await
+        .assert_status(201);
+    assert!(stream.drain(&consumer, 50).await.expect("the stream reads"));
+    let on = customer.patch(&path, json!({"enabled": true})).await;
+    on.assert_status(200);
+    let placed = customer.post("/store/orders", order).await;
+    placed.assert_status(201);
+    assert!(stream.drain(&consumer, 50).await.expect("the stream reads"));
+    arrives(&mut receiver, &placed.json()).await;
+}
+
+#[tokio::test]
+async fn while_the_lists_are_held_a_fan_out_reads_only_the_subscriptions_version() {
+    // Given a fan-out through the counting proxy that has read the staff
+    // list and a customer's (both empty), held for the deployed 30 s
+    let app = TestApp::spawn().await;
+    let owner = app.as_customer().await.key_id;
+    let proxy = FaultProxy::start(&app.endpoint, FaultMix::NONE, 0).await;
+    let deliverer = Deliverer {
+        client: petstore::local_client(&proxy.endpoint).await,
+        table: app.app.config.table_name.clone(),
+        attempter: Attempter::new(LOCAL, system_resolver()).expect("TLS"),
+        schedule: quick_schedule(),
+        queue: Arc::new(Kept::default()),
+        keys: key_states(&app, Duration::from_secs(30)),
+    };
+    let fan_out = |event: Value| {
+        let deliverer = &deliverer;
+        async move { deliverer.fan_out(&event).await.expect("fanned out") }
+    };
+    fan_out(order_event("evt-warm", owner)).await;
+
+    // When an order event and a stock event nobody takes are fanned out
+    let before = proxy.calls().len();
+    fan_out(order_event("evt-untaken-order", owner)).await;
+    fan_out(stock_event("evt-untaken-stock")).await;
+
+    // Then each read the subscriptions' version, one item by key, and nothing else
+    let calls: Vec<String> = proxy.calls()[before..]
+        .iter()
+        .map(|call| call.operation.clone())
+        .collect();
+    assert_eq!(calls, ["BatchGetItem", "BatchGetItem"], "{calls:?}");
+}
