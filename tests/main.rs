@@ -13,6 +13,7 @@ mod helpers;
 mod abuse;
 mod bodies;
 mod caching;
+mod conditional;
 mod cors;
 mod data;
 mod docs;
