@@ -22,6 +22,7 @@ mod events;
 mod front;
 mod idempotency;
 mod lambda;
+mod me;
 mod new_account;
 mod observe;
 mod pages;
