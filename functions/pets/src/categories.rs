@@ -12,7 +12,7 @@ use http::{HeaderMap, StatusCode};
 use petstore::db::Changes;
 use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link, JsonBody, QueryParams};
-use petstore::http::respond::{created, current, list_page, no_content, record};
+use petstore::http::respond::{created_record, current, list_page, no_content, record};
 use petstore::records::{Id, NewCategory};
 use petstore::App;
 
@@ -39,7 +39,10 @@ async fn list_categories(State(app): State<App>, query: QueryParams) -> Result<R
 async fn create_category(db: Changes, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
     let new = NewCategory::parse(&body)?;
     let category = db.create_category(new, Utc::now()).await?;
-    Ok(created(format!("/categories/{}", category.id), &category))
+    Ok(created_record(
+        format!("/categories/{}", category.id),
+        &category,
+    ))
 }
 
 async fn get_category(

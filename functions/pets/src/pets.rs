@@ -13,7 +13,7 @@ use petstore::db::pets::PetFilter;
 use petstore::db::Changes;
 use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link, JsonBody, QueryParams};
-use petstore::http::respond::{created, current, list_page, no_content, record};
+use petstore::http::respond::{created_record, current, list_page, no_content, record};
 use petstore::records::{Id, NewPet, PetPatch, PetStatus, ValidationError};
 use petstore::App;
 
@@ -83,7 +83,7 @@ async fn list_pets(State(app): State<App>, query: QueryParams) -> Result<Respons
 async fn create_pet(db: Changes, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
     let new = NewPet::parse(&body)?;
     let pet = db.create_pet(new, Utc::now()).await?;
-    Ok(created(format!("/pets/{}", pet.id), &pet))
+    Ok(created_record(format!("/pets/{}", pet.id), &pet))
 }
 
 /// Deprecated in favour of `GET /pets?ids=`, and gone after the sunset.

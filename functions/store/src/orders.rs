@@ -16,7 +16,7 @@ use petstore::db::orders::OrderFilter;
 use petstore::db::Changes;
 use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link, JsonBody, QueryParams};
-use petstore::http::respond::{created, current, list_page, no_content, record};
+use petstore::http::respond::{created_record, current, list_page, no_content, record};
 use petstore::records::{Caller, Id, NewOrder, OrderPatch};
 use petstore::App;
 
@@ -68,7 +68,10 @@ async fn place_order(
         .place_order(new, caller.key_id, caller.open_orders_cap, now)
         .await?;
     petstore::metrics::order_placed(order.quantity.get());
-    Ok(created(format!("/store/orders/{}", order.id), &order))
+    Ok(created_record(
+        format!("/store/orders/{}", order.id),
+        &order,
+    ))
 }
 
 async fn get_order(

@@ -125,6 +125,11 @@ impl SavedResponse {
     /// answers 204. The replay tests hold each change route to them.
     fn of(method: &Method, path: &str, answer: &[u8]) -> Result<SavedResponse, BoxError> {
         let body = || String::from_utf8(answer.to_vec());
+        // The records of contract 4c carry their validator; a webhook
+        // endpoint's answers carry none (they show its key's state, which
+        // its item does not hold, and a registration's its secret).
+        let etag =
+            || (!path.starts_with("/webhooks")).then(|| ETag::of_json(answer).as_str().to_string());
         Ok(match *method {
             Method::POST => {
                 let id = serde_json::from_slice::<Value>(answer)?
@@ -135,7 +140,7 @@ impl SavedResponse {
                     status: 201,
                     location: Some(format!("{path}/{id}")),
                     body: Some(body()?),
-                    etag: Some(ETag::of_json(answer).as_str().to_string()),
+                    etag: etag(),
                 }
             }
             Method::DELETE => SavedResponse {
@@ -148,7 +153,7 @@ impl SavedResponse {
                 status: 200,
                 location: None,
                 body: Some(body()?),
-                etag: Some(ETag::of_json(answer).as_str().to_string()),
+                etag: etag(),
             },
         })
     }

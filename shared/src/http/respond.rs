@@ -73,9 +73,18 @@ pub fn current<T: Serialize>(request: &HeaderMap, value: &T) -> Response {
     not_modified
 }
 
-/// A 201 with the new record, its `Location` and its `ETag`.
+/// A 201 with the new record and its `Location`.
 pub fn created<T: Serialize>(location: String, value: &T) -> Response {
-    let mut response = record(StatusCode::CREATED, value);
+    located(json(StatusCode::CREATED, value), location)
+}
+
+/// A 201 with the new record, its `Location` and its `ETag` (the records
+/// of contract 4c: pets, categories, orders).
+pub fn created_record<T: Serialize>(location: String, value: &T) -> Response {
+    located(record(StatusCode::CREATED, value), location)
+}
+
+fn located(mut response: Response, location: String) -> Response {
     if let Ok(location) = HeaderValue::from_str(&location) {
         response.headers_mut().insert(header::LOCATION, location);
     }
