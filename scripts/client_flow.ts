@@ -36,6 +36,18 @@ export async function flow(baseUrl: string, apiKey: string): Promise<ErrorCode |
   const reset = await api.PATCH("/pets/{petId}", { params: { path: { petId } }, body: { status: null } });
   if (!reset.data) return reset.error.code;
   const status: Status = reset.data.status;
+  // Updating safely (1.3.0): the answer's ETag, sent back in If-Match; a stale one is 412.
+  const etag = reset.response.headers.get("ETag") ?? "";
+  const stale = await api.PATCH("/pets/{petId}", {
+    params: { path: { petId }, header: { "If-Match": '"stale"' } },
+    body: { name: "Rex III" },
+  });
+  if (stale.response.status !== 412 || stale.error?.code !== "PRECONDITION_FAILED") return stale.error?.code;
+  const same = await api.PATCH("/pets/{petId}", {
+    params: { path: { petId }, header: { "If-Match": etag } },
+    body: { name: "Rex II" },
+  });
+  if (!same.data) return same.error.code;
 
   // @ts-expect-error: a status outside the enum is no valid patch.
   await api.PATCH("/pets/{petId}", { params: { path: { petId } }, body: { status: "lost" } });

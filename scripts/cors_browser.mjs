@@ -10,7 +10,10 @@
 //   header) answer 200 and the page reads the rate-limit headers and
 //   X-Request-Id; preflights are not counted (two reads, one apart); a keyed
 //   JSON POST with Idempotency-Key is allowed and its replay readable as
-//   such; a 429 shows its Retry-After and a 401 its status;
+//   such; the created record's ETag is readable, a PUT with a stale If-Match
+//   reads as 412, one with that ETag succeeds, and a GET with the new ETag
+//   in If-None-Match reads as 304 (contract 4c: the two request headers are
+//   allowed, ETag exposed); a 429 shows its Retry-After and a 401 its status;
 // - from the other origin, the same calls fail (fetch rejects), the simple
 //   keyless read included.
 // A control shows the page sees only what the API exposes: Vary, which the
@@ -60,12 +63,29 @@ function callsFromPage(page) {
         body: JSON.stringify({ name: "Birds" }),
       };
       const limited = { headers: { "X-API-Key": oneAMinuteKey } };
+      const replace = (ifMatch) => ({
+        method: "PUT",
+        headers: { "X-API-Key": apiKey, "Content-Type": "application/json", "If-Match": ifMatch },
+        body: JSON.stringify({ name: "Birds", description: "Feathered" }),
+      });
+      // Different URLs: each is preflighted afresh (the preflight cache is per URL).
+      const firstRead = await call("/pets?limit=1", keyed);
+      const secondRead = await call("/pets?limit=2", keyed);
+      const created = await call("/categories", create);
+      const replayed = await call("/categories", create);
+      const id = created.status === 201 ? JSON.parse(created.body).id : 0;
+      const stale = await call(`/categories/${id}`, replace('"stale"'));
+      const current = await call(`/categories/${id}`, replace(created.headers?.etag ?? '"none"'));
+      const revalidate = { headers: { "X-API-Key": apiKey, "If-None-Match": current.headers?.etag ?? '"none"' } };
+      const revalidated = await call(`/categories/${id}`, revalidate);
       return {
-        // Different URLs: each is preflighted afresh (the preflight cache is per URL).
-        firstRead: await call("/pets?limit=1", keyed),
-        secondRead: await call("/pets?limit=2", keyed),
-        created: await call("/categories", create),
-        replayed: await call("/categories", create),
+        firstRead,
+        secondRead,
+        created,
+        replayed,
+        stale,
+        current,
+        revalidated,
         admitted: await call("/categories?limit=1", limited),
         refused: await call("/categories?limit=2", limited),
         keyless: await call("/pets"),
@@ -85,7 +105,7 @@ function checkListedOrigin(calls) {
     check(!result.error, `listed origin, ${name}: fetch failed: ${result.error}`);
   }
   if (failures.length > 0) return;
-  const { firstRead, secondRead, created, replayed, admitted, refused, keyless } = calls;
+  const { firstRead, secondRead, created, replayed, stale, current, revalidated, admitted, refused, keyless } = calls;
   check(firstRead.status === 200, `listed origin: GET /pets answered ${firstRead.status}: ${firstRead.body}`);
   for (const header of [...RATE_LIMIT_HEADERS, "x-request-id"]) {
     check(firstRead.headers[header] !== undefined, `listed origin: the page cannot read ${header} (it reads ${Object.keys(firstRead.headers)})`);
@@ -96,6 +116,11 @@ function checkListedOrigin(calls) {
   check(created.status === 201, `listed origin: POST /categories (JSON, Idempotency-Key) answered ${created.status}: ${created.body}`);
   check(replayed.status === 201 && replayed.headers["idempotent-replayed"] === "true",
     `listed origin: the retried POST answered ${replayed.status} with Idempotent-Replayed ${replayed.headers["idempotent-replayed"]}`);
+  check(created.headers.etag !== undefined, `listed origin: the page cannot read the created record's ETag`);
+  check(stale.status === 412, `listed origin: PUT with a stale If-Match answered ${stale.status}: ${stale.body}`);
+  check(current.status === 200 && current.headers.etag !== undefined && current.headers.etag !== created.headers.etag,
+    `listed origin: PUT with the record's ETag answered ${current.status}, ETag ${current.headers.etag}`);
+  check(revalidated.status === 304, `listed origin: GET with If-None-Match of the current ETag answered ${revalidated.status}`);
   check(admitted.status === 200, `listed origin: the one-a-minute key's first read answered ${admitted.status}`);
   check(refused.status === 429 && refused.headers["retry-after"] !== undefined,
     `listed origin: the one-a-minute key's second read answered ${refused.status}, Retry-After ${refused.headers["retry-after"]}`);

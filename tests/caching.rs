@@ -1,7 +1,9 @@
 //! What answers tell caches and browsers (contract section 7): every JSON
 //! answer of the wrapper, refusals and errors included, is `Cache-Control:
-//! no-store` and `X-Content-Type-Options: nosniff`. (The `/docs` page and
-//! files, which are cacheable, are in docs.rs.)
+//! private, no-cache` (`no-store` before 1.3.0: a client may now keep a
+//! record and revalidate it, contract 4c) and `X-Content-Type-Options:
+//! nosniff`. (The `/docs` page and files, which are cacheable, are in
+//! docs.rs.)
 
 use crate::helpers::TestResponse;
 use crate::ratelimit::pinned;
@@ -11,7 +13,11 @@ use serde_json::json;
 
 #[track_caller]
 fn assert_kept_by_no_cache(response: &TestResponse, what: &str) {
-    assert_eq!(response.header("cache-control"), Some("no-store"), "{what}");
+    assert_eq!(
+        response.header("cache-control"),
+        Some("private, no-cache"),
+        "{what}"
+    );
     assert_eq!(
         response.header("x-content-type-options"),
         Some("nosniff"),

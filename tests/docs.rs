@@ -95,7 +95,7 @@ async fn the_page_is_fetched_again_every_time_and_names_its_files_by_content() {
     // A name without its hash is no file: it would outlive a new release
     let response = asset(Method::GET, "/docs/assets/swagger-ui.css").await;
     response.assert_error(404, "NOT_FOUND");
-    assert_eq!(response.header("cache-control"), Some("no-store"));
+    assert_eq!(response.header("cache-control"), Some("private, no-cache"));
 }
 
 #[tokio::test]

@@ -46,6 +46,19 @@ async fn every_kind_of_record(staff: &TestApp) {
     staff.get(&order).await.assert_status(200);
     staff.get("/store/orders").await.assert_status(200);
     crate::webhooks::every_kind_of_webhook_record(staff).await;
+    // `GET /me` of a key that stops at a known time (`expiresAt`).
+    let ends = Utc::now() + Duration::minutes(30);
+    let short = petstore::ratelimit::keys::NewApiKey::short_lived("expiring", ends);
+    let keys = staff.app.limiter.keys();
+    let issued = keys
+        .create(short, Utc::now())
+        .await
+        .expect("a key is stored");
+    staff
+        .with_key(issued.key)
+        .get("/me")
+        .await
+        .assert_status(200);
 }
 
 #[tokio::test]

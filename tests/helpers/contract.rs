@@ -365,7 +365,7 @@ mod tests {
             ("deprecation", "@1"),
             ("sunset", "s"),
             ("link", "l"),
-            ("cache-control", "no-store"),
+            ("cache-control", "private, no-cache"),
             ("x-content-type-options", "nosniff"),
         ] {
             headers.insert(name, HeaderValue::from_static(value));

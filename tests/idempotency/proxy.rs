@@ -22,6 +22,13 @@
 //! the write it must meet and releases it. A race test asserts that its
 //! race happened only when the race was made to happen this way, so it
 //! passes on every machine and fails without the code it protects.
+//!
+//! Two more script one call each, picked by its operation and a text its
+//! body holds (a key such as `PET#42`): [`FaultProxy::hold_next`] keeps it
+//! from DynamoDB until the test lets it go, so another write lands first
+//! (a race forced, not hoped for); [`FaultProxy::lose_next_answer`]
+//! forwards it and resets the connection once DynamoDB answered (the change
+//! made, the answer lost).
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -188,9 +195,56 @@ struct Shared {
     counts: FaultCounts,
     cancel_next_transaction: AtomicBool,
     throttle_record_reads: AtomicU32,
+    scripted: Mutex<Vec<Scripted>>,
+}
+
+/// One call scripted by [`FaultProxy::hold_next`] or
+/// [`FaultProxy::lose_next_answer`].
+struct Scripted {
+    operation: String,
+    holding: String,
+    action: Action,
+}
+
+enum Action {
+    Hold(Arc<Held>),
+    LoseAnswer,
+}
+
+/// A call held back: [`Held::arrived`] once it reached the proxy, and it
+/// goes on to DynamoDB once [`Held::release`] is called.
+#[derive(Default)]
+pub struct Held {
+    arrived: tokio::sync::Notify,
+    released: tokio::sync::Notify,
+}
+
+impl Held {
+    /// Waits until the held call has reached the proxy (at most 10 s).
+    pub async fn arrived(&self) {
+        tokio::time::timeout(Duration::from_secs(10), self.arrived.notified())
+            .await
+            .expect("the held call reached the proxy");
+    }
+
+    /// Lets the held call go on to DynamoDB.
+    pub fn release(&self) {
+        self.released.notify_one();
+    }
 }
 
 impl Shared {
+    /// The scripted action for a call of `operation` whose body is `body`,
+    /// taken (each acts once).
+    fn scripted(&self, operation: &str, body: &[u8]) -> Option<Action> {
+        let mut scripted = self.scripted.lock().unwrap_or_else(|e| e.into_inner());
+        let body = String::from_utf8_lossy(body);
+        let at = scripted
+            .iter()
+            .position(|s| s.operation == operation && body.contains(&s.holding))?;
+        Some(scripted.remove(at).action)
+    }
+
     fn draw(&self) -> Fault {
         let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
         let mix = &self.mix;
@@ -243,6 +297,7 @@ impl FaultProxy {
             counts: FaultCounts::default(),
             cancel_next_transaction: AtomicBool::new(false),
             throttle_record_reads: AtomicU32::new(0),
+            scripted: Mutex::new(Vec::new()),
         });
         let accepting = shared.clone();
         tokio::spawn(async move {
@@ -304,6 +359,33 @@ impl FaultProxy {
         }
     }
 
+    /// Holds the next `operation` call (`UpdateItem`, ...) whose body holds
+    /// `holding` until the returned [`Held`] is released.
+    pub fn hold_next(&self, operation: &str, holding: &str) -> Arc<Held> {
+        let held = Arc::new(Held::default());
+        self.script(operation, holding, Action::Hold(held.clone()));
+        held
+    }
+
+    /// Forwards the next `operation` call whose body holds `holding`, and
+    /// resets the connection once DynamoDB answered it.
+    pub fn lose_next_answer(&self, operation: &str, holding: &str) {
+        self.script(operation, holding, Action::LoseAnswer);
+    }
+
+    fn script(&self, operation: &str, holding: &str, action: Action) {
+        let mut scripted = self
+            .shared
+            .scripted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        scripted.push(Scripted {
+            operation: operation.to_string(),
+            holding: holding.to_string(),
+            action,
+        });
+    }
+
     /// Cancels the next `TransactWriteItems` (without forwarding it) by a
     /// conflict on its last item.
     pub fn cancel_next_transaction(&self) {
@@ -349,10 +431,7 @@ async fn handle(
         .get("x-amz-target")
         .and_then(|t| t.to_str().ok());
     let call = Call {
-        operation: target
-            .and_then(|t| t.rsplit('.').next())
-            .unwrap_or_default()
-            .to_string(),
+        operation: call_operation(target),
         body: String::from_utf8_lossy(&body).into_owned(),
         received: Instant::now(),
         answered: None,
@@ -403,7 +482,21 @@ async fn handle(
             "ProvisionedThroughputExceededException",
         ));
     }
-    let fault = shared.draw();
+    let scripted = shared.scripted(&call_operation(target), &body);
+    let mut lose_answer = false;
+    match scripted {
+        Some(Action::Hold(held)) => {
+            held.arrived.notify_one();
+            held.released.notified().await;
+        }
+        Some(Action::LoseAnswer) => lose_answer = true,
+        None => {}
+    }
+    let fault = if lose_answer {
+        Fault::ResetAfter
+    } else {
+        shared.draw()
+    };
     match fault {
         Fault::ResetBefore => {
             counts.reset_before.fetch_add(1, Ordering::Relaxed);
@@ -447,6 +540,15 @@ async fn handle(
         call.answered = Some(Instant::now());
     }
     Ok(Response::from_parts(parts, Full::new(body)))
+}
+
+/// The operation an `X-Amz-Target` names: `UpdateItem` of
+/// `DynamoDB_20120810.UpdateItem`.
+fn call_operation(target: Option<&str>) -> String {
+    target
+        .and_then(|t| t.rsplit('.').next())
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// DynamoDB's answer to a transaction that met another one on its last item.

@@ -111,5 +111,5 @@ async fn the_openapi_document_is_served_as_json() {
     assert_eq!(response.header("content-type"), Some("application/json"));
     let document: Value = response.json();
     assert_eq!(document["openapi"], "3.0.3");
-    assert_eq!(document["info"]["version"], "1.1.0");
+    assert_eq!(document["info"]["version"], "1.3.0");
 }

@@ -8,11 +8,11 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use chrono::Utc;
-use http::StatusCode;
+use http::{HeaderMap, StatusCode};
 use petstore::db::Changes;
 use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link, JsonBody, QueryParams};
-use petstore::http::respond::{created, json, list_page, no_content};
+use petstore::http::respond::{created_record, current, list_page, no_content, record};
 use petstore::records::{Id, NewCategory};
 use petstore::App;
 
@@ -39,16 +39,20 @@ async fn list_categories(State(app): State<App>, query: QueryParams) -> Result<R
 async fn create_category(db: Changes, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
     let new = NewCategory::parse(&body)?;
     let category = db.create_category(new, Utc::now()).await?;
-    Ok(created(format!("/categories/{}", category.id), &category))
+    Ok(created_record(
+        format!("/categories/{}", category.id),
+        &category,
+    ))
 }
 
 async fn get_category(
     State(app): State<App>,
     Path(raw): Path<String>,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "categoryId")?;
     match app.db.get_category(id).await? {
-        Some(stored) => Ok(json(StatusCode::OK, &stored.category)),
+        Some(stored) => Ok(current(&headers, &stored.category)),
         None => Err(ApiError::not_found("category", id)),
     }
 }
@@ -61,7 +65,7 @@ async fn replace_category(
     let id = Id::parse_param(&raw, "categoryId")?;
     let new = NewCategory::parse(&body)?;
     let category = db.replace_category(id, new).await?;
-    Ok(json(StatusCode::OK, &category))
+    Ok(record(StatusCode::OK, &category))
 }
 
 async fn delete_category(db: Changes, Path(raw): Path<String>) -> Result<Response, ApiError> {

@@ -8,12 +8,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use chrono::Utc;
-use http::{header, HeaderValue, StatusCode};
+use http::{header, HeaderMap, HeaderValue, StatusCode};
 use petstore::db::pets::PetFilter;
 use petstore::db::Changes;
 use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link, JsonBody, QueryParams};
-use petstore::http::respond::{created, json, list_page, no_content};
+use petstore::http::respond::{created_record, current, list_page, no_content, record};
 use petstore::records::{Id, NewPet, PetPatch, PetStatus, ValidationError};
 use petstore::App;
 
@@ -83,11 +83,11 @@ async fn list_pets(State(app): State<App>, query: QueryParams) -> Result<Respons
 async fn create_pet(db: Changes, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
     let new = NewPet::parse(&body)?;
     let pet = db.create_pet(new, Utc::now()).await?;
-    Ok(created(format!("/pets/{}", pet.id), &pet))
+    Ok(created_record(format!("/pets/{}", pet.id), &pet))
 }
 
 /// Deprecated in favour of `GET /pets?ids=`, and gone after the sunset.
-async fn get_pet(State(app): State<App>, Path(raw): Path<String>) -> Response {
+async fn get_pet(State(app): State<App>, Path(raw): Path<String>, headers: HeaderMap) -> Response {
     let config = &app.config;
     // Headers are built from validated values only: the successor names the
     // parsed id, never the raw path segment; for an id that is not one, it
@@ -97,7 +97,7 @@ async fn get_pet(State(app): State<App>, Path(raw): Path<String>) -> Response {
         Ok(id) => format!("</pets?ids={id}>; rel=\"successor-version\""),
         Err(_) => "</pets>; rel=\"successor-version\"".to_string(),
     };
-    let mut response = read_pet(&app, id).await.into_response();
+    let mut response = read_pet(&app, id, &headers).await.into_response();
     let headers = response.headers_mut();
     let deprecation = format!("@{}", config.deprecated_at.timestamp());
     let sunset = config
@@ -115,14 +115,19 @@ async fn get_pet(State(app): State<App>, Path(raw): Path<String>) -> Response {
     response
 }
 
-/// The answer `GET /pets/{petId}` gives before its deprecation headers.
-async fn read_pet(app: &App, id: Result<Id, ValidationError>) -> Result<Response, ApiError> {
+/// The answer `GET /pets/{petId}` gives before its deprecation headers (a
+/// 304 too: they are on every answer).
+async fn read_pet(
+    app: &App,
+    id: Result<Id, ValidationError>,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
     if Utc::now() >= app.config.sunset_at {
         return Err(ApiError::Sunset);
     }
     let id = id?;
     match app.db.get_pet_record(id).await? {
-        Some(pet) => Ok(json(StatusCode::OK, &pet)),
+        Some(pet) => Ok(current(headers, &pet)),
         None => Err(ApiError::not_found("pet", id)),
     }
 }
@@ -135,7 +140,7 @@ async fn replace_pet(
     let id = Id::parse_param(&raw, "petId")?;
     let new = NewPet::parse(&body)?;
     let pet = db.update_pet(id, |_| new.clone()).await?;
-    Ok(json(StatusCode::OK, &pet))
+    Ok(record(StatusCode::OK, &pet))
 }
 
 async fn update_pet(
@@ -146,7 +151,7 @@ async fn update_pet(
     let id = Id::parse_param(&raw, "petId")?;
     let patch = PetPatch::parse(&body)?;
     let pet = db.update_pet(id, |current| patch.apply(current)).await?;
-    Ok(json(StatusCode::OK, &pet))
+    Ok(record(StatusCode::OK, &pet))
 }
 
 async fn delete_pet(db: Changes, Path(raw): Path<String>) -> Result<Response, ApiError> {

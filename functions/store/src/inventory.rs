@@ -4,11 +4,11 @@ use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
-use http::StatusCode;
+use http::{HeaderMap, StatusCode};
 use petstore::db::Changes;
 use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link, JsonBody, QueryParams};
-use petstore::http::respond::{json, list_page};
+use petstore::http::respond::{current, list_page, record};
 use petstore::records::{Id, InventoryUpdate, PetStatus};
 use petstore::App;
 
@@ -43,10 +43,11 @@ async fn list_inventory(State(app): State<App>, query: QueryParams) -> Result<Re
 async fn get_inventory(
     State(app): State<App>,
     Path(raw): Path<String>,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "petId")?;
     match app.db.get_inventory(id).await? {
-        Some(item) => Ok(json(StatusCode::OK, &item)),
+        Some(item) => Ok(current(&headers, &item)),
         None => Err(ApiError::not_found("pet", id)),
     }
 }
@@ -59,5 +60,5 @@ async fn set_inventory(
     let id = Id::parse_param(&raw, "petId")?;
     let update = InventoryUpdate::parse(&body)?;
     let item = db.set_stock(id, update.quantity).await?;
-    Ok(json(StatusCode::OK, &item))
+    Ok(record(StatusCode::OK, &item))
 }

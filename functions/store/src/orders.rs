@@ -11,12 +11,12 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use chrono::Utc;
-use http::StatusCode;
+use http::{HeaderMap, StatusCode};
 use petstore::db::orders::OrderFilter;
 use petstore::db::Changes;
 use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link, JsonBody, QueryParams};
-use petstore::http::respond::{created, json, list_page, no_content};
+use petstore::http::respond::{created_record, current, list_page, no_content, record};
 use petstore::records::{Caller, Id, NewOrder, OrderPatch};
 use petstore::App;
 
@@ -68,17 +68,21 @@ async fn place_order(
         .place_order(new, caller.key_id, caller.open_orders_cap, now)
         .await?;
     petstore::metrics::order_placed(order.quantity.get());
-    Ok(created(format!("/store/orders/{}", order.id), &order))
+    Ok(created_record(
+        format!("/store/orders/{}", order.id),
+        &order,
+    ))
 }
 
 async fn get_order(
     State(app): State<App>,
     caller: Caller,
     Path(raw): Path<String>,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "orderId")?;
     match app.db.get_order(id, caller.owner_scope()).await? {
-        Some(order) => Ok(json(StatusCode::OK, &order)),
+        Some(order) => Ok(current(&headers, &order)),
         None => Err(ApiError::not_found("order", id)),
     }
 }
@@ -94,7 +98,7 @@ async fn update_order(
     let order = db
         .update_order(id, patch, caller.owner_scope(), Utc::now())
         .await?;
-    Ok(json(StatusCode::OK, &order))
+    Ok(record(StatusCode::OK, &order))
 }
 
 async fn cancel_order(

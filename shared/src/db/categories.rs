@@ -217,9 +217,10 @@ impl Changes {
         let new = &new;
         self.run("replace category", move || async move {
             let current = self.existing_category(id).await?.category;
+            self.check_precondition("category", id, &current)?;
             let updated = new.clone().into_category(id);
-            let expr = Expr::new()
-                .exists()
+            let expr = self
+                .as_read(Expr::new().exists(), &current)?
                 .when(&Guard::NameIs(current.name.clone()))
                 .replace(&updated)?;
             let mut write =
@@ -239,10 +240,11 @@ impl Changes {
     pub async fn delete_category(&self, id: Id) -> Result<(), DbError> {
         self.run("delete category", move || async move {
             let current = self.existing_category(id).await?;
+            self.check_precondition("category", id, &current.category)?;
             let unused = rules::delete_category(current.pet_count)?;
             let name = &current.category.name;
-            let delete = Expr::new()
-                .exists()
+            let delete = self
+                .as_read(Expr::new().exists(), &current.category)?
                 .when(&unused)
                 .when(&Guard::NameIs(name.clone()))
                 .delete(&self.table, key(id))?;

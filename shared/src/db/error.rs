@@ -25,6 +25,10 @@ pub enum DbError {
         kind: &'static str,
         change: &'static str,
     },
+    /// The record is no longer the one the request's `If-Match` names
+    /// (contract 4c): nothing was changed.
+    #[error("{kind} {id} has changed since the validator If-Match names was sent")]
+    PreconditionFailed { kind: &'static str, id: Id },
     /// The state forbids the change.
     #[error(transparent)]
     Violation(#[from] RuleViolation),

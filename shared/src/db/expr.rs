@@ -255,6 +255,24 @@ impl Expr {
         }))
     }
 
+    /// Conditions the write on the item holding `record` as read: each
+    /// attribute of its stored shape ([`shape::fields`]) but its `id` (part
+    /// of the key) equal to the record's, or absent where the record leaves
+    /// an optional field out. The values are the record's own serialization,
+    /// which is how every release stores it.
+    pub(crate) fn when_record<T: Serialize + DeserializeOwned>(
+        self,
+        record: &T,
+    ) -> Result<Expr, DbError> {
+        let mut item = to_item(record)?;
+        let fields = shape::fields::<T>()
+            .iter()
+            .filter(|field| **field != shape::ID);
+        Ok(fields.fold(self, |expr, field| {
+            expr.when_as_read(field, item.remove(*field), None)
+        }))
+    }
+
     fn condition_expression(&self) -> Option<String> {
         (!self.condition.is_empty()).then(|| self.condition.join(" AND "))
     }

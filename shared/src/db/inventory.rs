@@ -15,7 +15,7 @@ use super::shards::item_id;
 use super::write::{Step, Write};
 use super::{classify, from_item, s, Changes, Db, DbError, Page};
 use crate::records::{Id, InventoryItem, PetStatus, StockQuantity};
-use crate::rules;
+use crate::rules::{self, Guard};
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
@@ -197,7 +197,15 @@ impl Changes {
     ) -> Result<InventoryItem, DbError> {
         self.run("set stock", move || async move {
             let pet = self.existing_pet(pet_id).await?;
-            let decision = rules::set_stock(pet.state(), quantity);
+            self.check_precondition("pet", pet_id, &stored_inventory_item(&pet)?)?;
+            let mut decision = rules::set_stock(pet.state(), quantity);
+            if self.names_validators() {
+                // The entry as read: its stock and its status, on the item
+                // that holds them (a stock item's copy of the status moves
+                // with the pet item's, in one transaction).
+                decision.guards.push(Guard::StockIs(pet.stock));
+                decision.guards.push(Guard::StatusIs(pet.pet.status));
+            }
             let write =
                 Write::new().checked_each(PetCheck::AsRead, self.stock_write(&pet, &decision)?);
             let item = InventoryItem {

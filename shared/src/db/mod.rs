@@ -59,6 +59,7 @@ pub mod migration;
 pub mod orders;
 mod page;
 pub mod pets;
+mod precondition;
 pub mod query;
 mod reshard;
 mod shape;
@@ -67,6 +68,7 @@ pub mod stored;
 pub mod tables;
 pub(crate) mod write;
 
+use crate::records::IfMatch;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use idempotency::Recording;
@@ -140,6 +142,7 @@ impl Db {
         Changes {
             db: self.clone(),
             recording: Some(recording),
+            precondition: None,
         }
     }
 
@@ -149,6 +152,7 @@ impl Db {
         Changes {
             db: self.clone(),
             recording: None,
+            precondition: None,
         }
     }
 
@@ -185,6 +189,9 @@ pub struct Changes {
     db: Db,
     /// Written with the change ([`Changes::run`]); see [`idempotency`].
     recording: Option<Arc<Recording>>,
+    /// The request's `If-Match`, held in the change's own condition
+    /// ([`precondition`]).
+    precondition: Option<IfMatch>,
 }
 
 /// A change reads as any request does.

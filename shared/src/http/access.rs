@@ -30,6 +30,8 @@ const STAFF: Access = Access::Roles(&[Role::Staff]);
 pub const ACCESS: &[(Method, &str, Access)] = &[
     (Method::GET, "/openapi.json", Access::Public),
     (Method::GET, "/docs", Access::Public),
+    // A key's own view (contract 4d): every key may read its own.
+    (Method::GET, "/me", EVERY_ROLE),
     (Method::GET, "/pets", EVERY_ROLE),
     (Method::POST, "/pets", STAFF),
     (Method::GET, "/pets/{petId}", EVERY_ROLE),

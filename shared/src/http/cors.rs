@@ -32,13 +32,20 @@ pub const ALLOWED_METHODS: [Method; 5] = [
 ];
 
 /// The request headers a preflight allows (`Content-Type` is listed because
-/// `application/json` is not one of the types a browser sends unasked).
-pub const ALLOWED_HEADERS: [&str; 3] = ["x-api-key", "idempotency-key", "content-type"];
+/// `application/json` is not one of the types a browser sends unasked; the
+/// two preconditions of contract 4c are no safelisted headers either).
+pub const ALLOWED_HEADERS: [&str; 5] = [
+    "x-api-key",
+    "idempotency-key",
+    "content-type",
+    "if-match",
+    "if-none-match",
+];
 
 /// The response headers a page may read besides the ones every browser shows
 /// (`Content-Type`, `Content-Length`, ...): the rate-limit ones, and those
 /// the contract gives a meaning.
-pub const EXPOSED_HEADERS: [&str; 12] = [
+pub const EXPOSED_HEADERS: [&str; 13] = [
     "x-ratelimit-limit",
     "x-ratelimit-remaining",
     "x-ratelimit-reset",
@@ -51,6 +58,7 @@ pub const EXPOSED_HEADERS: [&str; 12] = [
     "sunset",
     "idempotent-replayed",
     "x-api-stability",
+    "etag",
 ];
 
 /// How long a browser may reuse a preflight's answer: two hours, the most

@@ -37,6 +37,9 @@ pub enum ApiError {
     MethodNotAllowed { allow: String },
     #[error(transparent)]
     Conflict(#[from] RuleViolation),
+    /// `If-Match` names a validator the record no longer has (contract 4c).
+    #[error("{0}; read it again and decide anew")]
+    PreconditionFailed(String),
     #[error("this operation passed its sunset date")]
     Sunset,
     #[error("the request body is larger than 64 KiB")]
@@ -99,6 +102,7 @@ impl ApiError {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
             ApiError::Sunset => StatusCode::GONE,
+            ApiError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::RateLimited { .. }
@@ -120,6 +124,7 @@ impl ApiError {
             ApiError::Conflict(violation) => conflict_code(violation),
             ApiError::UnknownReference(_) => "UNKNOWN_REFERENCE",
             ApiError::Sunset => "SUNSET",
+            ApiError::PreconditionFailed(_) => "PRECONDITION_FAILED",
             ApiError::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
             ApiError::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             ApiError::RateLimited { .. } => "RATE_LIMITED",
@@ -166,6 +171,7 @@ impl From<DbError> for ApiError {
         match err {
             DbError::NotFound { .. } => ApiError::NotFound(err.to_string()),
             DbError::UnknownReference { .. } => ApiError::UnknownReference(err.to_string()),
+            DbError::PreconditionFailed { .. } => ApiError::PreconditionFailed(err.to_string()),
             DbError::OwnerOnly { .. } => ApiError::OwnerOnly(err.to_string()),
             DbError::Violation(violation) => ApiError::Conflict(violation),
             DbError::Unavailable(_) | DbError::Contended { .. } => {

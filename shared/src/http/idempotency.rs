@@ -21,7 +21,7 @@ use super::extract::MAX_BODY_BYTES;
 use crate::db::idempotency::Recording;
 use crate::db::{BoxError, Changes};
 use crate::metrics::{self, Metric};
-use crate::records::{Caller, Id, IdempotencyKey};
+use crate::records::{Caller, ETag, Id, IdempotencyKey, IfMatch};
 use crate::App;
 use axum::body::Body;
 use axum::extract::{FromRequestParts, Request, State};
@@ -111,6 +111,10 @@ struct SavedResponse {
     /// The JSON body, if the answer has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     body: Option<String>,
+    /// The record's validator, sent again as `ETag` (contract 4c); absent
+    /// from records written before 1.3.0 and from answers with no record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    etag: Option<String>,
 }
 
 impl SavedResponse {
@@ -121,6 +125,11 @@ impl SavedResponse {
     /// answers 204. The replay tests hold each change route to them.
     fn of(method: &Method, path: &str, answer: &[u8]) -> Result<SavedResponse, BoxError> {
         let body = || String::from_utf8(answer.to_vec());
+        // The records of contract 4c carry their validator; a webhook
+        // endpoint's answers carry none (they show its key's state, which
+        // its item does not hold, and a registration's its secret).
+        let etag =
+            || (!path.starts_with("/webhooks")).then(|| ETag::of_json(answer).as_str().to_string());
         Ok(match *method {
             Method::POST => {
                 let id = serde_json::from_slice::<Value>(answer)?
@@ -131,17 +140,20 @@ impl SavedResponse {
                     status: 201,
                     location: Some(format!("{path}/{id}")),
                     body: Some(body()?),
+                    etag: etag(),
                 }
             }
             Method::DELETE => SavedResponse {
                 status: 204,
                 location: None,
                 body: None,
+                etag: None,
             },
             _ => SavedResponse {
                 status: 200,
                 location: None,
                 body: Some(body()?),
+                etag: etag(),
             },
         })
     }
@@ -204,6 +216,11 @@ fn replay(saved: &SavedResponse) -> Response {
     if let Some(location) = saved.location.as_deref() {
         if let Ok(location) = HeaderValue::from_str(location) {
             headers.insert(header::LOCATION, location);
+        }
+    }
+    if let Some(etag) = saved.etag.as_deref() {
+        if let Ok(etag) = HeaderValue::from_str(etag) {
+            headers.insert(header::ETAG, etag);
         }
     }
     headers.insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
@@ -286,15 +303,18 @@ fn write_canonical(value: &Value, out: &mut String) {
 
 /// The handle a changing handler takes: the app's table, carrying this
 /// request's [`Recording`] when [`settle`] made one, so the change writes
-/// its record.
+/// its record, and its `If-Match`, which the change holds in its write's
+/// condition (contract 4c).
 impl FromRequestParts<App> for Changes {
     type Rejection = Infallible;
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Changes, Infallible> {
-        Ok(match parts.extensions.get::<Arc<Recording>>() {
+        let changes = match parts.extensions.get::<Arc<Recording>>() {
             Some(recording) => app.db.recording(recording.clone()),
             None => app.db.unrecorded(),
-        })
+        };
+        let if_match = parts.headers.get_all(header::IF_MATCH).iter();
+        Ok(changes.with_precondition(IfMatch::parse(if_match.map(HeaderValue::as_bytes))))
     }
 }
 
@@ -357,6 +377,7 @@ mod tests {
             status: 201,
             location: Some("/pets/42".into()),
             body: Some(String::from_utf8(answer.clone())?),
+            etag: Some(ETag::of_json(&answer).as_str().to_string()),
         };
         assert_eq!(created, expected);
         let read_back = SavedResponse::from_bytes(&created.to_bytes()?).ok();
@@ -376,6 +397,7 @@ mod tests {
             status: 201,
             body: Some(r#"{"id":5}"#.into()),
             location: Some("/pets/5".into()),
+            etag: Some(ETag::of_json(br#"{"id":5}"#).as_str().to_string()),
         };
         let (response, counts) = metrics::tallied(async { replay(&created) }).await;
         assert_eq!(counts.get(Metric::IdempotentReplays), 1);
@@ -384,10 +406,15 @@ mod tests {
         assert_eq!(headers[header::LOCATION], "/pets/5");
         assert_eq!(headers[header::CONTENT_TYPE], "application/json");
         assert_eq!(headers[IDEMPOTENT_REPLAYED], "true");
+        assert_eq!(
+            headers[header::ETAG],
+            ETag::of_json(br#"{"id":5}"#).as_str()
+        );
         let deleted = SavedResponse {
             status: 204,
             body: None,
             location: None,
+            etag: None,
         };
         let (gone, _) = metrics::tallied(async { replay(&deleted) }).await;
         assert_eq!(gone.status(), 204);

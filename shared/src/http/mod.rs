@@ -100,17 +100,19 @@ pub fn service(routes: Router<App>, app: App) -> Router {
     ))
 }
 
-/// What every answer tells caches and browsers: `Cache-Control: no-store`
-/// unless the handler set its own (the `/docs` page and files), since every
-/// caller asks the same URL and the key travels in a header, so a shared
-/// cache could hand one caller's orders to another; and
+/// What every answer tells caches and browsers: `Cache-Control: private,
+/// no-cache` unless the handler set its own (the `/docs` page and files):
+/// `private` since every caller asks the same URL and the key travels in a
+/// header, so a shared cache could hand one caller's orders to another;
+/// `no-cache` (in place of 1.2.0's `no-store`) so that a client may keep a
+/// record and revalidate it with `If-None-Match` (contract 4c); and
 /// `X-Content-Type-Options: nosniff`. Two constant headers per answer.
 /// The `docs` function, which has no wrapper, adds it to its routes too.
 pub fn answer_headers(routes: Router) -> Router {
     routes
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CACHE_CONTROL,
-            HeaderValue::from_static("no-store"),
+            HeaderValue::from_static("private, no-cache"),
         ))
         .layer(SetResponseHeaderLayer::overriding(
             header::X_CONTENT_TYPE_OPTIONS,

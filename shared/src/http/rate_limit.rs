@@ -23,7 +23,8 @@ use super::error::ApiError;
 use super::gate::{self, Gate};
 use super::route::{Route, Sender};
 use crate::ratelimit::keys::ApiKeyHash;
-use crate::ratelimit::{Admission, Known, RateStatus, Verdict};
+use crate::ratelimit::window::Usage;
+use crate::ratelimit::{Admission, Known, Plan, RateStatus, Verdict};
 use crate::warm_up::WarmUpRequest;
 use crate::App;
 use axum::extract::{Request, State};
@@ -31,6 +32,47 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use std::pin::pin;
+use tokio::sync::watch;
+
+/// What this request's count came to, for a handler that shows it (`GET
+/// /me`, contract 4d): the numbers its rate-limit headers state, both
+/// windows, so the body and the headers of one answer agree. Handed to the
+/// handler before the count ends (a read beside the count); [`ThisCount::admitted`]
+/// waits for it.
+#[derive(Clone, Debug)]
+pub struct ThisCount(watch::Receiver<Option<Counts>>);
+
+/// One admitted request's count (see [`ThisCount`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counts {
+    /// What the rate-limit headers say: one window, and both windows' limits.
+    pub status: RateStatus,
+    /// Both windows' counts after this request.
+    pub usage: Usage,
+    pub plan: Option<Plan>,
+    /// The Unix second from which the key sent is unknown, if it has one.
+    pub key_expires_at: Option<i64>,
+}
+
+impl ThisCount {
+    /// The count, once the request is admitted (a refused request's handler
+    /// is dropped while it waits).
+    pub async fn admitted(mut self) -> Option<Counts> {
+        let counts = self.0.wait_for(Option::is_some).await.ok()?;
+        *counts
+    }
+}
+
+impl Counts {
+    fn of(admission: &Admission) -> Counts {
+        Counts {
+            status: admission.status,
+            usage: admission.usage,
+            plan: admission.plan,
+            key_expires_at: admission.key_expires_at,
+        }
+    }
+}
 
 /// The middleware: picks the path, then puts the rate-limit headers (and, for
 /// the request's log line, the caller and plan) on the answer.
@@ -47,13 +89,16 @@ pub async fn enforce(State(app): State<App>, req: Request, next: Next) -> Respon
         source_ip: sender.source_ip,
         route: &route,
     };
+    let (counts, this_count) = watch::channel(None);
+    let mut req = req;
+    req.extensions_mut().insert(ThisCount(this_count));
     let (admission, mut response) = match known(&app, counted).await {
         // The route layer checks a known caller's role before the handler
         // touches any data; an invalid key gets no handler (401 or public).
         Some(known) if route.is_public() || known.caller.is_some() => {
-            serve_while_counting(&app, counted, known, req, next).await
+            serve_while_counting(&app, counted, known, req, next, &counts).await
         }
-        _ => count_then_serve(&app, counted, req, next).await,
+        _ => count_then_serve(&app, counted, req, next, &counts).await,
     };
     apply(&admission.status, response.headers_mut());
     if let Verdict::Admitted {
@@ -100,6 +145,7 @@ async fn serve_while_counting(
     known: Known,
     mut req: Request,
     next: Next,
+    counts: &watch::Sender<Option<Counts>>,
 ) -> (Admission, Response) {
     if let Some(caller) = known.caller {
         req.extensions_mut().insert(caller);
@@ -122,6 +168,7 @@ async fn serve_while_counting(
             ApiError::Unauthorized.into_response()
         }
         Verdict::Admitted { .. } => {
+            counts.send_replace(Some(Counts::of(&admission)));
             gate.open();
             match served {
                 Some(response) => response,
@@ -138,6 +185,7 @@ async fn count_then_serve(
     counted: Counted<'_>,
     mut req: Request,
     next: Next,
+    counts: &watch::Sender<Option<Counts>>,
 ) -> (Admission, Response) {
     let admission = app
         .limiter
@@ -152,6 +200,7 @@ async fn count_then_serve(
             if let Some(caller) = caller {
                 req.extensions_mut().insert(caller);
             }
+            counts.send_replace(Some(Counts::of(&admission)));
             next.run(req).await
         }
     };

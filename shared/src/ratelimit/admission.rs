@@ -8,7 +8,7 @@ use super::keys::{ApiKeyHash, ApiKeyRecord};
 use super::memory::{lock, Decision, Refused};
 use super::plan::Plan;
 use super::status::RateStatus;
-use super::window::{seconds_until, Limits};
+use super::window::{seconds_until, Limits, Usage};
 use super::RateLimiter;
 use crate::db::{cause_chain, DbError};
 use crate::records::Caller;
@@ -22,6 +22,12 @@ pub struct Admission {
     pub verdict: Verdict,
     /// The plan of the key sent, when it is valid (for the request's log line).
     pub plan: Option<Plan>,
+    /// Both windows' counts after this request, which `status` picks from
+    /// (none counted when the count is unknown or the key banned): what
+    /// `GET /me` shows per window.
+    pub usage: Usage,
+    /// The Unix second from which the key sent is unknown, if it has one.
+    pub key_expires_at: Option<i64>,
 }
 
 /// Whether the request goes on to the wrapper's checks and its handler.
@@ -87,6 +93,8 @@ impl RateLimiter {
                         status: RateStatus::unknown(Limits::FREE, now),
                         verdict: Verdict::Refused(Refusal::Unavailable),
                         plan: None,
+                        usage: Usage::default(),
+                        key_expires_at: None,
                     };
                 }
             },
@@ -164,6 +172,10 @@ impl RateLimiter {
         now: UnixSeconds,
     ) -> Admission {
         let caller = record.map(ApiKeyRecord::caller);
+        let counts = match &counted {
+            Ok(Counted::Admitted(usage)) | Ok(Counted::Limited(usage, _)) => usage.at(now),
+            _ => Usage::default(),
+        };
         let (status, verdict) = match counted {
             Ok(Counted::Admitted(usage)) => (
                 RateStatus::of(limits, usage, now),
@@ -200,6 +212,8 @@ impl RateLimiter {
             status,
             verdict,
             plan: record.map(|record| record.plan),
+            usage: counts,
+            key_expires_at: record.and_then(|record| record.expires_at),
         }
     }
 

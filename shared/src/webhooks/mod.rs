@@ -16,6 +16,7 @@ pub mod attempt;
 pub mod deliver;
 pub mod deliveries;
 pub mod endpoints;
+pub mod held;
 pub(crate) mod list;
 pub mod queue;
 pub mod receiving;

@@ -107,6 +107,7 @@ impl Changes {
         let patch = &patch;
         self.run("update order", move || async move {
             let stored = self.existing_order(id, scope).await?;
+            self.check_precondition("order", id, &stored.order)?;
             let order = &stored.order;
             let Some(mut decision) = rules::patch_order(order, patch, now)? else {
                 return Ok(Step::Answer(stored.order));
@@ -114,7 +115,7 @@ impl Changes {
             holds::after_patch(&mut decision.updated, self.hold);
             let mut write = Write::new().checked(
                 OrderCheck::OrderAsRead,
-                self.order_update(&decision, scope)?,
+                self.order_update(self.as_read(Expr::new(), order)?, &decision, scope)?,
             );
             if decision.completes() {
                 let pet = self.existing_pet(order.pet_id).await?;
@@ -135,11 +136,12 @@ impl Db {
     /// guard and on the caller's scope.
     fn order_update(
         &self,
+        expr: Expr,
         decision: &OrderDecision,
         scope: OwnerScope,
     ) -> Result<TransactWriteItem, DbError> {
         let order = &decision.updated;
-        let mut expr = Expr::new()
+        let mut expr = expr
             .when(&decision.guard)
             .when_all(&rules::scope_guard(scope))
             .replace(order)?;
@@ -158,10 +160,15 @@ impl Changes {
     pub async fn cancel_order(&self, id: Id, scope: OwnerScope) -> Result<(), DbError> {
         self.run("cancel order", move || async move {
             let order = self.existing_order(id, scope).await?;
+            self.check_precondition("order", id, &order.order)?;
             // Refused before the pet is read: a complete order costs one read.
-            rules::open_order(&order.order)?;
+            let open = rules::open_order(&order.order)?;
             let pet = self.existing_pet(order.order.pet_id).await?;
-            Ok(Step::Write(self.cancel_write(&order, &pet, scope)?, ()))
+            let held = self.as_read(Expr::new(), &order.order)?;
+            Ok(Step::Write(
+                self.ending_write_on(held, &order, &pet, &[open], scope)?,
+                (),
+            ))
         })
         .await
     }
@@ -191,9 +198,22 @@ impl Db {
         guards: &[Guard],
         scope: OwnerScope,
     ) -> Result<Write<OrderCheck>, DbError> {
+        self.ending_write_on(Expr::new(), stored, pet, guards, scope)
+    }
+
+    /// As [`Db::ending_write`], the order's delete starting from `expr` (the
+    /// record as read, under `If-Match`).
+    fn ending_write_on(
+        &self,
+        expr: Expr,
+        stored: &StoredOrder,
+        pet: &StoredPet,
+        guards: &[Guard],
+        scope: OwnerScope,
+    ) -> Result<Write<OrderCheck>, DbError> {
         let order = &stored.order;
         let stock = rules::cancel_order(pet.state(), order.quantity);
-        let delete = Expr::new()
+        let delete = expr
             .when_all(guards)
             .when_all(&rules::scope_guard(scope))
             .delete(self.table(), key(order.id))?;

@@ -21,6 +21,7 @@ impl Changes {
         let change = &change;
         self.run("update pet", move || async move {
             let current = self.existing_pet(id).await?;
+            self.check_precondition("pet", id, &current.pet)?;
             let target = change(&current.pet);
             let moves_from = rules::check_transition(current.pet.status, target.status)?;
             let updated = target.into_pet(id);
@@ -28,8 +29,8 @@ impl Changes {
                 return Ok(Step::Answer(updated));
             }
             let (old, new) = (current.pet.category_id, updated.category_id);
-            let update = current
-                .pet_item_expr()
+            let update = self
+                .as_read(current.pet_item_expr(), &current.pet)?
                 .when(&moves_from)
                 .when(&Guard::CategoryIs(old))
                 .replace(&updated)?
@@ -62,9 +63,12 @@ impl Changes {
     pub async fn delete_pet(&self, id: Id) -> Result<(), DbError> {
         self.run("delete pet", move || async move {
             let current = self.existing_pet(id).await?;
+            self.check_precondition("pet", id, &current.pet)?;
             let unordered = rules::delete_pet(current.state())?;
             let category = current.pet.category_id;
-            let pet = current.pet_item_expr().when(&Guard::CategoryIs(category));
+            let pet = self
+                .as_read(current.pet_item_expr(), &current.pet)?
+                .when(&Guard::CategoryIs(category));
             // Without a stock item, the pet item holds what `unordered` reads.
             let pet = if current.stock_item {
                 pet

@@ -7,7 +7,8 @@ generated package on the path (PYTHONPATH: it is never installed):
     PYTHONPATH=.local/clients/python PETSTORE_URL=http://127.0.0.1:PORT PETSTORE_API_KEY=psk_... \
         .venv/bin/petstore-client-flow
 
-Category, pet, merge patch (`status: null` included), stock, order, complete,
+Category, pet, merge patch (`status: null` included; then with `If-Match`: a
+stale validator's 412, the answer's own ETag's 200), stock, order, complete,
 cancel, and Error records parsed, each step through the generated functions
 and models only, as someone who generated the client from the document would
 write it. Any status the document does not list for an operation raises
@@ -120,8 +121,16 @@ def run(client: AuthenticatedClient) -> list[str]:
     )
     check(patched.name == "Rex II" and patched.status == PetStatus.PENDING, "patch name and status", patched.to_dict())
     # `status: null` in a merge patch: back to the default, `available`.
-    reset = expect(update_pet.sync_detailed(pet.id, client=client, body=PetPatch(status=None)), 200, Pet, "patch null")
+    answered = update_pet.sync_detailed(pet.id, client=client, body=PetPatch(status=None))
+    reset = expect(answered, 200, Pet, "patch null")
     check(reset.status == PetStatus.AVAILABLE and reset.name == "Rex II", "patch status null", reset.to_dict())
+    # Updating safely (1.3.0): the answer's ETag, sent back in If-Match.
+    etag = answered.headers.get("etag", "")
+    check(etag.startswith('"'), "a patch's ETag", dict(answered.headers))
+    stale = update_pet.sync_detailed(pet.id, client=client, body=PetPatch(name="Rex III"), if_match='"stale"')
+    expect_error(stale, 412, ErrorCode.PRECONDITION_FAILED, "patch with a stale If-Match")
+    same = update_pet.sync_detailed(pet.id, client=client, body=PetPatch(name="Rex II"), if_match=etag)
+    check(expect(same, 200, Pet, "patch with its ETag").name == "Rex II", "patch with its ETag", same.content)
     # One id only: openapi-python-client 0.29 ignores the parameter's `explode: false` and
     # sends `ids=1&ids=2` instead of `ids=1,2`.
     listed = expect(list_pets.sync_detailed(client=client, ids=[pet.id]), 200, list, "list pets by id")
