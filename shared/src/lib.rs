@@ -21,6 +21,7 @@
 //! aws_env
 //! sdk_config
 //! telemetry
+//! sdk
 //! metrics aws_calls
 //! ```
 //!
@@ -66,6 +67,7 @@ pub mod metrics;
 pub mod ratelimit;
 pub mod records;
 pub mod rules;
+pub mod sdk;
 pub mod sdk_config;
 pub mod telemetry;
 pub mod warm_up;
@@ -181,21 +183,14 @@ impl App {
     }
 }
 
-/// The HTTP client of every DynamoDB client of ours: hyper and rustls on
-/// ring. The SDK's default (`default-https-client`) is rustls on aws-lc,
-/// whose first use costs hundreds of milliseconds on a throttled 128 MB
-/// function (docs/performance.md, "Cold start as Lambda runs it"); ring's
-/// costs a few. Within the warm-up's
-/// dry run it answers in the process (`warm_up::dry_run`); within a request
-/// counted while it is served, its calls wait for the count as its gate says
-/// (`http::gate`); otherwise it is that client as it is. Each call, answered
-/// or sent, is counted in the request that made it (`telemetry`).
+/// The HTTP client of every DynamoDB client of ours: [`sdk::hyper`] (hyper
+/// and rustls on ring). Within the warm-up's dry run it answers in the
+/// process ([`sdk::dry_run`]); within a request counted while it is served,
+/// its calls wait for the count as its gate says ([`sdk::gate`]); otherwise
+/// it is that client as it is. Each call, answered or sent, is counted in
+/// the request that made it ([`telemetry`]).
 pub fn http_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
-    use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
-    let hyper = aws_smithy_http_client::Builder::new()
-        .tls_provider(Provider::Rustls(CryptoMode::Ring))
-        .build_https();
-    let gated = http::gate::http_client(warm_up::dry_run::http_client(hyper));
+    let gated = sdk::gate::http_client(sdk::dry_run::http_client(sdk::hyper()));
     telemetry::http_client(gated)
 }
 
