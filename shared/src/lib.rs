@@ -183,14 +183,14 @@ impl App {
     }
 }
 
-/// The HTTP client of every DynamoDB client of ours: [`sdk::hyper`] (hyper
-/// and rustls on ring). Within the warm-up's dry run it answers in the
+/// The HTTP client of every DynamoDB client of ours: [`sdk::hyper_client`]
+/// (hyper and rustls on ring). Within the warm-up's dry run it answers in the
 /// process ([`sdk::dry_run`]); within a request counted while it is served,
 /// its calls wait for the count as its gate says ([`sdk::gate`]); otherwise
 /// it is that client as it is. Each call, answered or sent, is counted in
 /// the request that made it ([`telemetry`]).
 pub fn http_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
-    let gated = sdk::gate::http_client(sdk::dry_run::http_client(sdk::hyper()));
+    let gated = sdk::gate::http_client(sdk::dry_run::http_client(sdk::hyper_client()));
     telemetry::http_client(gated)
 }
 

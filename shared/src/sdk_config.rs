@@ -217,7 +217,7 @@ mod tests {
                 None,
                 "test",
             ))
-            .http_client(sdk::client::wrap(sdk::hyper(), capture))
+            .http_client(sdk::client::wrap(sdk::hyper_client(), capture))
             .build();
         let client = aws_sdk_dynamodb::Client::from_conf(config);
         for _ in 0..2 {

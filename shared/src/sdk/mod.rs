@@ -11,7 +11,7 @@
 //! - [`dry_run`]: the warm-up's calls answered in the process.
 //!
 //! [`crate::http_client`] assembles them, with [`crate::telemetry`]'s
-//! count, around [`hyper`].
+//! count, around [`hyper_client`].
 
 pub mod client;
 pub mod dry_run;
@@ -24,7 +24,7 @@ use aws_sdk_dynamodb::config::SharedHttpClient;
 /// aws-lc, whose first use costs hundreds of milliseconds on a throttled
 /// 128 MB function (docs/performance.md, "Cold start as Lambda runs it");
 /// ring's costs a few.
-pub fn hyper() -> SharedHttpClient {
+pub fn hyper_client() -> SharedHttpClient {
     use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
     aws_smithy_http_client::Builder::new()
         .tls_provider(Provider::Rustls(CryptoMode::Ring))

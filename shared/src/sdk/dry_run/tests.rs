@@ -8,7 +8,7 @@ fn client_at(endpoint: &str) -> aws_sdk_dynamodb::Client {
         .region(Region::new("us-east-1"))
         .endpoint_url(endpoint)
         .credentials_provider(Credentials::new("local", "local", None, None, "test"))
-        .http_client(http_client(crate::sdk::hyper()))
+        .http_client(http_client(crate::sdk::hyper_client()))
         .build();
     aws_sdk_dynamodb::Client::from_conf(config)
 }
