@@ -223,7 +223,7 @@ check-docs: node_modules/.package-lock.json ## Check the docs offline: every rel
 	scripts/check-docs.sh
 
 # The lab's workspaces (lab.mk's LAB_MANIFESTS) are checked too.
-check-circles: ## Fail on a module circle: two files of a crate that import each other, directly or around a ring (tools/circles)
+check-circles: ## Fail on a module circle (two files of a crate that import each other, directly or around a ring) or an import up the layers shared/src/lib.rs declares (tools/circles)
 	cargo run -q -p petstore-circles -- Cargo.toml $(LAB_MANIFESTS)
 
 dynamodb-install: ## Download DynamoDB Local into .local/dynamodb (once)

@@ -102,7 +102,9 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        sdk_config_from(crate::http_client(), move |name| vars.get(name).cloned())
+        sdk_config_from(crate::sdk::hyper_client(), move |name| {
+            vars.get(name).cloned()
+        })
     }
 
     /// The endpoint URL a client of `service_id` is given (the SDK's

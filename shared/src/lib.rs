@@ -1,27 +1,62 @@
 //! The pet store's shared crate: everything the Lambda functions use.
 //!
-//! Read it top-down, as the layers depend on each other:
+//! # Layers
 //!
-//! 1. [`records`]: the contract's records, and types that can only hold valid
-//!    values ([`records::ValidationError`] when they cannot);
-//! 2. [`rules`]: the stock, order and status rules, as pure functions
-//!    ([`rules::RuleViolation`] when the state forbids a change);
-//! 3. [`db`]: DynamoDB items and expressions that apply those rules atomically
-//!    ([`db::DbError`]);
-//! 4. [`ratelimit`]: API keys, and counting requests against their limits;
-//! 5. [`http`]: the edge: request extractors, the one mapping of every error
-//!    to the Error record ([`http::error`]), responses, and the wrapper every
-//!    response passes through (which applies [`ratelimit`]).
+//! Imports run down this table, never up it nor across a line: a module
+//! uses only the modules on the lines below its own (`crate` is this file's
+//! own items, [`App`] and the client constructors). `make check-circles`
+//! reads the table and fails on any other reference between two modules, in
+//! code and tests alike, and on a module left off it.
 //!
-//! Each layer uses only the ones above it in this list; [`metrics`] (the
-//! service's own CloudWatch metrics), [`telemetry`] (logging),
-//! [`aws_calls`] (the record of AWS calls `make iam-check` evaluates) and
-//! [`sdk_config`] (what our DynamoDB clients add to the SDK's configuration)
-//! sit beside them all, using none; [`webhooks`] (contract section 9) uses
-//! [`records`] and [`db`]'s client and nothing of the HTTP edge. The routes are not
-//! here: each Lambda function's crate owns its own (`functions/pets`,
-//! `functions/store`, `functions/webhooks`), and its `main` only builds an
-//! [`App`] and serves [`http::service`] of its routes (`lambda_http`).
+//! ```text
+//! http
+//! warm_up
+//! crate
+//! webhooks
+//! ratelimit
+//! config
+//! db
+//! rules
+//! records
+//! aws_env
+//! sdk_config
+//! telemetry
+//! sdk
+//! metrics aws_calls
+//! ```
+//!
+//! From the top:
+//!
+//! - [`http`]: the edge: request extractors, the one mapping of every error
+//!   to the Error record ([`http::error`]), responses, and the wrapper every
+//!   response passes through (which applies [`ratelimit`]);
+//! - [`warm_up`]: a function's once-per-process work, run through the
+//!   function's service; the edge knows its marked request;
+//! - [`App`]: what every handler needs, built once per process;
+//! - [`webhooks`] (contract section 9): endpoints, deliveries and receiving,
+//!   on [`records`], [`db`]'s client and [`ratelimit`]'s key store, nothing
+//!   of the HTTP edge;
+//! - [`ratelimit`]: API keys, and counting requests against their limits;
+//! - [`config`]: the settings read from the environment;
+//! - [`db`]: DynamoDB items and expressions that apply the rules atomically
+//!   ([`db::DbError`]);
+//! - [`rules`]: the stock, order and status rules, as pure functions
+//!   ([`rules::RuleViolation`] when the state forbids a change);
+//! - [`records`]: the contract's records, and types that can only hold valid
+//!   values ([`records::ValidationError`] when they cannot);
+//! - the SDK's side, under them all: [`aws_env`] (AWS settings from a
+//!   function's environment), [`sdk_config`] (what our DynamoDB clients add
+//!   to the SDK's configuration), [`telemetry`] (logging, and each call
+//!   counted in its request), [`sdk`] (the HTTP client every SDK client of
+//!   ours sends through: the gate that holds a handler's calls until its
+//!   request is admitted, the warm-up's dry run), [`metrics`] (the
+//!   service's own CloudWatch metrics) and [`aws_calls`] (the record of AWS
+//!   calls `make iam-check` evaluates).
+//!
+//! The routes are not here: each Lambda function's crate owns its own
+//! (`functions/pets`, `functions/store`, `functions/webhooks`), and its
+//! `main` only builds an [`App`] and serves [`http::service`] of its routes
+//! (`lambda_http`).
 
 pub mod aws_calls;
 pub mod aws_env;
@@ -32,6 +67,7 @@ pub mod metrics;
 pub mod ratelimit;
 pub mod records;
 pub mod rules;
+pub mod sdk;
 pub mod sdk_config;
 pub mod telemetry;
 pub mod warm_up;
@@ -147,21 +183,14 @@ impl App {
     }
 }
 
-/// The HTTP client of every DynamoDB client of ours: hyper and rustls on
-/// ring. The SDK's default (`default-https-client`) is rustls on aws-lc,
-/// whose first use costs hundreds of milliseconds on a throttled 128 MB
-/// function (docs/performance.md, "Cold start as Lambda runs it"); ring's
-/// costs a few. Within the warm-up's
-/// dry run it answers in the process (`warm_up::dry_run`); within a request
-/// counted while it is served, its calls wait for the count as its gate says
-/// (`http::gate`); otherwise it is that client as it is. Each call, answered
-/// or sent, is counted in the request that made it (`telemetry`).
+/// The HTTP client of every DynamoDB client of ours: [`sdk::hyper_client`]
+/// (hyper and rustls on ring). Within the warm-up's dry run it answers in the
+/// process ([`sdk::dry_run`]); within a request counted while it is served,
+/// its calls wait for the count as its gate says ([`sdk::gate`]); otherwise
+/// it is that client as it is. Each call, answered or sent, is counted in
+/// the request that made it ([`telemetry`]).
 pub fn http_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
-    use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
-    let hyper = aws_smithy_http_client::Builder::new()
-        .tls_provider(Provider::Rustls(CryptoMode::Ring))
-        .build_https();
-    let gated = http::gate::http_client(warm_up::dry_run::http_client(hyper));
+    let gated = sdk::gate::http_client(sdk::dry_run::http_client(sdk::hyper_client()));
     telemetry::http_client(gated)
 }
 

@@ -169,7 +169,7 @@ impl Intercept for FixedHeaders {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::sdk_client::{self, Around};
+    use crate::sdk::{self, client::Around};
     use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
     use aws_smithy_runtime_api::client::http::{HttpConnectorFuture, SharedHttpConnector};
     use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
@@ -217,7 +217,7 @@ mod tests {
                 None,
                 "test",
             ))
-            .http_client(sdk_client::wrap(crate::http_client(), capture))
+            .http_client(sdk::client::wrap(sdk::hyper_client(), capture))
             .build();
         let client = aws_sdk_dynamodb::Client::from_conf(config);
         for _ in 0..2 {

@@ -13,7 +13,7 @@
 //!
 //! DynamoDB calls are counted where they are sent: every SDK client of ours
 //! sends through [`http_client`] (around the SDK's HTTP client, see
-//! [`crate::http::sdk_client`]), which adds each call to the request's
+//! [`crate::sdk::client`]), which adds each call to the request's
 //! [`DbCalls`] ([`counting_calls`], set around every request by
 //! [`crate::http::observe`]), a call the SDK sends again as a retry (its
 //! `amz-sdk-request` header says `attempt=2` and on). At `DEBUG` it also logs
@@ -35,7 +35,7 @@
 //! this service never uses, whose regular expressions linked a regex
 //! compiler into every function (the `webhooks` zip's budget, issue 47).
 
-use crate::http::sdk_client::{self, Around};
+use crate::sdk::client::{self, Around};
 use aws_sdk_dynamodb::config::SharedHttpClient;
 use aws_smithy_runtime_api::client::http::{
     HttpConnector, HttpConnectorFuture, SharedHttpConnector,
@@ -172,7 +172,7 @@ pub async fn counting_calls<F: Future>(request: F) -> (F::Output, DbCalls) {
 /// `inner`, each call counted in the request that makes it (see the
 /// module's documentation).
 pub fn http_client(inner: SharedHttpClient) -> SharedHttpClient {
-    sdk_client::wrap(inner, Counted)
+    client::wrap(inner, Counted)
 }
 
 #[derive(Debug)]
@@ -193,7 +193,7 @@ impl Around for Counted {
         if !tracing::enabled!(target: DYNAMODB_TARGET, Level::DEBUG) {
             return inner.call(request);
         }
-        let operation = sdk_client::operation(&request).to_string();
+        let operation = client::operation(&request).to_string();
         let started = Instant::now();
         let answer = inner.call(request);
         HttpConnectorFuture::new(async move {

@@ -18,8 +18,8 @@
 //!   key's look-up, then its count beside the handler's read, which need
 //!   one each) are made while the rest of init runs, not in the throttled
 //!   invocation. They are init's only calls to DynamoDB; the floor makes one.
-//! - [`WarmUp::finish`] meanwhile runs the rest [dry](dry_run): its calls are
-//!   answered in the process, so each costs CPU at full speed and no round
+//! - [`WarmUp::finish`] meanwhile runs the rest [dry](crate::sdk::dry_run):
+//!   its calls are answered in the process, so each costs CPU at full speed and no round
 //!   trip. An `UpdateItem` on the rate-limit table (the count's operation);
 //!   and one read through the function's whole service (`serve_once`): its
 //!   most frequent list, from an API Gateway event as Lambda hands it over
@@ -47,8 +47,6 @@ use http::StatusCode;
 use std::collections::HashMap;
 use std::future::Future;
 use std::time::Duration;
-
-pub mod dry_run;
 
 /// The key of every warm-up call: no record of ours has it.
 pub const WARM_UP_KEY: &str = "WARMUP";
@@ -124,7 +122,7 @@ impl WarmUp {
             first,
         } = self;
         let connected = async { first.await.unwrap_or_else(|joined| Err(joined.into())) };
-        let dry = dry_run::dry(async {
+        let dry = crate::sdk::dry_run::dry(async {
             let update = as_the_wrapper_s(failed_update(client, counters)).await;
             (update, serve_once(service, path_and_query).await)
         });

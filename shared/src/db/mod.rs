@@ -43,6 +43,15 @@
 //! `expr.rs`), each named by a [`Check`] that says what its failure means.
 //! A change sent with an `Idempotency-Key` adds its record to that write
 //! ([`idempotency`]).
+//!
+//! A call here may wait before it is sent, in the client under this layer:
+//! while the rate-limit layer counts a request beside its handler, every
+//! call the handler makes through a [`Db`] goes through that request's
+//! gate ([`crate::sdk::gate`], a task-local around the handler's future):
+//! only its first read goes out before the count admits the request, and a
+//! refused request's handler is dropped with its calls unsent. Nothing here
+//! sees the gate; a change's write is never sent before its request is
+//! admitted.
 
 mod batch;
 pub mod categories;

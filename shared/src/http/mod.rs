@@ -16,7 +16,6 @@ mod docs_assets;
 pub mod error;
 pub mod extract;
 pub mod front;
-pub mod gate;
 pub mod idempotency;
 pub mod observe;
 pub mod openapi;
@@ -24,7 +23,6 @@ pub mod rate_limit;
 pub mod request_id;
 pub mod respond;
 pub mod route;
-pub mod sdk_client;
 
 use crate::App;
 use axum::body::Body;

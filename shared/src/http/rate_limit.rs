@@ -20,11 +20,11 @@
 //!   unknown or invalid, a source refused here).
 
 use super::error::ApiError;
-use super::gate::{self, Gate};
 use super::route::{Route, Sender};
 use crate::ratelimit::keys::ApiKeyHash;
 use crate::ratelimit::window::Usage;
 use crate::ratelimit::{Admission, Known, Plan, RateStatus, Verdict};
+use crate::sdk::gate::{self, Gate};
 use crate::warm_up::WarmUpRequest;
 use crate::App;
 use axum::extract::{Request, State};

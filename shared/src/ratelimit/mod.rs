@@ -44,7 +44,7 @@
 //! the edge runs a handler beside its count only when this process knows
 //! the caller and has no sign that its window is exhausted
 //! ([`RateLimiter::known_with_room`]), and then only the handler's first
-//! read goes out before the count admits it (`http::gate`); should other
+//! read goes out before the count admits it (`sdk::gate`); should other
 //! instances have used the room meanwhile, the handler is dropped.
 //! Admin tool: create 1 `PutItem`; list 1 `Query` per page of GSI1 and 1
 //! consistent `GetItem` per key (GSI1 does not project `role`); rotate 1

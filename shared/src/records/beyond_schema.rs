@@ -25,7 +25,7 @@ pub const ALL: &[&[BeyondSchema]] = &[
     super::category::RULES,
     super::order::RULES,
     super::idempotency_key::RULES,
-    crate::webhooks::records::RULES,
+    super::webhook_endpoint::RULES,
 ];
 
 #[cfg(test)]

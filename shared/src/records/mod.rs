@@ -22,6 +22,7 @@ mod schema_rule;
 mod ship_date;
 mod text;
 mod validator;
+mod webhook_endpoint;
 
 pub use beyond_schema::ALL as RULES_BEYOND_SCHEMA;
 pub use caller::{Caller, OwnerScope, Role};
@@ -37,6 +38,7 @@ pub use schema_rule::{BeyondSchema, Conformance};
 pub use ship_date::{in_ship_window, SHIP_DATE_GRACE, SHIP_DATE_HORIZON};
 pub use text::{Description, Name, TextField, TextRule};
 pub use validator::{none_match_names, ETag, IfMatch};
+pub use webhook_endpoint::RULES as WEBHOOK_ENDPOINT_RULES;
 
 /// Every request body's free-text fields, by the name of its schema in
 /// `openapi.yaml`: each body type declares its own (`TEXT`), and every body

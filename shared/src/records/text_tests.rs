@@ -1,8 +1,11 @@
 use super::*;
-use crate::http::openapi::OPENAPI_JSON;
 use crate::records::TEXT_FIELDS;
 use serde_json::Value;
 use std::collections::BTreeSet;
+
+/// The contract as the build writes it from `openapi.yaml` (the document
+/// `http::openapi` serves), read here without the edge's layer.
+const OPENAPI_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/openapi.json"));
 
 const DESCRIPTION: TextField = TextField::new("description", TextRule::free_text(500));
 

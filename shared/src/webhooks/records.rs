@@ -11,14 +11,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The rules on an endpoint that its schema cannot state
-/// ([`BeyondSchema`](crate::records::BeyondSchema)): the URL's scheme, parts
-/// and where its host resolves (contract section 9) depend on the world, not
-/// on the string's form.
-pub const RULES: &[crate::records::BeyondSchema] = &[crate::records::BeyondSchema {
-    field: "NewWebhookEndpoint.url, WebhookEndpointPatch.url",
-    rule: "absolute https, no user or password, no fragment, its host resolving only to public unicast addresses",
-    conformance: crate::records::Conformance::Hook("webhook_urls_within_the_rules"),
-}];
+/// ([`BeyondSchema`](crate::records::BeyondSchema)), written in the records
+/// layer so that its list of every record's rules needs nothing of this one.
+pub use crate::records::WEBHOOK_ENDPOINT_RULES as RULES;
 
 /// A webhook endpoint, as the API shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

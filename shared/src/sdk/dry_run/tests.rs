@@ -1,9 +1,22 @@
 use super::*;
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+
+/// A DynamoDB client at `endpoint` sending through [`http_client`] alone.
+fn client_at(endpoint: &str) -> aws_sdk_dynamodb::Client {
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .endpoint_url(endpoint)
+        .credentials_provider(Credentials::new("local", "local", None, None, "test"))
+        .http_client(http_client(crate::sdk::hyper_client()))
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(config)
+}
 
 #[tokio::test]
 async fn within_dry_a_call_is_answered_in_the_process_and_outside_it_reaches_the_endpoint() {
     // Given a client whose endpoint refuses every connection
-    let client = crate::local_client("http://127.0.0.1:9").await;
+    let client = client_at("http://127.0.0.1:9");
     let get = || {
         client
             .get_item()

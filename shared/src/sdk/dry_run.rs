@@ -8,13 +8,13 @@
 //! service's own (routing, every layer, the handler, serde, the log line) at
 //! full CPU, without waiting for DynamoDB's round trips or opening a
 //! connection for each call made at once: the one real call of init is the
-//! one that opens the first request's connection ([`super::start`]).
+//! one that opens the first request's connection ([`crate::warm_up::start`]).
 //!
 //! A read finds nothing (an empty item, page or batch); a write is refused
 //! as a failed condition would refuse it, so a dry run cannot be taken for
 //! a write that happened.
 
-use crate::http::sdk_client::{self, Around};
+use super::client::{self, Around};
 use aws_sdk_dynamodb::config::SharedHttpClient;
 use aws_smithy_runtime_api::client::http::{
     HttpConnector, HttpConnectorFuture, SharedHttpConnector,
@@ -37,7 +37,7 @@ pub async fn dry<F: Future>(work: F) -> F::Output {
 
 /// `inner`, answering in the process within [`dry`].
 pub fn http_client(inner: SharedHttpClient) -> SharedHttpClient {
-    sdk_client::wrap(inner, Dry)
+    client::wrap(inner, Dry)
 }
 
 #[derive(Debug)]
@@ -48,7 +48,7 @@ impl Around for Dry {
         if DRY.try_with(|_| ()).is_err() {
             return inner.call(request);
         }
-        let (status, body) = answer(sdk_client::operation(&request));
+        let (status, body) = answer(client::operation(&request));
         HttpConnectorFuture::ready(Ok(HttpResponse::new(status.into(), SdkBody::from(body))))
     }
 }

@@ -9,14 +9,18 @@
 //! at once only while none of the request's reads has been answered (the
 //! first read, or a list page's queries sent together), and holds every
 //! other call, every write among them, until [`Gate::open`]. The
-//! rate-limit layer opens it when the count admits the request, and drops
+//! rate-limit layer ([`crate::http::rate_limit`]) opens it when the count
+//! admits the request, and drops
 //! the handler's future, calls held and all, when the count refuses. A call
 //! outside [`within`] (the count itself, init, tools) goes out as it is.
 //!
 //! The SDK sends within the future that awaits a call, so the gate sees
-//! every call the handler makes and none from another task.
+//! every call the handler makes and none from another task. It lives here,
+//! under the layers that call DynamoDB ([`crate::db`], [`crate::ratelimit`],
+//! [`crate::webhooks`]), which hold no gate of their own: their calls within
+//! a handler are held here, as `db/`'s documentation says.
 
-use super::sdk_client::{self, Around};
+use super::client::{self, Around};
 use aws_sdk_dynamodb::config::SharedHttpClient;
 use aws_smithy_runtime_api::client::http::{
     HttpConnector, HttpConnectorFuture, SharedHttpConnector,
@@ -101,7 +105,7 @@ fn is_read(operation: &str) -> bool {
 
 /// `inner`, each call within [`within`] held by its gate.
 pub fn http_client(inner: SharedHttpClient) -> SharedHttpClient {
-    sdk_client::wrap(inner, Gated)
+    client::wrap(inner, Gated)
 }
 
 #[derive(Debug)]
@@ -116,7 +120,7 @@ impl Around for Gated {
             return inner.call(request);
         }
         let inner = inner.clone();
-        if gate.lets_through(sdk_client::operation(&request)) {
+        if gate.lets_through(client::operation(&request)) {
             return HttpConnectorFuture::new(async move {
                 let answered = inner.call(request).await;
                 gate.0.read_answered.store(true, Ordering::Release);

@@ -4,7 +4,7 @@
 //! sends it on to the client it wraps, holds it, or answers it itself.
 //!
 //! What goes around is [`super::gate`]'s (a request's calls held until its
-//! count admits it), [`crate::warm_up::dry_run`]'s (the warm-up's calls
+//! count admits it), [`super::dry_run`]'s (the warm-up's calls
 //! answered in the process) and [`crate::telemetry`]'s (a request's calls
 //! counted): each only says what it does with one call, and this module
 //! carries the SDK's client and connector plumbing for all of them.
