@@ -12,6 +12,7 @@
 //! http
 //! warm_up
 //! crate
+//! index_reads
 //! webhooks
 //! ratelimit
 //! config
@@ -72,6 +73,9 @@ pub mod sdk_config;
 pub mod telemetry;
 pub mod warm_up;
 pub mod webhooks;
+
+#[cfg(test)]
+mod index_reads;
 
 use aws_sdk_dynamodb::Client;
 use config::Config;
