@@ -367,6 +367,7 @@ mod tests {
             ("link", "l"),
             ("cache-control", "private, no-cache"),
             ("x-content-type-options", "nosniff"),
+            ("etag", "\"v\""),
         ] {
             headers.insert(name, HeaderValue::from_static(value));
         }
