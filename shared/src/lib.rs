@@ -12,7 +12,7 @@
 //! http
 //! warm_up
 //! crate
-//! index_reads
+//! index_reads_tests
 //! webhooks
 //! ratelimit
 //! config
@@ -75,7 +75,7 @@ pub mod warm_up;
 pub mod webhooks;
 
 #[cfg(test)]
-mod index_reads;
+mod index_reads_tests;
 
 use aws_sdk_dynamodb::Client;
 use config::Config;
