@@ -245,14 +245,12 @@ impl Expr {
         self,
         record: &T,
     ) -> Result<Expr, DbError> {
-        let mut item = to_item(record)?;
-        let fields = shape::fields::<T>()
-            .iter()
-            .filter(|field| **field != shape::ID);
-        Ok(fields.fold(self, |expr, field| match item.remove(*field) {
-            Some(value) => expr.set(field, value),
-            None => expr.remove(field),
-        }))
+        Ok(
+            stored_attributes(record)?.fold(self, |expr, (field, value)| match value {
+                Some(value) => expr.set(field, value),
+                None => expr.remove(field),
+            }),
+        )
     }
 
     /// Conditions the write on the item holding `record` as read: each
@@ -264,13 +262,11 @@ impl Expr {
         self,
         record: &T,
     ) -> Result<Expr, DbError> {
-        let mut item = to_item(record)?;
-        let fields = shape::fields::<T>()
-            .iter()
-            .filter(|field| **field != shape::ID);
-        Ok(fields.fold(self, |expr, field| {
-            expr.when_as_read(field, item.remove(*field), None)
-        }))
+        Ok(
+            stored_attributes(record)?.fold(self, |expr, (field, value)| {
+                expr.when_as_read(field, value, None)
+            }),
+        )
     }
 
     fn condition_expression(&self) -> Option<String> {
@@ -352,6 +348,20 @@ impl Expr {
             .map_err(DbError::internal)?;
         Ok(TransactWriteItem::builder().delete(delete).build())
     }
+}
+
+/// Each attribute of `record`'s stored shape ([`shape::fields`]) but its
+/// `id` (part of the item's keys), in field order, with its stored value,
+/// or `None` where an absent optional field leaves it out: what
+/// [`Expr::replace`] writes and [`Expr::when_record`] holds the item to.
+fn stored_attributes<T: Serialize + DeserializeOwned>(
+    record: &T,
+) -> Result<impl Iterator<Item = (&'static str, Option<AttributeValue>)>, DbError> {
+    let mut item = to_item(record)?;
+    Ok(shape::fields::<T>()
+        .iter()
+        .filter(|field| **field != shape::ID)
+        .map(move |field| (*field, item.remove(*field))))
 }
 
 #[cfg(test)]
