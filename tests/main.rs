@@ -21,6 +21,7 @@ mod domain_events;
 mod events;
 mod front;
 mod idempotency;
+mod key_rotation;
 mod lambda;
 mod me;
 mod new_account;

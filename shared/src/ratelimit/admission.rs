@@ -213,7 +213,7 @@ impl RateLimiter {
             verdict,
             plan: record.map(|record| record.plan),
             usage: counts,
-            key_expires_at: record.and_then(|record| record.expires_at),
+            key_expires_at: record.and_then(ApiKeyRecord::secret_ends_at),
         }
     }
 

@@ -123,6 +123,7 @@ mod tests {
             max_open_orders: None,
             expires_at: None,
             max_webhooks: None,
+            retires_at: None,
         })
     }
 

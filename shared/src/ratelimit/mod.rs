@@ -49,7 +49,8 @@
 //! Admin tool: create 1 `PutItem`; list 1 `Query` per page of GSI1 and 1
 //! consistent `GetItem` per key (GSI1 does not project `role`); rotate 1
 //! `Query` + 1 `GetItem` + 1 `TransactWriteItems` (put the new item, delete
-//! the old); revoke, and unban, 1 `Query` + 1 `GetItem` + 1 `UpdateItem`.
+//! the old, or with `--keep-old-for` make it a pointer to the new; and
+//! delete a secret an earlier rotation kept); revoke, and unban, 1 `Query` + 1 `GetItem` + 1 `UpdateItem`.
 //!
 //! # Trade-offs
 //!

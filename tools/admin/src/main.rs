@@ -4,7 +4,7 @@
 //! petstore-admin keys create [--plan free|pro|business|enterprise] [--role customer|staff]
 //!                            [--per-minute N --per-day N] [--max-open-orders N] [--max-webhooks N] [--name NAME]
 //! petstore-admin keys list
-//! petstore-admin keys rotate ID
+//! petstore-admin keys rotate ID [--keep-old-for DURATION]
 //! petstore-admin keys update ID [--plan P] [--role R] [--per-minute N --per-day N]
 //!                               [--max-open-orders N] [--max-webhooks N]
 //! petstore-admin keys revoke ID
@@ -25,7 +25,11 @@
 //! stored). `rotate` gives the same key identity (id, plan, role, limits,
 //! name, and so its counters, bans and orders) a new secret and retires the
 //! old one: warm functions accept the old secret until their key cache entry
-//! expires (`KEY_CACHE_SECONDS`). `update` changes the same identity's
+//! expires (`KEY_CACHE_SECONDS`); with `--keep-old-for DURATION` (30m, 2h,
+//! 7d; at most 7 days) the old secret works beside the new one until then,
+//! on every instance, as the same key (a revocation or an update reaches
+//! both), and `rotate` prints its end as `oldKeyExpiresAt`. A rotation ends
+//! any secret an earlier one kept: one retires at a time. `update` changes the same identity's
 //! plan, role or limits in place (under `create`'s rules), conditional on
 //! the key as read, so it never revives a revoked key nor is lost to a
 //! rotation; functions follow within the same cache time. `data backfill-inventory` gives every pet

@@ -1,9 +1,10 @@
 //! A key's item in the data table, as `serde_dynamo` writes and reads it.
 
+use super::retiring::Retiring;
 use super::short_lived;
 use super::{ApiKeyHash, ApiKeyRecord};
 use crate::db::expr::Expr;
-use crate::db::{from_item, s, to_item, DbError, Item};
+use crate::db::{from_item, n, s, to_item, DbError, Item};
 use crate::ratelimit::plan::Plan;
 use crate::ratelimit::window::Limits;
 use crate::records::{Id, Role};
@@ -75,6 +76,50 @@ struct KeyItem {
     /// Enterprise only: the most webhook endpoints the key may have.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     max_webhooks: Option<u32>,
+    /// The hash of the secret this key is retiring (retiring.rs), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    retiring: Option<String>,
+    /// Until when (Unix seconds) the `retiring` secret works.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    retiring_until: Option<i64>,
+}
+
+/// A retiring secret's item: a pointer to its key's live item (retiring.rs).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RetiringItem {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    /// The key identity, for whoever reads the table.
+    id: Id,
+    /// The hash of the key's live secret.
+    successor: String,
+    /// The table's TTL attribute: the live item's `retiringUntil`.
+    expires_at: i64,
+}
+
+/// The attribute only a retiring secret's item has.
+const SUCCESSOR: &str = "successor";
+
+/// What an item under `APIKEY#<hash>` holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Stored {
+    /// A key's live secret: the key identity's state, and the secret it is
+    /// retiring, if any.
+    Live(Live),
+    /// A secret a rotation kept for a while: the key's state is the live
+    /// item's under `successor`, while that one names it back.
+    Retiring { successor: ApiKeyHash },
+}
+
+/// A key's live item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Live {
+    pub hash: ApiKeyHash,
+    pub record: ApiKeyRecord,
+    pub retiring: Option<Retiring>,
 }
 
 /// The item that stores `record` under `hash`.
@@ -104,12 +149,70 @@ pub(super) fn item_of(hash: &ApiKeyHash, record: &ApiKeyRecord) -> Result<Item, 
         max_open_orders: record.max_open_orders.filter(|_| own_limits),
         expires_at: record.expires_at,
         max_webhooks: record.max_webhooks.filter(|_| own_limits),
+        retiring: None,
+        retiring_until: None,
     })
 }
 
+/// The live item that stores `record` under `hash`, retiring `retiring`.
+pub(super) fn live_item_of(
+    hash: &ApiKeyHash,
+    record: &ApiKeyRecord,
+    retiring: Option<&Retiring>,
+) -> Result<Item, DbError> {
+    let mut item = item_of(hash, record)?;
+    if let Some(retiring) = retiring {
+        item.insert("retiring".to_string(), s(retiring.hash.as_str()));
+        item.insert("retiringUntil".to_string(), n(retiring.until));
+    }
+    Ok(item)
+}
+
+/// The item of `retiring`, the old secret of key `id`, whose live secret
+/// is `successor`.
+pub(super) fn retiring_item_of(
+    retiring: &Retiring,
+    id: Id,
+    successor: &ApiKeyHash,
+) -> Result<Item, DbError> {
+    to_item(&RetiringItem {
+        pk: pk_of(&retiring.hash),
+        sk: SK.to_string(),
+        id,
+        successor: successor.as_str().to_string(),
+        expires_at: retiring.until,
+    })
+}
+
+/// What an item holds: a retiring secret's pointer (by its `successor`,
+/// which nothing else writes), or else a key.
+pub(super) fn stored_of(item: Item) -> Result<Stored, DbError> {
+    if item.contains_key(SUCCESSOR) {
+        let item: RetiringItem = from_item(item)?;
+        return Ok(Stored::Retiring {
+            successor: ApiKeyHash(item.successor),
+        });
+    }
+    let (hash, record, retiring) = parsed(item)?;
+    Ok(Stored::Live(Live {
+        hash,
+        record,
+        retiring,
+    }))
+}
+
 /// The key an item stores, and the hash it is stored under; a short-lived
-/// key as harmless as short_lived.rs makes it, whatever the item says.
+/// key as harmless as short_lived.rs makes it, whatever the item says. (The
+/// store reads items with [`stored_of`]; the tests read keys' items so.)
+#[cfg(test)]
 pub(super) fn record_of(item: Item) -> Result<(ApiKeyHash, ApiKeyRecord), DbError> {
+    parsed(item).map(|(hash, record, _)| (hash, record))
+}
+
+/// The key an item stores, the hash it is stored under and the secret it
+/// is retiring; a short-lived key as harmless as short_lived.rs makes it,
+/// whatever the item says.
+fn parsed(item: Item) -> Result<(ApiKeyHash, ApiKeyRecord, Option<Retiring>), DbError> {
     let item: KeyItem = from_item(item)?;
     let short = short_lived::is_short_lived(item.gsi1pk.is_some(), item.expires_at);
     let broken = |what: &str| DbError::internal(format!("stored API key has no valid {what}"));
@@ -139,15 +242,21 @@ pub(super) fn record_of(item: Item) -> Result<(ApiKeyHash, ApiKeyRecord), DbErro
         max_open_orders: item.max_open_orders,
         expires_at: item.expires_at,
         max_webhooks: item.max_webhooks,
+        retires_at: None,
     };
-    Ok((
-        hash,
-        if short {
-            short_lived::harmless(record)
-        } else {
-            record
-        },
-    ))
+    if short {
+        // A short-lived key retires nothing: only the admin tool's rotation
+        // writes `retiring`, on a listed key.
+        return Ok((hash, short_lived::harmless(record), None));
+    }
+    let retiring = item
+        .retiring
+        .zip(item.retiring_until)
+        .map(|(hash, until)| Retiring {
+            hash: ApiKeyHash(hash),
+            until,
+        });
+    Ok((hash, record, retiring))
 }
 
 /// `expr` conditioned on the key item under `hash` holding `record`'s
@@ -160,11 +269,15 @@ pub(super) fn as_read(
     let item = item_of(hash, record)?;
     // Keys made before roles have none: a customer's.
     let customer = s(Role::Customer.as_str());
-    let mut expr = expr.exists().when_as_read(
-        "revoked",
-        Some(AttributeValue::Bool(false)),
-        Some(&AttributeValue::Bool(false)),
-    );
+    let mut expr = expr
+        .exists()
+        // A key's live item, not a retiring secret's pointer.
+        .when_as_read(SUCCESSOR, None, None)
+        .when_as_read(
+            "revoked",
+            Some(AttributeValue::Bool(false)),
+            Some(&AttributeValue::Bool(false)),
+        );
     for attribute in CHANGED {
         let absent_means = (attribute == "role").then_some(&customer);
         expr = expr.when_as_read(attribute, item.get(attribute).cloned(), absent_means);
@@ -175,7 +288,6 @@ pub(super) fn as_read(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::n;
 
     fn record(plan: Plan, limits: Limits, role: Role) -> ApiKeyRecord {
         ApiKeyRecord {
@@ -191,6 +303,7 @@ mod tests {
             max_open_orders: (plan == Plan::Enterprise).then_some(5_000),
             expires_at: None,
             max_webhooks: (plan == Plan::Enterprise).then_some(50),
+            retires_at: None,
         }
     }
 

@@ -5,7 +5,7 @@
 //!
 //! | PK | SK | GSI1PK | id | other attributes |
 //! |---|---|---|---|---|
-//! | `APIKEY#<sha256 hex of the key>` | `APIKEY` | `APIKEY` | key id (number) | `plan`, `perMinute`/`perDay` (enterprise only), `role` (absent on keys made before roles: `customer`), `name`, `createdAt`, `rotatedAt`, `revoked` |
+//! | `APIKEY#<sha256 hex of the key>` | `APIKEY` | `APIKEY` | key id (number) | `plan`, `perMinute`/`perDay` (enterprise only), `role` (absent on keys made before roles: `customer`), `name`, `createdAt`, `rotatedAt`, `revoked`, `retiring`/`retiringUntil` (while an old secret retires) |
 //!
 //! A short-lived key ([`NewApiKey::short_lived`], the pre-traffic check's)
 //! is a free customer key with an `expiresAt` (the table's TTL attribute, in
@@ -18,11 +18,16 @@
 //! to the secret. Rotating a key ([`KeyStore::rotate`]) writes the same
 //! record under a new secret's hash and deletes the old item in one
 //! transaction, so the identity keeps everything and never has two live
-//! secrets. Updating one ([`KeyStore::update`]) changes its plan, role and
-//! limits in place, under the same secret.
+//! secrets. A rotation that keeps the old secret for a while
+//! ([`KeyStore::rotate_keeping_old`], at most 7 days) turns the old item
+//! into a pointer to the new one instead ([`retiring`]): the old secret's
+//! look-up answers the live item's state, so a revocation or an update
+//! reaches both secrets. Updating a key ([`KeyStore::update`]) changes its
+//! plan, role and limits in place, under the same secret.
 //!
 //! A request's look-up is one consistent `GetItem` by hash (cached by the
-//! limiter, role included: authorising costs no further call). The admin tool
+//! limiter, role included: authorising costs no further call); a retiring
+//! secret's is two, its pointer and then the live item. The admin tool
 //! lists keys, and finds one by id, with a `Query` on GSI1 (`GSI1PK = APIKEY`,
 //! sort key `id`), never a scan, then reads each item itself with a consistent
 //! `GetItem`: GSI1 does not project `role` or `rotatedAt`, and may lag a
@@ -30,6 +35,7 @@
 //! the store is in `store`.
 
 mod item;
+pub mod retiring;
 mod short_lived;
 mod store;
 mod update;
@@ -41,7 +47,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-pub use store::{KeyStore, RotateError};
+pub use retiring::{KeepOldFor, KeepOldForError};
+pub use store::{KeyStore, RotateError, Rotated};
 pub use update::{KeyChange, UpdateError};
 
 /// What every issued key starts with, so a leaked one is recognisable.
@@ -117,13 +124,24 @@ pub struct ApiKeyRecord {
     /// (absent: [`Plan::ENTERPRISE_WEBHOOKS`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_webhooks: Option<u32>,
+    /// A look-up of a retiring secret only ([`retiring`]): the Unix second
+    /// from which that secret is unknown. The key identity and its live
+    /// secret go on; everything else is the live item's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retires_at: Option<i64>,
 }
 
 impl ApiKeyRecord {
     /// Whether the key has expired at `now` (Unix seconds): then it is
     /// unknown, whether or not TTL has deleted its item yet.
     pub fn expired(&self, now: i64) -> bool {
-        short_lived::expired(self.expires_at, now)
+        short_lived::expired(self.expires_at, now) || self.retires_at.is_some_and(|end| end <= now)
+    }
+
+    /// The Unix second from which the secret looked up stops working, if
+    /// it does: a short-lived key's expiry, or a retiring secret's end.
+    pub fn secret_ends_at(&self) -> Option<i64> {
+        self.expires_at.or(self.retires_at)
     }
 
     pub fn limits(&self) -> Limits {
@@ -340,6 +358,36 @@ mod tests {
             Some(5_000)
         );
         Ok(())
+    }
+
+    #[test]
+    fn a_retiring_secret_works_until_its_end_however_far_ahead() {
+        let record = ApiKeyRecord {
+            id: Id::clamped(42),
+            plan: Plan::Pro,
+            role: Role::Staff,
+            per_minute: 300,
+            per_day: 10_000,
+            name: None,
+            created_at: "2030-01-01T00:00:00Z".into(),
+            rotated_at: None,
+            revoked: false,
+            max_open_orders: None,
+            expires_at: None,
+            max_webhooks: None,
+            retires_at: Some(1_000 + 7 * 86_400),
+        };
+        // Seven days ahead is no short-lived key's hour: it is not refused.
+        assert!(!record.expired(1_000));
+        assert!(!record.expired(1_000 + 7 * 86_400 - 1));
+        assert!(record.expired(1_000 + 7 * 86_400));
+        assert_eq!(record.secret_ends_at(), Some(1_000 + 7 * 86_400));
+        let live = ApiKeyRecord {
+            retires_at: None,
+            ..record
+        };
+        assert!(!live.expired(i64::MAX));
+        assert_eq!(live.secret_ends_at(), None);
     }
 
     #[test]

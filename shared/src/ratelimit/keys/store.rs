@@ -1,6 +1,10 @@
 //! The keys in the data table: issue, look up, list, revoke, rotate.
 
-use super::item::{as_read, item_of, key_of, pk_of, record_of, PARTITION, SK};
+use super::item::{
+    as_read, item_of, key_of, live_item_of, pk_of, retiring_item_of, stored_of, Live, Stored,
+    PARTITION, SK,
+};
+use super::retiring::{KeepOldFor, Retiring};
 use super::{ApiKeyHash, ApiKeyRecord, IssuedKey, NewApiKey, PREFIX};
 use crate::db::expr::Expr;
 use crate::db::{
@@ -8,12 +12,13 @@ use crate::db::{
     Written,
 };
 use crate::records::Id;
-use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use chrono::{DateTime, SecondsFormat, Utc};
 use futures::{StreamExt, TryStreamExt};
+use serde::Serialize;
 use std::collections::HashMap;
 
 /// How many items `list` reads at once.
@@ -39,6 +44,17 @@ pub enum RotateError {
     Raced(Id),
     #[error("the key store failed")]
     Db(#[from] DbError),
+}
+
+/// A rotation that kept the old secret: the new one, and when the old one
+/// stops working.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rotated {
+    #[serde(flatten)]
+    pub issued: IssuedKey,
+    /// RFC 3339.
+    pub old_key_expires_at: String,
 }
 
 /// A fresh secret: 256 random bits, and the hash it is stored under.
@@ -108,6 +124,7 @@ impl KeyStore {
             max_open_orders: new.max_open_orders,
             expires_at: new.expires_at,
             max_webhooks: new.max_webhooks,
+            retires_at: None,
         };
         self.db
             .client()
@@ -123,16 +140,42 @@ impl KeyStore {
         Ok(IssuedKey { record, key })
     }
 
-    /// The key with this hash, revoked or not.
+    /// The key with this hash, revoked or not. A retiring secret is its
+    /// key as the live item states it now, with [`ApiKeyRecord::retires_at`]
+    /// set; unknown unless the live item names it back (retiring.rs).
     pub async fn find(&self, hash: &ApiKeyHash) -> Result<Option<ApiKeyRecord>, DbError> {
         // Consistent: a key used right after it is created must be found.
-        let item = self.db.get_item(pk_of(hash), SK).await?;
-        Ok(item.map(record_of).transpose()?.map(|(_, record)| record))
+        let successor = match self.stored(pk_of(hash)).await? {
+            None => return Ok(None),
+            Some(Stored::Live(live)) => return Ok(Some(live.record)),
+            Some(Stored::Retiring { successor }) => successor,
+        };
+        match self.stored(pk_of(&successor)).await? {
+            Some(Stored::Live(Live {
+                record,
+                retiring: Some(retiring),
+                ..
+            })) if retiring.hash == *hash => Ok(Some(ApiKeyRecord {
+                retires_at: Some(retiring.until),
+                ..record
+            })),
+            // Rotated again, or revoked and rotated, or never its key's.
+            _ => Ok(None),
+        }
     }
 
-    /// The key with this hash and the hash itself, read from the table.
-    async fn read(&self, pk: String) -> Result<Option<(ApiKeyHash, ApiKeyRecord)>, DbError> {
-        self.db.get_item(pk, SK).await?.map(record_of).transpose()
+    /// What the item at `pk` holds, read consistently.
+    async fn stored(&self, pk: String) -> Result<Option<Stored>, DbError> {
+        self.db.get_item(pk, SK).await?.map(stored_of).transpose()
+    }
+
+    /// The live key item at `pk`: `None` for no item, or a retiring
+    /// secret's (the index may still list what a rotation replaced).
+    async fn read(&self, pk: String) -> Result<Option<Live>, DbError> {
+        Ok(match self.stored(pk).await? {
+            Some(Stored::Live(live)) => Some(live),
+            Some(Stored::Retiring { .. }) | None => None,
+        })
     }
 
     /// The `PK` of every key on GSI1 with `id` (every key when `None`), in
@@ -181,14 +224,15 @@ impl KeyStore {
             .buffered(LIST_READS_IN_FLIGHT)
             .try_collect()
             .await?;
-        Ok(found.into_iter().flatten().map(|(_, r)| r).collect())
+        Ok(found
+            .into_iter()
+            .flatten()
+            .map(|live| live.record)
+            .collect())
     }
 
-    /// The key with this id, and the hash of its live secret.
-    pub(super) async fn by_id(
-        &self,
-        id: Id,
-    ) -> Result<Option<(ApiKeyHash, ApiKeyRecord)>, DbError> {
+    /// The key with this id: its live item.
+    pub(super) async fn by_id(&self, id: Id) -> Result<Option<Live>, DbError> {
         let mut retry = Retry::new("find key by id");
         loop {
             let pks = self.index_pks(Some(id)).await?;
@@ -200,15 +244,16 @@ impl KeyStore {
                     return Ok(Some(found));
                 }
             }
-            // Only a rotation deletes a key's item: the index listed the
-            // item it replaced, so ask again for the new one.
+            // Only a rotation deletes a key's item or makes it a retiring
+            // secret's: the index listed the item it replaced, so ask again
+            // for the new one.
             retry.again(Pause::Backoff).await?;
         }
     }
 
     /// The key with this id (webhook delivery asks whether it is revoked).
     pub async fn find_by_id(&self, id: Id) -> Result<Option<ApiKeyRecord>, DbError> {
-        Ok(self.by_id(id).await?.map(|(_, record)| record))
+        Ok(self.by_id(id).await?.map(|live| live.record))
     }
 
     /// The keys with these ids, each as [`KeyStore::find_by_id`] finds it
@@ -237,8 +282,11 @@ impl KeyStore {
                 .batch_get_consistent("find keys by id", keys, None)
                 .await?;
             for item in items {
-                let (_, record) = record_of(item)?;
-                found.insert(record.id, record);
+                // A retiring secret's item (the index lagging a rotation) is
+                // left out; its key is looked up again below.
+                if let Stored::Live(live) = stored_of(item)? {
+                    found.insert(live.record.id, live.record);
+                }
             }
         }
         for (id, pks) in listed {
@@ -261,9 +309,13 @@ impl KeyStore {
     pub async fn revoke(&self, id: Id) -> Result<Option<ApiKeyRecord>, DbError> {
         let mut retry = Retry::new("revoke key");
         loop {
-            let Some((hash, mut record)) = self.by_id(id).await? else {
+            let Some(Live {
+                hash, mut record, ..
+            }) = self.by_id(id).await?
+            else {
                 return Ok(None);
             };
+            // On the live item only: a retiring secret's look-up reads it.
             let update = Update::builder()
                 .table_name(self.db.table())
                 .set_key(Some(key_of(&hash)))
@@ -293,9 +345,46 @@ impl KeyStore {
     /// condition that the old one is still live: of two rotations racing, one
     /// fails with [`RotateError::Raced`], and the key never has two live
     /// secrets. Warm processes that cached the old secret accept it until
-    /// their cache entry expires (`KEY_CACHE_SECONDS`).
+    /// their cache entry expires (`KEY_CACHE_SECONDS`). A secret an earlier
+    /// rotation kept ends in the same transaction.
     pub async fn rotate(&self, id: Id, now: DateTime<Utc>) -> Result<IssuedKey, RotateError> {
-        let (old, read) = self.by_id(id).await?.ok_or(RotateError::NotFound(id))?;
+        self.rotated(id, now, None).await
+    }
+
+    /// As [`KeyStore::rotate`], and the old secret keeps working beside the
+    /// new one for `keep` (retiring.rs): its item becomes a pointer to the
+    /// new one in the same transaction, instead of being deleted. A secret
+    /// an earlier rotation kept ends at once: one retires at a time.
+    pub async fn rotate_keeping_old(
+        &self,
+        id: Id,
+        now: DateTime<Utc>,
+        keep: KeepOldFor,
+    ) -> Result<Rotated, RotateError> {
+        let until = keep.until(now);
+        let issued = self.rotated(id, now, Some(until)).await?;
+        let old_key_expires_at = DateTime::from_timestamp(until, 0)
+            .map(timestamp)
+            .ok_or_else(|| DbError::internal("a kept secret's end is out of range"))?;
+        Ok(Rotated {
+            issued,
+            old_key_expires_at,
+        })
+    }
+
+    /// The rotation of key `id` at `now`, its old secret working until
+    /// `keep_until` (Unix seconds) or retired at once.
+    async fn rotated(
+        &self,
+        id: Id,
+        now: DateTime<Utc>,
+        keep_until: Option<i64>,
+    ) -> Result<IssuedKey, RotateError> {
+        let Live {
+            hash: old,
+            record: read,
+            retiring: earlier,
+        } = self.by_id(id).await?.ok_or(RotateError::NotFound(id))?;
         if read.revoked {
             return Err(RotateError::Revoked(id));
         }
@@ -303,23 +392,44 @@ impl KeyStore {
             rotated_at: Some(timestamp(now)),
             ..read.clone()
         };
-        // Live, and as read: an update meanwhile is not copied over.
-        let retire = as_read(Expr::new(), &old, &read)?.delete(self.db.table(), key_of(&old))?;
+        let kept = keep_until.map(|until| Retiring {
+            hash: old.clone(),
+            until,
+        });
+        // Live, and as read (the secret it retires included): an update
+        // meanwhile is not copied over, and of two rotations one fails.
+        let still_as_read = || {
+            Ok::<_, DbError>(as_read(Expr::new(), &old, &read)?.when_as_read(
+                "retiring",
+                earlier.as_ref().map(|earlier| s(earlier.hash.as_str())),
+                None,
+            ))
+        };
         let mut retry = Retry::new("rotate key");
         loop {
             let (key, hash) = fresh_secret();
             let put = Put::builder()
                 .table_name(self.db.table())
-                .set_item(Some(item_of(&hash, &record)?))
+                .set_item(Some(live_item_of(&hash, &record, kept.as_ref())?))
                 .condition_expression("attribute_not_exists(PK)")
                 .build()
                 .map_err(DbError::internal)?;
-            let write = Write::new()
+            let retire = match &kept {
+                None => still_as_read()?.delete(self.db.table(), key_of(&old))?,
+                Some(kept) => {
+                    let pointer = retiring_item_of(kept, id, &hash)?;
+                    still_as_read()?.put(self.db.table(), pointer)?
+                }
+            };
+            let mut write = Write::new()
                 .checked(
                     KeyCheck::SecretFree,
                     TransactWriteItem::builder().put(put).build(),
                 )
-                .checked(KeyCheck::StillStored, retire.clone());
+                .checked(KeyCheck::StillStored, retire);
+            if let Some(earlier) = &earlier {
+                write = write.checked(KeyCheck::StillStored, self.end_earlier(earlier, &old)?);
+            }
             match self.db.write(write).await? {
                 Written::Done => return Ok(IssuedKey { record, key }),
                 Written::Failed(KeyCheck::StillStored) => return Err(RotateError::Raced(id)),
@@ -330,6 +440,25 @@ impl KeyStore {
                 }
             }
         }
+    }
+
+    /// The delete of the pointer of `earlier`, a secret the live item under
+    /// `live` retires: gone already (TTL) or still that pointer, never any
+    /// other item.
+    fn end_earlier(
+        &self,
+        earlier: &Retiring,
+        live: &ApiKeyHash,
+    ) -> Result<TransactWriteItem, DbError> {
+        let delete = Delete::builder()
+            .table_name(self.db.table())
+            .set_key(Some(key_of(&earlier.hash)))
+            .condition_expression("attribute_not_exists(PK) OR #successor = :live")
+            .expression_attribute_names("#successor", "successor")
+            .expression_attribute_values(":live", s(live.as_str()))
+            .build()
+            .map_err(DbError::internal)?;
+        Ok(TransactWriteItem::builder().delete(delete).build())
     }
 }
 

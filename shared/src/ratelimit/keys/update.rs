@@ -110,7 +110,9 @@ impl KeyStore {
     pub async fn update(&self, id: Id, change: &KeyChange) -> Result<ApiKeyRecord, UpdateError> {
         let mut retry = Retry::new("update key");
         loop {
-            let (hash, record) = self.by_id(id).await?.ok_or(UpdateError::NotFound(id))?;
+            let live = self.by_id(id).await?.ok_or(UpdateError::NotFound(id))?;
+            // On the live item only: a retiring secret's look-up reads it.
+            let (hash, record) = (live.hash, live.record);
             if record.revoked {
                 return Err(UpdateError::Revoked(id));
             }

@@ -84,7 +84,9 @@ impl Gathered {
                     .insert(folded, s.whole("categoryId").non_negative());
             }
             Kind::ApiKey => {
-                if let Some(id) = s.id() {
+                // A retiring secret's item (a pointer to its key's live item,
+                // `successor`) shares the key's id by design.
+                if let (Some(id), false) = (s.id(), s.item.contains_key("successor")) {
                     let pk = s.pk().to_string();
                     self.key_ids.entry(id).or_default().push(pk);
                 }

@@ -62,7 +62,7 @@ pub const INVARIANTS: &[Invariant] = &[
     Invariant { name: "category-name-claimed", says: "a category's name (folded) has its claim item, naming that category: so no two categories share a name", rule: Rule::Table(category_name_claimed) },
     Invariant { name: "name-claim-current", says: "a name claim names an existing category whose name folds to the claimed name", rule: Rule::Table(name_claim_current) },
     Invariant { name: "holds-counted", says: "a key identity's hold count (HOLDS#<keyId>, openOrders) equals its incomplete orders, each of which carries a lapse time (orders placed before holds were counted get theirs from migration 0001's holds backfill)", rule: Rule::Table(holds_counted) },
-    Invariant { name: "api-key-id-unique", says: "no two API key items share a key id (a rotation replaces the item)", rule: Rule::Table(api_key_id_unique) },
+    Invariant { name: "api-key-id-unique", says: "no two API key items share a key id (a rotation replaces the item; a secret it keeps for a while is a pointer, not a key)", rule: Rule::Table(api_key_id_unique) },
     Invariant { name: "webhook-endpoints-counted", says: "a key identity's webhook endpoint count (WEBHOOKOWNER#<ownerId>, endpoints) equals the endpoints it owns, and one that owns endpoints has its count: its plan's cap is exact only so", rule: Rule::Table(webhooks::endpoints_counted) },
 ];
 

@@ -4,7 +4,7 @@
 use super::Cli;
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Subcommand};
-use petstore::ratelimit::keys::{parse_key_id, KeyChange, NewApiKey};
+use petstore::ratelimit::keys::{parse_key_id, KeepOldFor, KeyChange, NewApiKey};
 use petstore::ratelimit::Plan;
 use petstore::records::{Id, Role};
 
@@ -19,7 +19,13 @@ pub enum KeysCommand {
     Rotate {
         #[arg(value_parser = key_id)]
         id: Id,
-        /// Do it: the key's old secret stops working at once.
+        /// Keep the old secret working beside the new one for DURATION (30m,
+        /// 2h, 7d; at most 7d), so callers can switch without an outage. A
+        /// secret an earlier rotation kept ends at once.
+        #[arg(long, value_name = "DURATION", value_parser = keep_old_for)]
+        keep_old_for: Option<KeepOldFor>,
+        /// Do it: the key's old secret stops working at once (or at the end
+        /// of --keep-old-for).
         #[arg(long)]
         yes: bool,
     },
@@ -96,7 +102,7 @@ pub struct OwnLimits {
 pub enum Keys {
     Create(NewApiKey),
     List,
-    Rotate(Id, Confirmed),
+    Rotate(Id, Option<KeepOldFor>, Confirmed),
     Update(Id, KeyChange),
     Revoke(Id, Confirmed),
     Unban(Id),
@@ -141,7 +147,11 @@ pub fn parsed(command: KeysCommand) -> Result<Keys, clap::Error> {
             Keys::Create(new.with_role(create.role))
         }
         KeysCommand::List => Keys::List,
-        KeysCommand::Rotate { id, yes } => Keys::Rotate(id, yes.into()),
+        KeysCommand::Rotate {
+            id,
+            keep_old_for,
+            yes,
+        } => Keys::Rotate(id, keep_old_for, yes.into()),
         KeysCommand::Update(update) => {
             let change = KeyChange {
                 plan: update.plan,
@@ -176,6 +186,10 @@ fn usage_error(command: &str, problem: String) -> clap::Error {
 
 fn key_id(raw: &str) -> Result<Id, String> {
     parse_key_id(raw).ok_or_else(|| format!("`{raw}` is not a key id"))
+}
+
+fn keep_old_for(raw: &str) -> Result<KeepOldFor, String> {
+    KeepOldFor::parse(raw).map_err(|e| e.to_string())
 }
 
 fn plan(raw: &str) -> Result<Plan, String> {

@@ -49,7 +49,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, clap::E
 mod tests {
     use super::keys::Confirmed;
     use super::*;
-    use petstore::ratelimit::keys::{KeyChange, NewApiKey};
+    use petstore::ratelimit::keys::{KeepOldFor, KeyChange, NewApiKey};
     use petstore::ratelimit::Plan;
     use petstore::records::{Id, Role};
     use petstore_admin::restore;
@@ -115,12 +115,20 @@ mod tests {
         assert_eq!(parse_line("keys list"), Ok(Command::Keys(Keys::List)));
         assert_eq!(
             parse_line("keys rotate 42"),
-            Ok(Command::Keys(Keys::Rotate(id(42), Confirmed::No)))
+            Ok(Command::Keys(Keys::Rotate(id(42), None, Confirmed::No)))
         );
         assert_eq!(
             parse_line("keys rotate 42 --yes"),
-            Ok(Command::Keys(Keys::Rotate(id(42), Confirmed::Yes)))
+            Ok(Command::Keys(Keys::Rotate(id(42), None, Confirmed::Yes)))
         );
+        for keep in ["30m", "2h", "7d"] {
+            let kept = KeepOldFor::parse(keep).ok();
+            assert!(kept.is_some(), "{keep}");
+            assert_eq!(
+                parse_line(&format!("keys rotate 42 --keep-old-for {keep} --yes")),
+                Ok(Command::Keys(Keys::Rotate(id(42), kept, Confirmed::Yes)))
+            );
+        }
         let upgrade = KeyChange {
             plan: Some(Plan::Pro),
             role: Some(Role::Staff),
@@ -251,6 +259,15 @@ mod tests {
         says("keys rotate 0", "`0` is not a key id");
         says("keys rotate", "<ID>");
         says("keys rotate 1 2", "unexpected argument '2'");
+        says(
+            "keys rotate 1 --keep-old-for 8d --yes",
+            "`8d` is longer than 7 days: an old secret is kept at most 7d (168h)",
+        );
+        says(
+            "keys rotate 1 --keep-old-for 2 --yes",
+            "`2` is not a duration",
+        );
+        says("keys rotate 1 --keep-old-for", "--keep-old-for <DURATION>");
         says("keys", "Usage: petstore-admin keys <COMMAND>");
         says("pets list", "unrecognized subcommand 'pets'");
         // A key request that cannot be made shows `create`'s usage.

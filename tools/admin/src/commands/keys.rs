@@ -14,12 +14,18 @@ pub async fn run(app: &App, command: Keys) -> Result<ExitCode, BoxError> {
             let issued = keys.create(new, chrono::Utc::now()).await?;
             println!("{}", serde_json::to_string(&issued)?);
         }
-        Keys::Rotate(id, confirmed) => {
+        Keys::Rotate(id, keep_old_for, confirmed) => {
             if shown_unconfirmed(app, id, confirmed, "rotate").await? {
                 return Ok(ExitCode::FAILURE);
             }
-            let issued = keys.rotate(id, chrono::Utc::now()).await?;
-            println!("{}", serde_json::to_string(&issued)?);
+            let now = chrono::Utc::now();
+            let printed = match keep_old_for {
+                None => serde_json::to_string(&keys.rotate(id, now).await?)?,
+                Some(keep) => {
+                    serde_json::to_string(&keys.rotate_keeping_old(id, now, keep).await?)?
+                }
+            };
+            println!("{printed}");
         }
         Keys::Update(id, change) => {
             let record = keys.update(id, &change).await?;
