@@ -7,6 +7,7 @@
 
 mod lost_answers;
 mod races;
+mod webhooks;
 
 use crate::helpers::{TestApp, TestResponse};
 use crate::idempotency::stocked_pet;

@@ -9,6 +9,11 @@
 //! records leaves it out and the handler adds it, so the replay of a
 //! registration answers the endpoint without one (its owner rotates to get
 //! one), and a new secret is made anew on every rotation.
+//!
+//! Every answer carrying one endpoint carries its `ETag` (contract 4c): the
+//! hash of the endpoint as sent without its secret (the shared crate's
+//! `webhooks/endpoints/validator.rs` says why), which `If-Match` on `PATCH`
+//! and `DELETE` names and `If-None-Match` on `GET` answers 304 to.
 
 use crate::Webhooks;
 use axum::body::Bytes;
@@ -17,12 +22,12 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use chrono::{DateTime, Duration, Utc};
-use http::{HeaderMap, StatusCode};
+use http::{header, HeaderMap, HeaderValue, StatusCode};
 use petstore::db::Changes;
 use petstore::http::error::ApiError;
 use petstore::http::extract::{next_link, parse_json_body, JsonBody, QueryParams};
-use petstore::http::respond::{created, json, list_page, no_content};
-use petstore::records::{Caller, Id, JsonObject, Role, ValidationError};
+use petstore::http::respond::{created, current, json, list_page, no_content, record};
+use petstore::records::{Caller, ETag, Id, JsonObject, Role, ValidationError};
 use petstore::webhooks::endpoints::{Rotation, SECRET_OVERLAP_HOURS};
 use petstore::webhooks::receiving;
 use petstore::webhooks::records::{NewWebhookEndpoint, WebhookEndpoint, WebhookEndpointPatch};
@@ -52,8 +57,20 @@ async fn create_webhook(
     webhooks.check(&new.url).await?;
     let secret = new_secret();
     let mut endpoint = db.create_webhook(new, &caller, &secret, Utc::now()).await?;
+    let validator = ETag::of(&endpoint).map_err(ApiError::internal)?;
     endpoint.secret = Some(secret);
-    Ok(created(format!("/webhooks/{}", endpoint.id), &endpoint))
+    let answer = created(format!("/webhooks/{}", endpoint.id), &endpoint);
+    Ok(tagged_with(answer, &validator))
+}
+
+/// `answer`, which shows an endpoint with its secret, tagged with the
+/// validator of the endpoint without it: the one a replay of the answer
+/// (which never holds the secret) and a change's answer agree with.
+fn tagged_with(mut answer: Response, validator: &ETag) -> Response {
+    if let Ok(value) = HeaderValue::from_str(validator.as_str()) {
+        answer.headers_mut().insert(header::ETAG, value);
+    }
+    answer
 }
 
 /// A customer's own endpoints; staff's every endpoint, or `ownerId`'s.
@@ -84,12 +101,15 @@ async fn get_webhook(
     State(app): State<App>,
     caller: Caller,
     Path(raw): Path<String>,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let id = Id::parse_param(&raw, "webhookId")?;
     let endpoint = app.db.visible_webhook(id, &caller).await?;
     let mut record = [endpoint.record(None)];
     receiving::show(&key_states(&app), &mut record).await?;
-    Ok(json(StatusCode::OK, &record[0]))
+    // Its validator covers `receiving` too: a 304 never leaves a caller
+    // with a copy that says otherwise.
+    Ok(current(&headers, &record[0]))
 }
 
 /// The endpoints' keys' states, read afresh for this request.
@@ -110,7 +130,7 @@ async fn update_webhook(
         webhooks.check(url).await?;
     }
     let endpoint = db.update_webhook(id, patch, &caller).await?;
-    Ok(json(StatusCode::OK, &endpoint))
+    Ok(record(StatusCode::OK, &endpoint))
 }
 
 async fn delete_webhook(
@@ -146,8 +166,9 @@ async fn rotate_secret(
         .unrecorded()
         .rotate_webhook_secret(id, &caller, &secret, rotation)
         .await?;
+    let validator = ETag::of(&endpoint).map_err(ApiError::internal)?;
     endpoint.secret = Some(secret);
-    Ok(json(StatusCode::OK, &endpoint))
+    Ok(tagged_with(json(StatusCode::OK, &endpoint), &validator))
 }
 
 /// `expireOldAfterSeconds`: how long the replaced secret keeps signing, 0

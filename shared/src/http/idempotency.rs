@@ -125,11 +125,14 @@ impl SavedResponse {
     /// answers 204. The replay tests hold each change route to them.
     fn of(method: &Method, path: &str, answer: &[u8]) -> Result<SavedResponse, BoxError> {
         let body = || String::from_utf8(answer.to_vec());
-        // The records of contract 4c carry their validator; a webhook
-        // endpoint's answers carry none (they show its key's state, which
-        // its item does not hold, and a registration's its secret).
-        let etag =
-            || (!path.starts_with("/webhooks")).then(|| ETag::of_json(answer).as_str().to_string());
+        // The records of contract 4c carry their validator. A webhook
+        // endpoint's recorded answer holds neither its secret nor its key's
+        // state (webhooks/endpoints/validator.rs): its hash is the endpoint's
+        // validator too. Nothing else under /webhooks is a record.
+        let etag = || {
+            let record = !path.starts_with("/webhooks") || webhook_endpoint(path);
+            record.then(|| ETag::of_json(answer).as_str().to_string())
+        };
         Ok(match *method {
             Method::POST => {
                 let id = serde_json::from_slice::<Value>(answer)?
@@ -298,6 +301,17 @@ fn write_canonical(value: &Value, out: &mut String) {
             }
         }
         other => out.push_str(&other.to_string()),
+    }
+}
+
+/// Whether `path` is that of webhook endpoints or of one endpoint.
+fn webhook_endpoint(path: &str) -> bool {
+    match path.strip_prefix("/webhooks") {
+        Some("") => true,
+        Some(rest) => rest
+            .strip_prefix('/')
+            .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())),
+        None => false,
     }
 }
 

@@ -19,6 +19,7 @@
 mod changes;
 mod receivers;
 mod roles;
+mod validator;
 
 use super::list::{items_page, KeyList};
 use super::records::WebhookEndpoint;

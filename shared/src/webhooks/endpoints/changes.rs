@@ -86,7 +86,9 @@ impl Changes {
     }
 
     /// Applies `patch` to an endpoint `caller` may see: only the fields it
-    /// carries, so the delivery's own writes (`failingSince`) stay. Staff's
+    /// carries, so the delivery's own writes (`failingSince`) stay. Under
+    /// `If-Match`, only to the endpoint as the validator names it
+    /// (validator.rs): 412 otherwise, held in the write's condition. Staff's
     /// reach over another's endpoint is `enabled` alone (section 9, 1.3.0):
     /// where its events go (`url`, `events`) and what its owner calls it
     /// (`description`) are its owner's, staff asking is 403, and the
@@ -106,13 +108,15 @@ impl Changes {
             if owners_only && !endpoint.owned_by(caller) {
                 return Err(owner_only("change its url, events or description"));
             }
+            self.check_endpoint_precondition(&endpoint)?;
             if patch.is_empty() {
                 // Nothing to change (`{}`, or only unknown fields).
                 return Ok(Step::Answer(endpoint.record(None)));
             }
-            let mut expr = Expr::new()
+            let expr = Expr::new()
                 .exists()
                 .when_equal("ownerId", n(endpoint.owner_id));
+            let mut expr = self.endpoint_as_read(expr, &endpoint)?;
             if let Some(url) = &patch.url {
                 endpoint.url = url.clone();
                 expr = expr.set("url", s(url.as_str()));
@@ -179,14 +183,18 @@ impl Changes {
         .await
     }
 
-    /// Deletes an endpoint `caller` may see, and counts it off its owner's.
+    /// Deletes an endpoint `caller` may see, and counts it off its owner's
+    /// (under `If-Match`, as [`Changes::update_webhook`] holds it).
     /// Its deliveries stay until they expire (30 days, the table's TTL).
     pub async fn delete_webhook(&self, id: Id, caller: &Caller) -> Result<(), DbError> {
         self.run("delete webhook", move || async move {
             let endpoint = self.visible_webhook(id, caller).await?;
+            self.check_endpoint_precondition(&endpoint)?;
             let delete = Expr::new()
                 .exists()
-                .when_equal("ownerId", n(endpoint.owner_id))
+                .when_equal("ownerId", n(endpoint.owner_id));
+            let delete = self
+                .endpoint_as_read(delete, &endpoint)?
                 .delete(self.table(), key(id.get()))?;
             let count = Expr::new()
                 .add("endpoints", -1)
