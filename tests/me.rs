@@ -126,3 +126,34 @@ async fn me_costs_what_a_warm_keyed_read_costs() {
     assert_eq!(read, vec!["GetItem".to_string(), "UpdateItem".to_string()]);
     assert_eq!(calls(before), read);
 }
+
+#[tokio::test]
+async fn me_on_any_instance_counts_the_key_s_one_window_as_its_headers_say() {
+    // Given a key allowing 10 a minute, served by two instances, on a clock
+    // that stays in one minute
+    let (app, _clock) = pinned(|_| None).await;
+    let one = app.with_new_key(Plan::Enterprise, Some((10, 1_000))).await;
+    let two = one.another_instance().await;
+
+    // When it asks for itself on each in turn
+    for (n, instance) in [&one, &two, &two, &one, &two].into_iter().enumerate() {
+        let answer = instance.get("/me").await;
+        answer.assert_status(200);
+
+        // Then each answer counts every request so far, on either instance,
+        // and states the numbers its own rate-limit headers state
+        let me = answer.json();
+        let minute = &me["limits"]["minute"];
+        let used = n as u64 + 1;
+        assert_eq!(minute["used"], json!(used), "answer {n}");
+        assert_eq!(me["limits"]["day"]["used"], json!(used), "answer {n}");
+        assert_eq!(minute["remaining"], json!(10 - used), "answer {n}");
+        let header = |name: &str| answer.header(name).and_then(|v| v.parse::<i64>().ok());
+        assert_eq!(
+            header("x-ratelimit-remaining"),
+            minute["remaining"].as_i64()
+        );
+        assert_eq!(header("x-ratelimit-limit"), minute["limit"].as_i64());
+        assert_eq!(header("x-ratelimit-reset"), minute["reset"].as_i64());
+    }
+}
