@@ -166,6 +166,40 @@ async fn an_endpoint_has_a_bounded_number_of_attempts_in_flight() {
     );
 }
 
+/// A message handed back says why down to DynamoDB's own answer: the
+/// error keeps its cause, the `DbFailure` of the call that failed.
+#[tokio::test]
+async fn a_message_handed_back_keeps_dynamodb_s_answer_as_its_cause() {
+    let app = TestApp::spawn().await;
+    let deliverer = Deliverer {
+        client: app.app.db.client().clone(),
+        table: "petstore-no-such-table".to_string(),
+        attempter: Attempter::new(LOCAL, system_resolver()).expect("TLS"),
+        schedule: quick_schedule(),
+        queue: Arc::new(Kept::default()),
+        keys: key_states(&app, Duration::ZERO),
+    };
+    let retry = DeliveryMessage::new(7, 0, "0000000000a-evt", true);
+
+    let error = deliverer
+        .deliver(&retry, 1)
+        .await
+        .expect_err("no table to read");
+
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
+    let failure = std::iter::from_fn(|| {
+        let this = cause?;
+        cause = this.source();
+        Some(this)
+    })
+    .find_map(|e| e.downcast_ref::<petstore::db::DbFailure>());
+    let failure = failure.unwrap_or_else(|| panic!("no DbFailure among the causes: {error:?}"));
+    assert_eq!(failure.table, "petstore-no-such-table");
+    assert_eq!(failure.code.as_deref(), Some("ResourceNotFoundException"));
+    let logged = petstore::db::cause_chain(&error);
+    assert!(logged.contains("ResourceNotFoundException"), "{logged}");
+}
+
 /// A deliveries queue that keeps what it is sent, handling nothing.
 #[derive(Default)]
 pub struct Kept(pub std::sync::Mutex<Vec<DeliveryMessage>>);

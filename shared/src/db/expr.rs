@@ -5,7 +5,8 @@ use super::{n, s, shape, to_item, DbError, Item};
 use crate::records::Id;
 use crate::rules::Guard;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem, Update,
+    AttributeValue, ConditionCheck, Delete, Put, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem, Update,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -21,6 +22,8 @@ pub(crate) struct Expr {
     add: Vec<String>,
     names: HashMap<String, String>,
     values: HashMap<String, AttributeValue>,
+    /// Whether a failed condition gives back the item as it was.
+    return_old: bool,
 }
 
 impl Expr {
@@ -35,6 +38,15 @@ impl Expr {
         self.names
             .insert(placeholder.clone(), attribute.to_string());
         placeholder
+    }
+
+    /// The path of entry `key` of the map attribute `map`: the key has a
+    /// placeholder of its own (an entry's key is data, any characters).
+    fn entry(&mut self, map: &str, key: &str) -> String {
+        let map = self.name(map);
+        let placeholder = format!("#entry{}", self.names.len());
+        self.names.insert(placeholder.clone(), key.to_string());
+        format!("{map}.{placeholder}")
     }
 
     fn value(&mut self, value: AttributeValue) -> String {
@@ -59,6 +71,37 @@ impl Expr {
     pub(crate) fn has(mut self, attribute: &str) -> Expr {
         let name = self.name(attribute);
         self.condition.push(format!("attribute_exists({name})"));
+        self
+    }
+
+    /// Conditions the write on the item not holding `attribute`.
+    pub(crate) fn lacks(mut self, attribute: &str) -> Expr {
+        let name = self.name(attribute);
+        self.condition.push(format!("attribute_not_exists({name})"));
+        self
+    }
+
+    /// Conditions the write on the map `map` holding an entry `key`.
+    pub(crate) fn has_entry(mut self, map: &str, key: &str) -> Expr {
+        let path = self.entry(map, key);
+        self.condition.push(format!("attribute_exists({path})"));
+        self
+    }
+
+    /// Conditions the write on the map `map` holding no entry `key`.
+    pub(crate) fn lacks_entry(mut self, map: &str, key: &str) -> Expr {
+        let path = self.entry(map, key);
+        self.condition.push(format!("attribute_not_exists({path})"));
+        self
+    }
+
+    /// Conditions the write on no item having its key, or on the one there
+    /// holding `attribute` below `value` (a lease run out).
+    pub(crate) fn absent_or_below(mut self, attribute: &str, value: AttributeValue) -> Expr {
+        let name = self.name(attribute);
+        let value = self.value(value);
+        self.condition
+            .push(format!("(attribute_not_exists(PK) OR {name} < {value})"));
         self
     }
 
@@ -209,6 +252,37 @@ impl Expr {
         self
     }
 
+    /// Sets an attribute the item does not hold yet; one it holds stays.
+    pub(crate) fn set_if_absent(mut self, attribute: &str, value: AttributeValue) -> Expr {
+        let name = self.name(attribute);
+        let value = self.value(value);
+        self.set
+            .push(format!("{name} = if_not_exists({name}, {value})"));
+        self
+    }
+
+    /// Sets entry `key` of the map `map` (which the item holds).
+    pub(crate) fn set_entry(mut self, map: &str, key: &str, value: AttributeValue) -> Expr {
+        let path = self.entry(map, key);
+        let value = self.value(value);
+        self.set.push(format!("{path} = {value}"));
+        self
+    }
+
+    /// Removes entry `key` of the map `map`.
+    pub(crate) fn remove_entry(mut self, map: &str, key: &str) -> Expr {
+        let path = self.entry(map, key);
+        self.remove.push(path);
+        self
+    }
+
+    /// A failed condition gives back the item as it was
+    /// ([`crate::db::Decided::Failed`]), at no cost in read units.
+    pub(crate) fn returning_old(mut self) -> Expr {
+        self.return_old = true;
+        self
+    }
+
     /// Moves a number the item holds by `delta`.
     pub(crate) fn adjust(mut self, attribute: &str, delta: i64) -> Expr {
         let name = self.name(attribute);
@@ -295,6 +369,11 @@ impl Expr {
         Some(std::mem::take(&mut self.values)).filter(|values| !values.is_empty())
     }
 
+    fn on_failure(&self) -> Option<ReturnValuesOnConditionCheckFailure> {
+        self.return_old
+            .then_some(ReturnValuesOnConditionCheckFailure::AllOld)
+    }
+
     /// An update of the item at `key`.
     pub(crate) fn update(mut self, table: &str, key: Item) -> Result<TransactWriteItem, DbError> {
         let update = Update::builder()
@@ -304,6 +383,7 @@ impl Expr {
             .set_condition_expression(self.condition_expression())
             .set_expression_attribute_names(self.names())
             .set_expression_attribute_values(self.values())
+            .set_return_values_on_condition_check_failure(self.on_failure())
             .build()
             .map_err(DbError::internal)?;
         Ok(TransactWriteItem::builder().update(update).build())
@@ -317,6 +397,7 @@ impl Expr {
             .set_condition_expression(self.condition_expression())
             .set_expression_attribute_names(self.names())
             .set_expression_attribute_values(self.values())
+            .set_return_values_on_condition_check_failure(self.on_failure())
             .build()
             .map_err(DbError::internal)?;
         Ok(TransactWriteItem::builder().put(put).build())
@@ -344,6 +425,7 @@ impl Expr {
             .set_condition_expression(self.condition_expression())
             .set_expression_attribute_names(self.names())
             .set_expression_attribute_values(self.values())
+            .set_return_values_on_condition_check_failure(self.on_failure())
             .build()
             .map_err(DbError::internal)?;
         Ok(TransactWriteItem::builder().delete(delete).build())
@@ -384,6 +466,26 @@ mod tests {
         );
         assert_eq!(expr.values().map(|v| v.len()), Some(3));
         assert_eq!(expr.names().map(|n| n.len()), Some(3));
+    }
+
+    #[test]
+    fn a_map_entry_has_a_placeholder_of_its_own_whatever_its_key() {
+        let mut expr = Expr::new()
+            .has("claims")
+            .lacks_entry("claims", "m0f-3a")
+            .set_entry("claims", "m0f-3a", s("claimed"))
+            .set_if_absent("failingSince", s("now"));
+        assert_eq!(
+            expr.condition_expression().as_deref(),
+            Some("attribute_exists(#claims) AND attribute_not_exists(#claims.#entry1)")
+        );
+        assert_eq!(
+            expr.update_expression(),
+            "SET #claims.#entry2 = :v0, #failingSince = if_not_exists(#failingSince, :v1)"
+        );
+        let names = expr.names().unwrap_or_default();
+        assert_eq!(names.get("#entry1").map(String::as_str), Some("m0f-3a"));
+        assert_eq!(names.get("#entry2").map(String::as_str), Some("m0f-3a"));
     }
 
     #[test]

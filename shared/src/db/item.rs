@@ -26,3 +26,8 @@ pub(crate) fn from_item<T: serde::de::DeserializeOwned>(item: Item) -> Result<T,
 pub(crate) fn to_item<T: serde::Serialize>(value: &T) -> Result<Item, DbError> {
     serde_dynamo::to_item(value).map_err(DbError::internal)
 }
+
+/// Converts a record type into one attribute's value (a list, a map).
+pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Result<AttributeValue, DbError> {
+    serde_dynamo::to_attribute_value(value).map_err(DbError::internal)
+}

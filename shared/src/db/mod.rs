@@ -92,10 +92,10 @@ pub use page::Page;
 pub use query::Cursor;
 pub use shape::fields as record_fields;
 pub use shards::Shards;
-pub use write::{Check, OnFailure, Write, Written};
+pub use write::{Check, Decided, OnFailure, Write, Written};
 pub(crate) use write::{Pause, Retry};
 
-pub(crate) use item::{from_item, n, s, to_item};
+pub(crate) use item::{from_item, n, s, to_item, to_value};
 
 /// The data table.
 #[derive(Clone, Debug)]

@@ -14,14 +14,21 @@
 //! attempt's own (whose conditions stay as they are). A failed condition on
 //! that item, or a conflict on it, means another request with the key made
 //! or is making its change: [`DbError::IdempotencyKeyInUse`], never another attempt.
+//!
+//! A write decided once, whose failed condition is its caller's answer and
+//! not a cue to decide again (webhook delivery's records, decided from a
+//! batch's read), goes through [`Db::write_decided`]: the same write, sent
+//! again only after a conflict.
 
 use super::error::is_throttling;
-use super::{classify, Changes, Db, DbError, DbFailure};
+use super::{classify, Changes, Db, DbError, DbFailure, Item};
 use crate::metrics::{count, Metric};
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
 use chrono::Utc;
 use serde::Serialize;
 use std::fmt::Debug;
@@ -49,7 +56,7 @@ pub enum OnFailure {
 /// One write: a lone item, or the items of one transaction, each with the
 /// name of its condition (`None` for an item written unconditionally), and
 /// the request's idempotency record, if it has one.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Write<C> {
     items: Vec<(Option<C>, TransactWriteItem)>,
     /// Boxed: most writes have none, and an item is large.
@@ -107,6 +114,15 @@ pub enum Written<C> {
     Failed(C),
     /// Another transaction held one of the items; nothing was written.
     Conflict,
+}
+
+/// What a write decided once came to ([`Db::write_decided`]).
+#[derive(Debug, PartialEq)]
+pub enum Decided<C> {
+    Done,
+    /// This condition failed; nothing was written. The item as it was,
+    /// when the failed item asked for it (`ReturnValuesOnConditionCheckFailure`).
+    Failed(C, Option<Item>),
 }
 
 /// Whether to wait before the next attempt.
@@ -207,26 +223,51 @@ impl Db {
     /// Sends a write once, as it was decided, and says which condition, if
     /// any, failed. Operations go through `Changes::run`; this is its one step.
     ///
-    /// A lone update is sent as a plain conditional `UpdateItem`: just as
-    /// atomic, at half the write units of a one-item transaction.
+    /// A lone update, put or delete is sent as a plain conditional
+    /// `UpdateItem`, `PutItem` or `DeleteItem`: just as atomic, at half the
+    /// write units of a one-item transaction.
     pub async fn write<C: Check>(&self, write: Write<C>) -> Result<Written<C>, DbError> {
+        Ok(self.send(write).await?.0)
+    }
+
+    /// Sends a write decided once, whose failed condition is its caller's
+    /// answer (the state moved on; there is nothing to decide again): sent
+    /// again after a conflict as [`Retry`] allows, else as [`Db::write`]
+    /// sends it, with the item that failed the condition when it asked for it.
+    pub(crate) async fn write_decided<C: Check>(
+        &self,
+        operation: &'static str,
+        write: Write<C>,
+    ) -> Result<Decided<C>, DbError> {
+        let mut retry = Retry::new(operation);
+        loop {
+            match self.send(write.clone()).await? {
+                (Written::Done, _) => return Ok(Decided::Done),
+                (Written::Failed(check), found) => return Ok(Decided::Failed(check, found)),
+                (Written::Conflict, _) => retry.again(Pause::Backoff).await?,
+            }
+        }
+    }
+
+    /// [`Db::write`], and the item a failed condition found, if its write
+    /// asked for it.
+    async fn send<C: Check>(&self, write: Write<C>) -> Result<(Written<C>, Option<Item>), DbError> {
         let (checks, mut items): (Vec<Option<C>>, Vec<TransactWriteItem>) =
             write.items.into_iter().unzip();
         let record_at = write.record.is_some().then_some(items.len());
         items.extend(write.record.map(|record| *record));
         let failed = match items.as_mut_slice() {
-            [lone] if lone.update.is_some() => {
-                let update = lone.update.take();
-                self.conditional_update(update).await?
-            }
+            [lone] if lone.update.is_some() => self.conditional_update(lone.update.take()).await?,
+            [lone] if lone.put.is_some() => self.conditional_put(lone.put.take()).await?,
+            [lone] if lone.delete.is_some() => self.conditional_delete(lone.delete.take()).await?,
             _ => self.transact(items, record_at).await?,
         };
         match failed {
-            Sent::Done => Ok(Written::Done),
-            Sent::Conflict => Ok(Written::Conflict),
+            Sent::Done => Ok((Written::Done, None)),
+            Sent::Conflict => Ok((Written::Conflict, None)),
             Sent::RecordTaken => Err(DbError::IdempotencyKeyInUse),
-            Sent::ConditionFailed(index) => match checks.get(index).copied().flatten() {
-                Some(check) => Ok(Written::Failed(check)),
+            Sent::ConditionFailed(index, found) => match checks.get(index).copied().flatten() {
+                Some(check) => Ok((Written::Failed(check), found)),
                 None => Err(DbError::internal(format!(
                     "DynamoDB reports a failed condition on item {index}, which has none"
                 ))),
@@ -271,7 +312,8 @@ impl Db {
                     .iter()
                     .position(|r| r.code() == Some("ConditionalCheckFailed"))
                 {
-                    return Ok(Sent::ConditionFailed(index));
+                    let found = reasons[index].item.clone();
+                    return Ok(Sent::ConditionFailed(index, found));
                 }
                 if reasons.iter().any(|r| is_throttling(r.code())) {
                     count(Metric::DbThrottles, 1);
@@ -302,14 +344,85 @@ impl Db {
             .set_condition_expression(update.condition_expression)
             .set_expression_attribute_names(update.expression_attribute_names)
             .set_expression_attribute_values(update.expression_attribute_values)
+            .set_return_values_on_condition_check_failure(
+                update.return_values_on_condition_check_failure,
+            )
             .send()
             .await;
         match result {
             Ok(_) => Ok(Sent::Done),
             Err(SdkError::ServiceError(e)) => match e.into_err() {
-                UpdateItemError::ConditionalCheckFailedException(_) => Ok(Sent::ConditionFailed(0)),
+                UpdateItemError::ConditionalCheckFailedException(failed) => {
+                    Ok(Sent::ConditionFailed(0, failed.item))
+                }
                 // The item is in another request's transaction right now.
                 UpdateItemError::TransactionConflictException(_) => {
+                    count(Metric::DbConflicts, 1);
+                    Ok(Sent::Conflict)
+                }
+                other => Err(unexpected(&table, other)),
+            },
+            Err(other) => Err(classify(&table, other)),
+        }
+    }
+}
+
+impl Db {
+    async fn conditional_put(&self, put: Option<Put>) -> Result<Sent, DbError> {
+        let put = put.ok_or_else(|| DbError::internal("a put item without its put"))?;
+        let table = put.table_name;
+        let result = self
+            .client
+            .put_item()
+            .table_name(&table)
+            .set_item(Some(put.item))
+            .set_condition_expression(put.condition_expression)
+            .set_expression_attribute_names(put.expression_attribute_names)
+            .set_expression_attribute_values(put.expression_attribute_values)
+            .set_return_values_on_condition_check_failure(
+                put.return_values_on_condition_check_failure,
+            )
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Sent::Done),
+            Err(SdkError::ServiceError(e)) => match e.into_err() {
+                PutItemError::ConditionalCheckFailedException(failed) => {
+                    Ok(Sent::ConditionFailed(0, failed.item))
+                }
+                PutItemError::TransactionConflictException(_) => {
+                    count(Metric::DbConflicts, 1);
+                    Ok(Sent::Conflict)
+                }
+                other => Err(unexpected(&table, other)),
+            },
+            Err(other) => Err(classify(&table, other)),
+        }
+    }
+
+    async fn conditional_delete(&self, delete: Option<Delete>) -> Result<Sent, DbError> {
+        let delete = delete.ok_or_else(|| DbError::internal("a delete item without its delete"))?;
+        let table = delete.table_name;
+        let result = self
+            .client
+            .delete_item()
+            .table_name(&table)
+            .set_key(Some(delete.key))
+            .set_condition_expression(delete.condition_expression)
+            .set_expression_attribute_names(delete.expression_attribute_names)
+            .set_expression_attribute_values(delete.expression_attribute_values)
+            .set_return_values_on_condition_check_failure(
+                delete.return_values_on_condition_check_failure,
+            )
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Sent::Done),
+            Err(SdkError::ServiceError(e)) => match e.into_err() {
+                DeleteItemError::ConditionalCheckFailedException(failed) => {
+                    Ok(Sent::ConditionFailed(0, failed.item))
+                }
+                DeleteItemError::TransactionConflictException(_) => {
                     count(Metric::DbConflicts, 1);
                     Ok(Sent::Conflict)
                 }
@@ -352,7 +465,9 @@ fn tables_of(items: &[TransactWriteItem]) -> String {
 /// What a sent request came to, by item position.
 enum Sent {
     Done,
-    ConditionFailed(usize),
+    /// The condition of the item at this position failed; what it found,
+    /// when the item asked for it.
+    ConditionFailed(usize, Option<Item>),
     Conflict,
     /// The idempotency record's condition failed, or another transaction
     /// held it.

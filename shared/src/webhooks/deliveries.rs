@@ -24,19 +24,16 @@
 //! event. A page of the list merges them as the sharded index lists do
 //! ([`crate::db::shards::merge`]).
 
-use super::endpoints::time;
 use super::records::WebhookDelivery;
-use super::schedule::expires_at;
-use super::types::EventType;
 use crate::db::shards::{
     first_round_entries, merge, next_round, shard_of, PartitionRead, Position,
 };
-use crate::db::{classify, n, s, Db, DbError, Item, Page};
+use crate::db::{classify, s, Db, DbError, Item, Page};
 use crate::records::Id;
-use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
+pub use create::{create, Created, DeliveryCheck, NewDelivery, Start};
 use shown::shown;
 pub use shown::{IN_PROGRESS, KEPT_ATTEMPTS};
 use std::collections::HashMap;
@@ -76,8 +73,13 @@ pub fn key(webhook_id: u64, shard: u16, event_id: &str) -> Item {
 pub fn key_in(partition: &str, event_id: &str) -> Item {
     HashMap::from([
         ("PK".to_string(), s(partition)),
-        ("SK".to_string(), s(format!("{SORT_PREFIX}{event_id}"))),
+        ("SK".to_string(), s(sort_key(event_id))),
     ])
+}
+
+/// The sort key of the delivery of `event_id`.
+pub fn sort_key(event_id: &str) -> String {
+    format!("{SORT_PREFIX}{event_id}")
 }
 
 /// An event id that starts with its time, as every `eventId` does: 11
@@ -96,7 +98,7 @@ pub struct ListPosition(String);
 impl ListPosition {
     /// The position of the delivery of `event_id`.
     pub fn of_event(event_id: &str) -> ListPosition {
-        ListPosition(format!("{SORT_PREFIX}{event_id}"))
+        ListPosition(sort_key(event_id))
     }
 
     /// The event id it names.
@@ -172,116 +174,6 @@ impl Position for ListPosition {
     }
 }
 
-/// A delivery to create.
-pub struct NewDelivery<'a> {
-    pub webhook_id: u64,
-    /// Its partition among the endpoint's: [`shard_of_event`] of its event
-    /// and the endpoint's `deliveryShards`.
-    pub shard: u16,
-    pub event_id: &'a str,
-    pub event_type: EventType,
-    /// The exact compact JSON signed on every attempt.
-    pub body: &'a str,
-}
-
-/// How a delivery begins.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Start<'a> {
-    /// Pending and due now, for the message sent after it (a ping).
-    Due,
-    /// Pending, its first attempt claimed by the message named `by`
-    /// (`DeliveryMessage::id`): a fan-out's message at its first receipt,
-    /// which sends the attempt once this write is made.
-    Claimed { by: &'a str, at: DateTime<Utc> },
-    /// Pending, not to be attempted before `until` (its endpoint's key is
-    /// banned until then).
-    Held { until: DateTime<Utc> },
-    /// Failed without an attempt (its endpoint may not receive it now); a
-    /// retry by hand can still try it.
-    Failed,
-}
-
-/// The name of the schedule's first attempt's claim: step 0's.
-const FIRST_CLAIM: &str = "s0";
-
-/// What [`create`] found.
-#[derive(Debug, PartialEq)]
-pub enum Created {
-    /// Made now.
-    New,
-    /// Made before (another message of the event, or an earlier receipt of
-    /// this one): the item as it is, when DynamoDB gave it back.
-    Existing(Option<Item>),
-}
-
-/// Creates the delivery as `start` says, unless the event's delivery to
-/// the endpoint exists already (`attribute_not_exists(PK)`: an event may be
-/// fanned out more than once, and each of its messages may be received more
-/// than once). `now` is its `createdAt`: for a fan-out's message, when
-/// the fan-out took the event.
-pub async fn create(
-    client: &Client,
-    table: &str,
-    new: &NewDelivery<'_>,
-    start: Start<'_>,
-    now: DateTime<Utc>,
-) -> Result<Created, DbError> {
-    let mut item = key(new.webhook_id, new.shard, new.event_id);
-    item.extend([
-        ("webhookId".to_string(), n(new.webhook_id)),
-        ("eventId".to_string(), s(new.event_id)),
-        ("type".to_string(), s(new.event_type.as_str())),
-        ("body".to_string(), s(new.body)),
-        ("attempts".to_string(), AttributeValue::L(vec![])),
-        ("attemptCount".to_string(), n(0)),
-        ("scheduleStep".to_string(), n(0)),
-        ("createdAt".to_string(), s(time(now))),
-        // Fixed here: no later write moves it (30 days from its creation).
-        ("expiresAt".to_string(), n(expires_at(now))),
-    ]);
-    let mut claims = HashMap::new();
-    let (state, next) = match start {
-        Start::Due => ("pending", Some(now)),
-        Start::Claimed { by, at } => {
-            // The first scheduled attempt's claim (`deliver::items::step_claim(0)`).
-            let claim = HashMap::from([("at".to_string(), s(time(at))), ("by".to_string(), s(by))]);
-            claims.insert(FIRST_CLAIM.to_string(), AttributeValue::M(claim));
-            item.insert("scheduleClaim".to_string(), s(FIRST_CLAIM));
-            ("pending", Some(at))
-        }
-        Start::Held { until } => ("pending", Some(until)),
-        Start::Failed => ("failed", None),
-    };
-    item.insert("claims".to_string(), AttributeValue::M(claims));
-    item.insert("state".to_string(), s(state));
-    if let Some(next) = next {
-        item.insert("nextAttemptAt".to_string(), s(time(next)));
-    }
-    let put = client
-        .put_item()
-        .table_name(table)
-        .set_item(Some(item))
-        .condition_expression("attribute_not_exists(PK)")
-        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-        .send()
-        .await;
-    match put {
-        Ok(_) => Ok(Created::New),
-        Err(aws_sdk_dynamodb::error::SdkError::ServiceError(service))
-            if matches!(
-                service.err(),
-                PutItemError::ConditionalCheckFailedException(_)
-            ) =>
-        {
-            Ok(Created::Existing(match service.into_err() {
-                PutItemError::ConditionalCheckFailedException(failed) => failed.item,
-                _ => None,
-            }))
-        }
-        Err(other) => Err(classify(table, other)),
-    }
-}
-
 /// A delivery of endpoint `webhook_id` (its `deliveryShards` `shards`),
 /// read consistently.
 pub async fn get(
@@ -291,16 +183,10 @@ pub async fn get(
     shards: u16,
     event_id: &str,
 ) -> Result<Option<WebhookDelivery>, DbError> {
-    let shard = shard_of_event(event_id, shards);
-    let got = client
-        .get_item()
-        .table_name(table)
-        .set_key(Some(key(webhook_id, shard, event_id)))
-        .consistent_read(true)
-        .send()
-        .await
-        .map_err(|e| classify(table, e))?;
-    got.item.map(shown).transpose()
+    let partition = partition(webhook_id, shard_of_event(event_id, shards));
+    let db = Db::new(client.clone(), table);
+    let got = db.get_item(partition, &sort_key(event_id)).await?;
+    got.map(shown).transpose()
 }
 
 /// The most delivery partitions a page queries at once, one round trip:
@@ -410,6 +296,7 @@ async fn query_shard(
     Ok((out.items.unwrap_or_default(), examined_to))
 }
 
+mod create;
 mod shown;
 #[cfg(test)]
 mod tests;

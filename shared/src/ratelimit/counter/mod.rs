@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `PK` | `LIMIT#key:<id>` or `LIMIT#ip:<address>` |
 //! | `lastMinute` | start of the minute window last counted (Unix s) |
-//! | `m<p>_<r>` | the minute's count, in slot families (`slots`) |
+//! | `m7_<r>`, `m8_<r>`, `m9_<r>`, `m11_<r>` | the minute's count: one slot per family, named by the minute's residue (`slots` draws them) |
 //! | `d<day>` | the count of day number `day` since the epoch |
 //! | `refusalMinute`, `refusals` | 429s reported for that minute window |
 //! | `bannedUntil`, `banLevel`, `lastBanAt` | the ban, how many bans in a row, when the last began |
@@ -21,7 +21,9 @@
 //! An admitted request is ONE `UpdateItem`, the same whatever the item holds
 //! and whatever this process has seen: `slots` says how the item's layout
 //! lets one expression count a request in the same minute, a new minute or
-//! a new day, and why its condition is exact. It also requires no ban in
+//! a new day, and why its condition is exact, and draws the slot families
+//! (which names an item holds, the slot a request picks, how a window's
+//! count is read, when a slot is reset). It also requires no ban in
 //! force. When the condition fails, DynamoDB returns the item as it was
 //! (`ReturnValuesOnConditionCheckFailure = ALL_OLD`), which says whether the
 //! request is over a limit (429, nothing written, so not counted) or banned;

@@ -38,6 +38,70 @@
 //! item's minute (`lastMinute`: windows never go back) or an item idle a
 //! multiple of 5,544 minutes fails it; the last two are retried with what the
 //! failure returned (`ALL_OLD`), the last by [`Count::Reset`].
+//!
+//! # The slot families, drawn
+//!
+//! One item per subject in the counter table (`PK` = `LIMIT#key:<id>` or
+//! `LIMIT#ip:<address>`); what this module writes of it, `S` standing for
+//! [`SPAN`], `k` for a minute's number (its start in Unix seconds / 60) and
+//! `day` for a day's (Unix seconds / 86,400):
+//!
+//! ```text
+//!   lastMinute       the start of the minute last counted (Unix s)
+//!   d<day>           the day's count                    (1 name: the day's)
+//!   m7_<k mod 7>   \
+//!   m8_<k mod 8>    |  the count of minute k, as k*S + count, under one
+//!   m9_<k mod 9>    |  name per family: the residue of the minute it was
+//!   m11_<k mod 11> /   counted in (4 of the 35 names the families take)
+//!   expiresAt        TTL; refusals and bans beside them (`bans`)
+//! ```
+//!
+//! A request in minute `k` picks, in each family `p`, the slot
+//! `m<p>_<k mod p>`: one `UpdateItem` sets those four and the day's, and
+//! removes every other name of each family and the three days before:
+//!
+//! ```text
+//!   SET     m<p>_<k mod p> = if_not_exists(m<p>_<k mod p>, k*S) + 1   (each p)
+//!           d<day> = if_not_exists(d<day>, 0) + 1
+//!           lastMinute = <minute's start>, expiresAt = <ttl>
+//!   REMOVE  m<p>_<r> for every r != k mod p                 (31 names)
+//!           d<day-1>, d<day-2>, d<day-3>
+//!   IF      lastMinute <= the minute, no ban in force, d<day> < day limit,
+//!           every family's slot < k*S + minute limit (a stale one is),
+//!           and some family's slot absent or >= k*S (it counts minute k)
+//! ```
+//!
+//! Three requests in minute 1000, then one in minute 1007 (residues mod
+//! 7, 8, 9, 11: 6, 0, 1, 10 and 6, 7, 8, 6):
+//!
+//! ```text
+//!   after minute 1000        after the request in minute 1007
+//!   m7_6   = 1000*S + 3      m7_6  = 1000*S + 4  same name (7 divides 1007 - 1000),
+//!                                                 another minute's value: stale
+//!   m8_0   = 1000*S + 3  x   m8_7  = 1007*S + 1  absent before: counted from 0
+//!   m9_1   = 1000*S + 3  x   m9_8  = 1007*S + 1
+//!   m11_10 = 1000*S + 3  x   m11_6 = 1007*S + 1
+//!                        x = removed by the count
+//! ```
+//!
+//! **A window's count** is read, not summed (both windows are fixed: the
+//! minute from its first second, the day from midnight UTC). The day's is
+//! `d<day>`. The minute's ([`MinuteSlots::count_in`]) is `value mod S` of a
+//! family whose slot holds minute `k` (`value div S = k`: every count of
+//! minute `k` wrote each such slot); else 0 if a family's name for `k` is
+//! absent (no count of minute `k` yet); else unknown: every family's name
+//! for `k` holds another minute. Above, minute 1007 reads 1 (families 8, 9
+//! and 11; family 7 says nothing).
+//!
+//! **A slot is reset** by its removal: every count removes each family's
+//! names but its minute's, so after any count a family holds one name. A
+//! stale value (an earlier minute's under this minute's name) goes on
+//! counting below `k*S`, which the condition passes over, until a count in
+//! a minute of another residue removes it. When every family is stale at
+//! once (an idle gap a multiple of 5,544 minutes), the count's condition
+//! fails, the item it returns says so, and [`Count::Reset`] sets the four
+//! slots to `k*S + 1`, on condition that no count of minute `k` came first
+//! (`lastMinute` below its start).
 
 use super::super::clock::UnixSeconds;
 use super::super::window::{Limits, RateWindow, Usage};
@@ -301,104 +365,4 @@ fn number(item: &Item, name: &str) -> Option<i64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// An item as a count of `count` requests in the minute `gap` minutes
-    /// before `m` leaves it (every family's slot of that minute).
-    fn counted_before(m: UnixSeconds, gap: i64, count: i128) -> Item {
-        let j = minute_number(m) - gap;
-        MODULI
-            .iter()
-            .map(|p| {
-                (
-                    minute_slot(*p, j.rem_euclid(*p)),
-                    n(i128::from(j) * SPAN + count),
-                )
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_slot_counts_its_own_minute_and_a_stale_one_nothing() {
-        let m = 1_893_456_060;
-        let count_in = |gap| MinuteSlots::read(&counted_before(m, gap, 5)).count_in(m);
-        assert_eq!(count_in(0), Some(5), "this minute's count");
-        assert_eq!(
-            count_in(1),
-            Some(0),
-            "every family's name absent: a new minute"
-        );
-        assert_eq!(count_in(7), Some(0), "family 7 stale, the others absent");
-        assert_eq!(count_in(693), Some(0), "only family 8 absent");
-        assert_eq!(count_in(5_544), None, "every family stale: a reset");
-        assert_eq!(MinuteSlots::read(&Item::new()).count_in(m), Some(0));
-    }
-
-    /// The text is built once a minute and then reused: each minute's
-    /// names its own slots, whichever was built before it.
-    #[test]
-    fn each_minutes_expression_names_that_minutes_slots() {
-        let limits = Limits::new(60, 1_000);
-        let m = 1_893_456_060;
-        for (minute, count) in [(m, Count::Any), (m + 60, Count::Any), (m, Count::Reset)] {
-            let k = minute_number(minute);
-            let again = count.expression(limits, minute + 1, minute, minute + 86_400);
-            let fresh = count.build_text(k);
-            assert_eq!(again.update, fresh.update);
-            assert_eq!(again.condition, fresh.condition);
-            let slot = minute_slot(7, k.rem_euclid(7));
-            assert!(
-                again.update.starts_with(&format!("SET {slot} = ")),
-                "{}",
-                again.update
-            );
-        }
-        let next = Count::Any.expression(limits, m + 61, m + 60, m + 86_400);
-        let this = Count::Any.expression(limits, m + 1, m, m + 86_400);
-        assert_ne!(next.update, this.update);
-    }
-
-    #[test]
-    fn a_slot_is_read_under_its_exact_name_only() {
-        let m = 1_893_456_060;
-        let k = minute_number(m);
-        let mut item = counted_before(m, 0, 5);
-        let read = MinuteSlots::read(&item);
-        assert!(read.0.iter().all(|slot| *slot == Some((k, 5))), "{read:?}");
-        // Names minute_slot never writes, holding this minute's count: not slots.
-        let value = n(i128::from(k) * SPAN + 9);
-        for name in [
-            "m07_0", "m7_07", "m+7_0", "m7_7", "m5_0", "m7_", "x7_0", "m7_0_",
-        ] {
-            item.insert(name.to_string(), value.clone());
-        }
-        assert_eq!(MinuteSlots::read(&item), read);
-        // Of two slots of a family, the lower residue's.
-        let family_7: Vec<i64> = (0..7)
-            .filter(|r| item.contains_key(&minute_slot(7, *r)))
-            .collect();
-        assert_eq!(family_7.len(), 1);
-        let lower = (family_7[0] + 6) % 7;
-        item.insert(minute_slot(7, lower), n(i128::from(k) * SPAN + 3));
-        let expected = if lower < family_7[0] { 3 } else { 5 };
-        assert_eq!(MinuteSlots::read(&item).0[0], Some((k, expected)));
-        item.insert(minute_slot(7, lower), AttributeValue::S("3".into()));
-        assert_eq!(
-            MinuteSlots::read(&item).0[0],
-            Some((k, 5)),
-            "not a number: absent"
-        );
-    }
-
-    /// The families' moduli are pairwise coprime, so all are stale together
-    /// only after a multiple of their product.
-    #[test]
-    fn the_families_are_stale_together_only_after_a_multiple_of_their_product() {
-        let product: i64 = MODULI.iter().product();
-        assert_eq!(product, 5_544);
-        let all_stale = |gap: i64| MODULI.iter().all(|p| gap % p == 0);
-        let gaps: Vec<i64> = (1..=2 * product).filter(|gap| all_stale(*gap)).collect();
-        assert_eq!(gaps, vec![product, 2 * product]);
-    }
-}
+mod tests;

@@ -5,12 +5,14 @@
 use super::items::{self, Claim, Delivery, DeliveryState, Endpoint, Start};
 use super::{read, record};
 use super::{slots, DeliverError, Deliverer, Disposition};
+use crate::db::cause_chain;
 use crate::webhooks::attempt::{Attempt, AttemptRequest, FailureKind, Outcome};
 use crate::webhooks::queue::DeliveryMessage;
 use crate::webhooks::receiving::{takes, NotReceiving};
 use crate::webhooks::schedule;
 use crate::webhooks::types::EventType;
 use chrono::{DateTime, Utc};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a message waits when its endpoint has every slot taken: half a
@@ -45,14 +47,13 @@ impl Deliverer {
         &self,
         messages: &[(&DeliveryMessage, u32)],
     ) -> Vec<Result<Disposition, DeliverError>> {
-        let (client, table) = (&self.client, self.table.as_str());
-        let read = match read::deliveries_and_endpoints(client, table, messages).await {
+        let read = match read::deliveries_and_endpoints(&self.db(), messages).await {
             Ok(read) => read,
             Err(error) => {
-                let error = error.to_string();
+                let error = Arc::new(error);
                 return messages
                     .iter()
-                    .map(|_| Err(DeliverError::Db(error.clone())))
+                    .map(|_| Err(DeliverError::Shared(error.clone())))
                     .collect();
             }
         };
@@ -159,15 +160,15 @@ impl Deliverer {
         mut delivery: Delivery,
         now: DateTime<Utc>,
     ) -> Result<Claimed, DeliverError> {
-        let (client, table) = (&self.client, self.table.as_str());
+        let db = self.db();
         let (id, manual) = (message.id.as_str(), message.manual);
         if delivery.stored {
-            if !record::claim(client, table, &delivery, name, id, manual, now).await? {
+            if !record::claim(&db, &delivery, name, id, manual, now).await? {
                 return Ok(Claimed::No);
             }
         } else {
             let start = Start::Claimed { by: id, at: now };
-            let made = items::create(client, table, &delivery, message.shard, start).await?;
+            let made = items::create(&db, &delivery, message.shard, start).await?;
             if let Some(existing) = made {
                 return Ok(Claimed::Existing(existing));
             }
@@ -188,6 +189,7 @@ impl Deliverer {
 
     async fn release(&self, lease: slots::Lease, webhook_id: u64) {
         if let Err(error) = slots::release(&self.client, &self.table, lease).await {
+            let error = cause_chain(&error);
             tracing::warn!(%error, webhook_id, "webhook slot left to its lease");
         }
     }
@@ -228,8 +230,7 @@ impl Deliverer {
         let decided = self
             .keys
             .decide_for_attempt(endpoint.enabled, endpoint.owner_id, now)
-            .await
-            .map_err(|e| DeliverError::Db(e.to_string()))?;
+            .await?;
         let role = match decided {
             Ok(role) => role,
             Err(why) => return Ok(Err(Some(why))),
@@ -255,7 +256,7 @@ impl Deliverer {
         delivery: &Delivery,
         why: Option<NotReceiving>,
     ) -> Result<Disposition, DeliverError> {
-        let (client, table) = (&self.client, self.table.as_str());
+        let db = self.db();
         if message.manual {
             return Ok(Disposition::Done);
         }
@@ -271,7 +272,7 @@ impl Deliverer {
                 Some(until) => Start::Held { until },
                 None => Start::Failed,
             };
-            let made = items::create(client, table, delivery, message.shard, start).await?;
+            let made = items::create(&db, delivery, message.shard, start).await?;
             return Ok(match (made, held_until) {
                 (None, Some(ban_end)) => Disposition::Later(until(Utc::now(), ban_end)),
                 (None, None) => Disposition::Done,
@@ -280,14 +281,12 @@ impl Deliverer {
             });
         }
         if let Some(ban_end) = held_until {
-            return Ok(
-                match record::hold(client, table, delivery, ban_end).await? {
-                    true => Disposition::Later(until(Utc::now(), ban_end)),
-                    false => Disposition::Later(slot_wait(1)), // changed meanwhile: look again
-                },
-            );
+            return Ok(match record::hold(&db, delivery, ban_end).await? {
+                true => Disposition::Later(until(Utc::now(), ban_end)),
+                false => Disposition::Later(slot_wait(1)), // changed meanwhile: look again
+            });
         }
-        record::give_up(client, table, delivery).await?;
+        record::give_up(&db, delivery).await?;
         Ok(Disposition::Done)
     }
 }

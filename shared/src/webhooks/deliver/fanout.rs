@@ -13,6 +13,7 @@ use crate::webhooks::types::EventType;
 use chrono::Utc;
 use serde::Serialize;
 use serde_json::Value;
+use std::sync::Arc;
 
 /// What a fan-out did, for its log line.
 #[derive(Debug, Default, PartialEq)]
@@ -56,7 +57,7 @@ pub fn payload(event_type: EventType, detail: &Value) -> Result<String, DeliverE
         timestamp,
         data: detail,
     };
-    serde_json::to_string(&payload).map_err(|e| DeliverError::Message(e.to_string()))
+    Ok(serde_json::to_string(&payload)?)
 }
 
 /// Messages per send: SQS's `SendMessageBatch` takes ten, so a batch of
@@ -89,15 +90,14 @@ impl Deliverer {
         if carried {
             // Once per call: lists held at another version are stale (a
             // registration, a re-enabling, a change of `events` since).
-            let db = crate::db::Db::new(self.client.clone(), &self.table);
-            if let Err(error) = crate::webhooks::subscriptions::version(&db)
+            if let Err(error) = crate::webhooks::subscriptions::version(&self.db())
                 .await
                 .map(|version| self.keys.subscriptions_at(version))
             {
-                let error = format!("the subscriptions' version: {error}");
+                let error = Arc::new(DeliverError::Db(error));
                 return events
                     .iter()
-                    .map(|_| Err(DeliverError::Db(error.clone())))
+                    .map(|_| Err(DeliverError::Shared(error.clone())))
                     .collect();
             }
         }
@@ -133,18 +133,11 @@ impl Deliverer {
         let Some(event_type) = EventType::from_detail_type(detail_type) else {
             return Ok((FannedOut::default(), Vec::new()));
         };
-        let event_id = detail["eventId"].as_str().ok_or_else(|| {
-            DeliverError::Message(format!("{detail_type} without detail.eventId"))
-        })?;
+        let event_id = detail["eventId"]
+            .as_str()
+            .ok_or_else(|| DeliverError::NoEventId(detail_type.to_string()))?;
         let order_owner = detail["order"]["ownerId"].as_u64();
-        let endpoints = items::subscribers(
-            &self.client,
-            &self.table,
-            &self.keys,
-            event_type,
-            order_owner,
-        )
-        .await?;
+        let endpoints = items::subscribers(&self.db(), &self.keys, event_type, order_owner).await?;
         let mut messages = Vec::new();
         if !endpoints.is_empty() {
             // Made only for an event someone takes.

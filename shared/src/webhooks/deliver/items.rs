@@ -4,20 +4,16 @@
 //! own modules' (`endpoints::subscribers`, `deliveries::create`):
 //! the functions here call them and read their items in the form delivery
 //! works with ([`Endpoint`], [`Delivery`]), their errors as delivery's.
-//! Recording attempts and the endpoint's failure state is this module's:
-//! conditional `UpdateItem`s on the item's key.
+//! Recording attempts and the endpoint's failure state is `record`'s.
 
 use super::DeliverError;
+use crate::db::{from_item, s, to_item, Db, Item};
 use crate::webhooks::queue::{DeliveryMessage, QueuedEvent};
 use crate::webhooks::receiving::KeyStates;
 use crate::webhooks::types::EventType;
-use aws_sdk_dynamodb::types::AttributeValue;
-use aws_sdk_dynamodb::Client;
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-
-pub(super) type Item = HashMap<String, AttributeValue>;
 
 /// The endpoint item's key, as the stored endpoints spell it.
 pub fn endpoint_key(webhook_id: u64) -> Item {
@@ -30,28 +26,16 @@ pub fn delivery_key(partition: &str, event_id: &str) -> Item {
     crate::webhooks::deliveries::key_in(partition, event_id)
 }
 
+/// The key of an item of endpoint `webhook_id`'s own partition (its slots).
 pub(super) fn key(webhook_id: u64, sort: String) -> Item {
     HashMap::from([
-        (
-            "PK".to_string(),
-            AttributeValue::S(format!("WEBHOOK#{webhook_id}")),
-        ),
-        ("SK".to_string(), AttributeValue::S(sort)),
+        ("PK".to_string(), s(format!("WEBHOOK#{webhook_id}"))),
+        ("SK".to_string(), s(sort)),
     ])
 }
 
-pub fn s(text: impl Into<String>) -> AttributeValue {
-    AttributeValue::S(text.into())
-}
-
-pub fn n(number: impl ToString) -> AttributeValue {
-    AttributeValue::N(number.to_string())
-}
-
 /// RFC 3339 with milliseconds, UTC, as every stored time.
-pub fn time(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
+pub use crate::webhooks::endpoints::time;
 
 /// An endpoint item, as far as delivery reads it.
 #[derive(Debug, Clone, Deserialize)]
@@ -248,37 +232,24 @@ pub struct StoredAttempt {
 /// The last attempts a delivery keeps.
 pub use crate::webhooks::deliveries::KEPT_ATTEMPTS;
 
-pub(super) fn db_error(
-    operation: &'static str,
-) -> impl Fn(aws_sdk_dynamodb::Error) -> DeliverError {
-    move |error| DeliverError::Db(format!("{operation}: {error}"))
-}
-
-pub use crate::webhooks::deliveries::{Created, NewDelivery, Start};
-
-fn stored_error(error: crate::db::DbError) -> DeliverError {
-    DeliverError::Db(error.to_string())
-}
+pub use crate::webhooks::deliveries::{Created, DeliveryCheck, NewDelivery, Start};
 
 /// The API's endpoint item as delivery reads it: the same stored attributes.
 fn as_read(endpoint: crate::webhooks::endpoints::Endpoint) -> Result<Endpoint, DeliverError> {
-    let item: Item =
-        serde_dynamo::to_item(&endpoint).map_err(|e| DeliverError::Item(e.to_string()))?;
-    serde_dynamo::from_item(item).map_err(|e| DeliverError::Item(e.to_string()))
+    Ok(from_item(to_item(&endpoint)?)?)
 }
 
 /// Every endpoint that takes this event now (`endpoints::subscribers`,
 /// its owner's key's state decided by `keys`).
 pub async fn subscribers(
-    client: &Client,
-    table: &str,
+    db: &Db,
     keys: &KeyStates,
     event_type: EventType,
     order_owner: Option<u64>,
 ) -> Result<Vec<Endpoint>, DeliverError> {
+    let (client, table) = (db.client(), db.table());
     crate::webhooks::endpoints::subscribers(client, table, keys, event_type, order_owner)
-        .await
-        .map_err(stored_error)?
+        .await?
         .into_iter()
         .map(as_read)
         .collect()
@@ -287,15 +258,13 @@ pub async fn subscribers(
 /// The delivery as `start` makes it unless the event's exists
 /// (`deliveries::create`): `None` when made now, else the item as it is.
 pub async fn create(
-    client: &Client,
-    table: &str,
+    db: &Db,
     delivery: &Delivery,
     shard: u16,
     start: Start<'_>,
 ) -> Result<Option<Delivery>, DeliverError> {
-    let event_type = EventType::parse(&delivery.event_type).ok_or_else(|| {
-        DeliverError::Message(format!("an event of type {}", delivery.event_type))
-    })?;
+    let event_type = EventType::parse(&delivery.event_type)
+        .ok_or_else(|| DeliverError::UnknownEvent(delivery.event_type.clone()))?;
     let new = NewDelivery {
         webhook_id: delivery.webhook_id,
         shard,
@@ -304,22 +273,19 @@ pub async fn create(
         body: &delivery.body,
     };
     let created_at = delivery.created_at.unwrap_or_else(Utc::now);
-    let created = crate::webhooks::deliveries::create(client, table, &new, start, created_at)
-        .await
-        .map_err(stored_error)?;
-    match created {
+    let (client, table) = (db.client(), db.table());
+    let created = crate::webhooks::deliveries::create(client, table, &new, start, created_at);
+    match created.await? {
         Created::New => Ok(None),
-        Created::Existing(Some(item)) => serde_dynamo::from_item(item)
-            .map(Some)
-            .map_err(|e| DeliverError::Item(e.to_string())),
+        Created::Existing(Some(item)) => Ok(Some(from_item(item)?)),
         Created::Existing(None) => {
-            let found = self::delivery(client, table, &delivery.partition, &delivery.event_id);
+            let found = self::delivery(db, &delivery.partition, &delivery.event_id);
             match found.await? {
                 Some(found) => Ok(Some(found)),
-                None => Err(DeliverError::Db(format!(
-                    "the delivery {}/{} exists and cannot be read",
-                    delivery.webhook_id, delivery.event_id
-                ))),
+                None => Err(DeliverError::Vanished {
+                    webhook_id: delivery.webhook_id,
+                    event_id: delivery.event_id.clone(),
+                }),
             }
         }
     }
@@ -331,27 +297,17 @@ pub async fn signing_secrets(
     endpoint: &Endpoint,
     now: DateTime<Utc>,
 ) -> Result<Vec<String>, DeliverError> {
-    crate::webhooks::secrets::signing_secrets(endpoint.id, &endpoint.active_secrets(now))
-        .await
-        .map_err(|e| DeliverError::Item(e.to_string()))
+    let active = endpoint.active_secrets(now);
+    Ok(crate::webhooks::secrets::signing_secrets(endpoint.id, &active).await?)
 }
 
 /// The delivery item in `partition`, read consistently.
 pub async fn delivery(
-    client: &Client,
-    table: &str,
+    db: &Db,
     partition: &str,
     event_id: &str,
 ) -> Result<Option<Delivery>, DeliverError> {
-    let got = client
-        .get_item()
-        .table_name(table)
-        .set_key(Some(delivery_key(partition, event_id)))
-        .consistent_read(true)
-        .send()
-        .await
-        .map_err(|e| db_error("GetItem delivery")(e.into()))?;
-    got.item
-        .map(|item| serde_dynamo::from_item(item).map_err(|e| DeliverError::Item(e.to_string())))
-        .transpose()
+    let sort = crate::webhooks::deliveries::sort_key(event_id);
+    let got = db.get_item(partition.to_string(), &sort).await?;
+    Ok(got.map(from_item).transpose()?)
 }

@@ -139,6 +139,7 @@ async fn run(
                     Ok(Disposition::Done) => {}
                     Ok(Disposition::Later(delay)) => queue.after(delay, message, receives),
                     Err(error) => {
+                        let error = crate::db::cause_chain(&error);
                         tracing::warn!(%error, webhook_id = message.webhook_id, "webhook message handed back");
                         queue.after(FAILED_AGAIN_AFTER, message, receives);
                     }

@@ -64,6 +64,16 @@
 //! (`nextAttemptAt` = the ban's end) instead of failing it. Only the
 //! scheduled attempt at the step it read moves the schedule; a retry by
 //! hand changes the delivery only on success.
+//!
+//! # Writes
+//!
+//! Every write here goes the one way the service writes (`crate::db::write`):
+//! a [`crate::db::Write`] whose condition is named by a `Check`
+//! (`DeliveryCheck`, the endpoint's `EndpointAsRead`, the slots'
+//! `SlotCheck`), sent by `Db::write_decided` as one conditional
+//! `PutItem`, `UpdateItem` or `DeleteItem`; its failed condition is the
+//! answer (someone else wrote first), read again where the code must know
+//! what. A failure keeps its cause ([`DeliverError`]).
 
 pub mod batching;
 mod delivery;
@@ -78,10 +88,12 @@ mod recorded;
 pub mod slots;
 pub mod sqs;
 
+use crate::db::{Db, DbError};
 use crate::webhooks::attempt::Attempter;
 use crate::webhooks::queue::{DeliveryQueue, QueueError};
 use crate::webhooks::receiving::KeyStates;
 use crate::webhooks::schedule::RetrySchedule;
+use crate::webhooks::secrets::SecretsError;
 use aws_sdk_dynamodb::Client;
 use std::sync::Arc;
 use std::time::Duration;
@@ -117,15 +129,42 @@ pub enum Disposition {
     Later(Duration),
 }
 
+impl Deliverer {
+    /// The table, as the one write path (`crate::db::write`) sends to it.
+    fn db(&self) -> Db {
+        Db::new(self.client.clone(), &self.table)
+    }
+}
+
 /// Why a message could not be handled: the queue hands it back as it is.
+/// Each keeps its cause (`std::error::Error::source`): a log line prints
+/// the chain ([`crate::db::cause_chain`]), down to DynamoDB's own words.
 #[derive(Debug, thiserror::Error)]
 pub enum DeliverError {
-    #[error("database: {0}")]
-    Db(String),
-    #[error("a stored item does not read: {0}")]
-    Item(String),
+    /// A read or write of the table failed (or an item in it does not
+    /// read as delivery reads it).
+    #[error("webhook delivery's table access failed")]
+    Db(#[from] DbError),
+    /// A secret that signs the attempt could not be opened.
+    #[error("webhook delivery's signing secrets")]
+    Secrets(#[from] SecretsError),
     #[error(transparent)]
     Queue(#[from] QueueError),
-    #[error("a queue message does not read: {0}")]
-    Message(String),
+    /// A queue message, or the event it carries, is not JSON of its form.
+    #[error("a queue message does not read")]
+    Unreadable(#[from] serde_json::Error),
+    /// An event without its `detail.eventId`.
+    #[error("a {0} event without detail.eventId")]
+    NoEventId(String),
+    /// A delivery of a type webhooks do not carry.
+    #[error("a delivery of an event of type {0}")]
+    UnknownEvent(String),
+    /// The delivery's put found it made, and the read after found none.
+    #[error("the delivery {webhook_id}/{event_id} exists and cannot be read")]
+    Vanished { webhook_id: u64, event_id: String },
+    /// One failure that fails several messages (a batch's read, a
+    /// fan-out's read of the subscriptions' version): each is handed back
+    /// with it.
+    #[error(transparent)]
+    Shared(Arc<DeliverError>),
 }

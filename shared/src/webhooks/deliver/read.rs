@@ -1,11 +1,11 @@
 //! The reads a batch of delivery messages starts with: their deliveries
 //! and endpoints, each once, in one consistent `BatchGetItem`.
 
-use super::items::{db_error, delivery_key, endpoint_key, Delivery, Endpoint, Item};
+use super::items::{delivery_key, endpoint_key, Delivery, Endpoint};
 use super::DeliverError;
+use crate::db::{from_item, Db, Item};
 use crate::webhooks::queue::DeliveryMessage;
-use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
-use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
 
 /// The delivery items of a batch of messages and their endpoints', each
@@ -32,15 +32,11 @@ impl BatchRead {
     }
 }
 
-/// The most keys one `BatchGetItem` takes.
-const BATCH_GET_KEYS: usize = 100;
-
 /// Reads the deliveries `messages` (each with its receive count) name and
 /// each of their endpoints once, consistently, in one `BatchGetItem` per
-/// 100 keys (a queue batch of 10 is one call).
+/// 100 keys (a queue batch of 10 is one call; `Db::batch_get_consistent`).
 pub async fn deliveries_and_endpoints(
-    client: &Client,
-    table: &str,
+    db: &Db,
     messages: &[(&DeliveryMessage, u32)],
 ) -> Result<BatchRead, DeliverError> {
     let mut keys: Vec<Item> = Vec::new();
@@ -60,58 +56,21 @@ pub async fn deliveries_and_endpoints(
         }
     }
     let mut read = BatchRead::default();
-    for chunk in keys.chunks(BATCH_GET_KEYS) {
-        for item in batch_get(client, table, chunk.to_vec()).await? {
-            let as_read = |e: serde_dynamo::Error| DeliverError::Item(e.to_string());
-            match item.get("SK") {
-                Some(AttributeValue::S(sk)) if sk == "ENDPOINT" => {
-                    let endpoint: Endpoint = serde_dynamo::from_item(item).map_err(as_read)?;
-                    read.endpoints.insert(endpoint.id, endpoint);
-                }
-                _ => {
-                    let delivery: Delivery = serde_dynamo::from_item(item).map_err(as_read)?;
-                    let key = (delivery.partition.clone(), delivery.event_id.clone());
-                    read.deliveries.insert(key, delivery);
-                }
+    let items = db
+        .batch_get_consistent("read webhook deliveries", keys, None)
+        .await?;
+    for item in items {
+        match item.get("SK") {
+            Some(AttributeValue::S(sk)) if sk == "ENDPOINT" => {
+                let endpoint: Endpoint = from_item(item)?;
+                read.endpoints.insert(endpoint.id, endpoint);
+            }
+            _ => {
+                let delivery: Delivery = from_item(item)?;
+                let key = (delivery.partition.clone(), delivery.event_id.clone());
+                read.deliveries.insert(key, delivery);
             }
         }
     }
     Ok(read)
-}
-
-/// The items under `keys` (at most 100), read consistently; unprocessed
-/// keys (throttling) are asked again, as the SDK does not.
-async fn batch_get(
-    client: &Client,
-    table: &str,
-    keys: Vec<Item>,
-) -> Result<Vec<Item>, DeliverError> {
-    let keys = KeysAndAttributes::builder()
-        .set_keys(Some(keys))
-        .consistent_read(true)
-        .build()
-        .map_err(|e| DeliverError::Db(e.to_string()))?;
-    let mut pending = Some(keys);
-    let mut found = Vec::new();
-    for _ in 0..5 {
-        let Some(keys) = pending.take() else { break };
-        let out = client
-            .batch_get_item()
-            .request_items(table, keys)
-            .send()
-            .await
-            .map_err(|e| db_error("BatchGetItem delivery")(e.into()))?;
-        found.extend(
-            out.responses
-                .and_then(|mut r| r.remove(table))
-                .unwrap_or_default(),
-        );
-        pending = out.unprocessed_keys.and_then(|mut r| r.remove(table));
-    }
-    match pending {
-        None => Ok(found),
-        Some(_) => Err(DeliverError::Db(
-            "BatchGetItem delivery: keys left unprocessed".into(),
-        )),
-    }
 }

@@ -6,20 +6,14 @@ use super::delivery::until;
 use super::items::{self, Delivery, DeliveryState, Endpoint};
 use super::record::{self, NextState};
 use super::{DeliverError, Deliverer, Disposition};
+use crate::db::{cause_chain, DbError, Pause, Retry};
 use crate::webhooks::attempt::{Attempt, FailureKind, Outcome};
 use crate::webhooks::schedule;
 use chrono::{DateTime, Utc};
-use std::time::Duration;
 
 /// Why an endpoint is disabled, as `disabledReason` says it.
 pub const GONE_REASON: &str = "the endpoint answered 410 Gone";
 pub const FAILING_REASON: &str = "every attempt failed for 3 days";
-/// How many times an attempt is written down against other writes to its
-/// delivery before the message is handed back (then tried again whole).
-const RECORD_TRIES: u32 = 5;
-/// The first wait before writing an attempt down again after an error
-/// (doubling): a throttled or unreachable table, for a few seconds at most.
-const RECORD_BACKOFF: Duration = Duration::from_millis(100);
 
 impl Deliverer {
     /// Writes the attempt down in place of its claim (named `name`) and
@@ -34,6 +28,12 @@ impl Deliverer {
     /// pending delivery always keeps one. The endpoint's failure state
     /// follows the attempt's outcome (not an interrupted one's: `endpoint`
     /// `None`).
+    ///
+    /// Written down under the one retry policy ([`Retry`]): another write
+    /// first reads the delivery again at once; a table that is throttled or
+    /// unreachable is waited out a little (the attempt was sent: its
+    /// outcome is worth the wait), then the message is handed back, its
+    /// claim left for the next receipt to record as interrupted.
     pub(super) async fn record(
         &self,
         delivery: &Delivery,
@@ -42,7 +42,7 @@ impl Deliverer {
         name: &str,
         manual: bool,
     ) -> Result<Disposition, DeliverError> {
-        let (client, table) = (&self.client, self.table.as_str());
+        let db = self.db();
         // The endpoint first: the delivery's new state is the last write,
         // so whoever sees it sees the endpoint's too (410: disabled).
         if let Some(endpoint) = endpoint {
@@ -51,12 +51,14 @@ impl Deliverer {
         }
         let stored = record::stored(attempt, manual);
         let mut seen = delivery.clone();
-        for tried in 1..=RECORD_TRIES {
+        let mut retry = Retry::new("record webhook attempt");
+        loop {
             let moves_schedule = !manual
                 && seen.state == DeliveryState::Pending
                 && seen.schedule_step == delivery.schedule_step;
             let next = self.next_state(&seen, attempt, moves_schedule);
-            match record::record_attempt(client, table, &seen, name, stored.clone(), &next).await {
+            let pause = match record::record_attempt(&db, &seen, name, stored.clone(), &next).await
+            {
                 Ok(true) => {
                     super::observe::attempt_made(&seen, attempt, &next, manual);
                     return Ok(match next.next_attempt_at {
@@ -66,16 +68,18 @@ impl Deliverer {
                         _ => Disposition::Done,
                     });
                 }
-                Ok(false) => {} // another write came first: read it
-                Err(error) if tried < RECORD_TRIES => {
+                Ok(false) => Pause::None, // another write came first: read it
+                Err(DeliverError::Db(error @ DbError::Unavailable(_))) => {
+                    let error = cause_chain(&error);
                     tracing::warn!(%error, webhook_id = seen.webhook_id, "webhook attempt not yet recorded");
-                    tokio::time::sleep(RECORD_BACKOFF * (1 << tried)).await;
+                    Pause::Backoff
                 }
-                // The claim stays: the message's next receipt records the
-                // attempt as interrupted.
                 Err(error) => return Err(error),
-            }
-            let fresh = items::delivery(client, table, &seen.partition, &seen.event_id).await?;
+            };
+            // Out of attempts, the claim stays: the message's next receipt
+            // records the attempt as interrupted.
+            retry.again(pause).await?;
+            let fresh = items::delivery(&db, &seen.partition, &seen.event_id).await?;
             let Some(fresh) = fresh else {
                 return Ok(Disposition::Done); // expired meanwhile
             };
@@ -87,10 +91,6 @@ impl Deliverer {
             }
             seen = fresh;
         }
-        Err(DeliverError::Db(format!(
-            "the attempt on {}/{} met {RECORD_TRIES} other writes in a row",
-            delivery.webhook_id, delivery.event_id
-        )))
     }
 
     /// The delivery after `attempt`: delivered; or pending until the
@@ -157,23 +157,25 @@ impl Deliverer {
         outcome: &Outcome,
         at: DateTime<Utc>,
     ) -> Result<(), DeliverError> {
-        let (client, table) = (&self.client, self.table.as_str());
+        let db = self.db();
         if let Outcome::Delivered { .. } = outcome {
             if endpoint.failing_since.is_some() {
-                record::endpoint_succeeded(client, table, endpoint.id).await?;
+                record::endpoint_succeeded(&db, endpoint.id).await?;
             }
             return Ok(());
         }
         if outcome.is_gone() {
-            record::disable(client, table, endpoint.id, GONE_REASON).await?;
+            record::disable(&db, endpoint.id, GONE_REASON).await?;
             return Ok(());
         }
-        let since = match endpoint.failing_since {
-            Some(since) => Some(since),
-            None => record::endpoint_failed(client, table, endpoint.id, at).await?,
-        };
-        if since.is_some_and(|since| schedule::disables(since, at)) {
-            record::disable(client, table, endpoint.id, FAILING_REASON).await?;
+        match endpoint.failing_since {
+            Some(since) if schedule::disables(since, at) => {
+                record::disable(&db, endpoint.id, FAILING_REASON).await?;
+            }
+            Some(_) => {}
+            // Failing from now on. Another attempt may have marked it since
+            // the read, seconds ago at most: not the 3 days that disable it.
+            None => record::endpoint_failed(&db, endpoint.id, at).await?,
         }
         Ok(())
     }

@@ -17,8 +17,10 @@
 //! attempt can last. Two writes per attempt, on the endpoint's own
 //! partition; no counter that a lost decrement would leave wrong forever.
 
-use super::items::{key, n, s};
+use super::items::key;
 use super::DeliverError;
+use crate::db::expr::Expr;
+use crate::db::{n, s, Check, Db, Decided, OnFailure, Write};
 use crate::webhooks::attempt::ATTEMPT_TIMEOUT;
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
@@ -39,6 +41,22 @@ pub struct Lease {
     token: String,
 }
 
+/// The conditions of a slot's writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SlotCheck {
+    /// No one holds it: never taken, or its lease ran out.
+    Free,
+    /// The lease is still the one given back (a lease that ran out may
+    /// have been taken since).
+    Ours,
+}
+
+impl Check for SlotCheck {
+    fn on_failure(self) -> OnFailure {
+        OnFailure::ReadAgain
+    }
+}
+
 /// Leases a free slot of the endpoint, trying them in random order; `None`
 /// when all are taken.
 pub async fn take(
@@ -47,6 +65,7 @@ pub async fn take(
     webhook_id: u64,
     now: DateTime<Utc>,
 ) -> Result<Option<Lease>, DeliverError> {
+    let db = Db::new(client.clone(), table);
     let mut slots: Vec<u32> = (0..SLOTS_PER_ENDPOINT).collect();
     slots.shuffle(&mut rand::rng());
     let token = format!("{:016x}", rand::random::<u64>());
@@ -59,20 +78,16 @@ pub async fn take(
             "expiresAt".into(),
             n((now + chrono::Duration::days(1)).timestamp()),
         );
-        let put = client
-            .put_item()
-            .table_name(table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(PK) OR leaseUntil < :now")
-            .expression_attribute_values(":now", n(now.timestamp_millis()))
-            .send()
-            .await;
-        match put {
-            Ok(_) => return Ok(Some(Lease { webhook_id, slot, token })),
-            Err(error) => match error.into_service_error() {
-                aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(_) => continue,
-                other => return Err(DeliverError::Db(format!("PutItem slot: {other}"))),
-            },
+        let put = Expr::new()
+            .absent_or_below("leaseUntil", n(now.timestamp_millis()))
+            .put(table, item)?;
+        let write = Write::new().checked(SlotCheck::Free, put);
+        if let Decided::Done = db.write_decided("take webhook slot", write).await? {
+            return Ok(Some(Lease {
+                webhook_id,
+                slot,
+                token,
+            }));
         }
     }
     Ok(None)
@@ -81,20 +96,13 @@ pub async fn take(
 /// Gives the slot back, if it is still ours (a lease that ran out may have
 /// been taken since).
 pub async fn release(client: &Client, table: &str, lease: Lease) -> Result<(), DeliverError> {
-    let deleted = client
-        .delete_item()
-        .table_name(table)
-        .set_key(Some(key(lease.webhook_id, format!("SLOT#{}", lease.slot))))
-        .condition_expression("#token = :token")
-        .expression_attribute_names("#token", "token")
-        .expression_attribute_values(":token", s(lease.token))
-        .send()
-        .await;
-    match deleted {
-        Ok(_) => Ok(()),
-        Err(error) => match error.into_service_error() {
-            aws_sdk_dynamodb::operation::delete_item::DeleteItemError::ConditionalCheckFailedException(_) => Ok(()),
-            other => Err(DeliverError::Db(format!("DeleteItem slot: {other}"))),
-        },
-    }
+    let db = Db::new(client.clone(), table);
+    let slot = key(lease.webhook_id, format!("SLOT#{}", lease.slot));
+    let delete = Expr::new()
+        .when_equal("token", s(lease.token))
+        .delete(table, slot)?;
+    let write = Write::new().checked(SlotCheck::Ours, delete);
+    // Not ours any more: nothing to give back.
+    db.write_decided("give webhook slot back", write).await?;
+    Ok(())
 }

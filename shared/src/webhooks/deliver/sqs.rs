@@ -174,7 +174,7 @@ pub async fn handle_batch(
                 }
                 messages.push((index, message, receives(record)))
             }
-            Err(e) => handled[index] = Some(Err(DeliverError::Message(e.to_string()))),
+            Err(e) => handled[index] = Some(Err(DeliverError::Unreadable(e))),
         }
     }
     let batch: Vec<(&DeliveryMessage, u32)> = messages.iter().map(|(_, m, r)| (m, *r)).collect();
@@ -205,6 +205,7 @@ pub async fn handle_batch(
         let hand_back = match handled {
             Some(Ok(hand_back)) => hand_back,
             Some(Err(error)) => {
+                let error = crate::db::cause_chain(&error);
                 tracing::warn!(message_id = record.message_id.as_deref().unwrap_or(""), %error, "webhook message handed back");
                 true
             }
@@ -229,7 +230,7 @@ fn receives(record: &SqsMessage) -> u32 {
 }
 
 async fn fan_out_record(deliverer: &Deliverer, body: &str) -> Result<bool, DeliverError> {
-    let event = serde_json::from_str(body).map_err(|e| DeliverError::Message(e.to_string()))?;
+    let event = serde_json::from_str(body)?;
     deliverer.fan_out(&event).await?.log();
     Ok(false)
 }
