@@ -246,9 +246,21 @@ def calls(f):
                      num(c["index_write_units_per_request"], 2),
                      f"{num(c['log_bytes_per_request'], 0)} / {num(c['log_lines_per_request'], 1)}",
                      num(c["request_ms"])])
-    return table(["Operation", "calls per request", "by call (rate limiter's included)",
-                  "read units", "write units", "of which indexes", "log bytes / lines",
-                  "request (ms, DynamoDB Local)"], rows)
+    out = table(["Operation", "calls per request", "by call (rate limiter's included)",
+                 "read units", "write units", "of which indexes", "log bytes / lines",
+                 "request (ms, DynamoDB Local)"], rows)
+    me, read = ops.get("GET /me"), ops.get("GET /store/orders/{id}")
+    if me and read:
+        # Contract 4d: a key's own view costs at most a warm keyed read.
+        within = (me["calls_per_request"] <= read["calls_per_request"]
+                  and me["read_units_per_request"] <= read["read_units_per_request"])
+        out += (f"\n\n`GET /me` made {num(me['calls_per_request'], 2)} calls and "
+                f"{num(me['read_units_per_request'], 2)} read units a request; a warm keyed read of one "
+                f"record (`GET /store/orders/{{id}}`) {num(read['calls_per_request'], 2)} and "
+                f"{num(read['read_units_per_request'], 2)}: "
+                + ("within it, as section 4d of the contract asks." if within else
+                   "**more than it, which section 4d of the contract does not allow.**"))
+    return out
 
 
 def abuse(f):

@@ -291,6 +291,9 @@ impl Counter<'_> {
             .await?;
         let inventory = format!("/store/inventory/{pet_id}");
         self.get("GET /store/inventory/{id}", &inventory).await?;
+        // A key's own view: its limits' use is read from the counters the
+        // admission already holds, so it should cost a keyed read at most.
+        self.get("GET /me", "/me").await?;
         Ok(())
     }
 
