@@ -104,7 +104,7 @@ fi
 # The arm64 zips, as deployed. cargo-lambda is the SAM build's (.venv), shared.
 if [[ "${BENCH_ZIP:-1}" != 0 ]]; then
   if [[ ! -x .venv/bin/cargo-lambda ]]; then
-    make --no-print-directory .venv/bin/cargo-lambda || log "cargo-lambda did not install; sizes are skipped"
+    make --no-print-directory venv || log "cargo-lambda did not install (make venv failed); sizes are skipped"
   fi
   if [[ -x .venv/bin/cargo-lambda ]]; then
     log "building arm64 zips (cargo lambda build --release --arm64 --output-format zip)"
