@@ -36,6 +36,7 @@
 
 mod item;
 pub mod retiring;
+mod rotate;
 mod short_lived;
 mod store;
 mod update;
@@ -48,7 +49,8 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 pub use retiring::{KeepOldFor, KeepOldForError};
-pub use store::{KeyStore, RotateError, Rotated};
+pub use rotate::{RotateError, Rotated};
+pub use store::KeyStore;
 pub use update::{KeyChange, UpdateError};
 
 /// What every issued key starts with, so a leaked one is recognisable.

@@ -1,24 +1,19 @@
-//! The keys in the data table: issue, look up, list, revoke, rotate.
+//! The keys in the data table: issue, look up, list, revoke (rotation:
+//! rotate.rs).
 
-use super::item::{
-    as_read, item_of, key_of, live_item_of, pk_of, retiring_item_of, stored_of, Live, Stored,
-    PARTITION, SK,
-};
-use super::retiring::{KeepOldFor, Retiring};
+use super::item::{item_of, key_of, pk_of, stored_of, Live, Stored, PARTITION, SK};
 use super::{ApiKeyHash, ApiKeyRecord, IssuedKey, NewApiKey, PREFIX};
-use crate::db::expr::Expr;
 use crate::db::{
     classify, n, new_id, s, Check, Db, DbError, Item, Layout, OnFailure, Pause, Retry, Write,
     Written,
 };
 use crate::records::Id;
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use chrono::{DateTime, SecondsFormat, Utc};
 use futures::{StreamExt, TryStreamExt};
-use serde::Serialize;
 use std::collections::HashMap;
 
 /// How many items `list` reads at once.
@@ -33,32 +28,8 @@ pub struct KeyStore {
     pub(super) db: Db,
 }
 
-/// Why a key was not rotated.
-#[derive(Debug, thiserror::Error)]
-pub enum RotateError {
-    #[error("no key has id {0}")]
-    NotFound(Id),
-    #[error("key {0} is revoked; a revoked key is not rotated")]
-    Revoked(Id),
-    #[error("key {0} was rotated, revoked or updated meanwhile; nothing changed")]
-    Raced(Id),
-    #[error("the key store failed")]
-    Db(#[from] DbError),
-}
-
-/// A rotation that kept the old secret: the new one, and when the old one
-/// stops working.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Rotated {
-    #[serde(flatten)]
-    pub issued: IssuedKey,
-    /// RFC 3339.
-    pub old_key_expires_at: String,
-}
-
 /// A fresh secret: 256 random bits, and the hash it is stored under.
-fn fresh_secret() -> (String, ApiKeyHash) {
+pub(super) fn fresh_secret() -> (String, ApiKeyHash) {
     let key = format!(
         "{PREFIX}{}",
         URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>())
@@ -67,7 +38,7 @@ fn fresh_secret() -> (String, ApiKeyHash) {
     (key, hash)
 }
 
-fn timestamp(now: DateTime<Utc>) -> String {
+pub(super) fn timestamp(now: DateTime<Utc>) -> String {
     now.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
@@ -337,134 +308,11 @@ impl KeyStore {
             }
         }
     }
-
-    /// Gives the key with this id a new secret, returned once: the same id,
-    /// plan, limits, role and name, so the same counters, bans and orders.
-    ///
-    /// The new item is put and the old one deleted in one transaction, on
-    /// condition that the old one is still live: of two rotations racing, one
-    /// fails with [`RotateError::Raced`], and the key never has two live
-    /// secrets. Warm processes that cached the old secret accept it until
-    /// their cache entry expires (`KEY_CACHE_SECONDS`). A secret an earlier
-    /// rotation kept ends in the same transaction.
-    pub async fn rotate(&self, id: Id, now: DateTime<Utc>) -> Result<IssuedKey, RotateError> {
-        self.rotated(id, now, None).await
-    }
-
-    /// As [`KeyStore::rotate`], and the old secret keeps working beside the
-    /// new one for `keep` (retiring.rs): its item becomes a pointer to the
-    /// new one in the same transaction, instead of being deleted. A secret
-    /// an earlier rotation kept ends at once: one retires at a time.
-    pub async fn rotate_keeping_old(
-        &self,
-        id: Id,
-        now: DateTime<Utc>,
-        keep: KeepOldFor,
-    ) -> Result<Rotated, RotateError> {
-        let until = keep.until(now);
-        let issued = self.rotated(id, now, Some(until)).await?;
-        let old_key_expires_at = DateTime::from_timestamp(until, 0)
-            .map(timestamp)
-            .ok_or_else(|| DbError::internal("a kept secret's end is out of range"))?;
-        Ok(Rotated {
-            issued,
-            old_key_expires_at,
-        })
-    }
-
-    /// The rotation of key `id` at `now`, its old secret working until
-    /// `keep_until` (Unix seconds) or retired at once.
-    async fn rotated(
-        &self,
-        id: Id,
-        now: DateTime<Utc>,
-        keep_until: Option<i64>,
-    ) -> Result<IssuedKey, RotateError> {
-        let Live {
-            hash: old,
-            record: read,
-            retiring: earlier,
-        } = self.by_id(id).await?.ok_or(RotateError::NotFound(id))?;
-        if read.revoked {
-            return Err(RotateError::Revoked(id));
-        }
-        let record = ApiKeyRecord {
-            rotated_at: Some(timestamp(now)),
-            ..read.clone()
-        };
-        let kept = keep_until.map(|until| Retiring {
-            hash: old.clone(),
-            until,
-        });
-        // Live, and as read (the secret it retires included): an update
-        // meanwhile is not copied over, and of two rotations one fails.
-        let still_as_read = || {
-            Ok::<_, DbError>(as_read(Expr::new(), &old, &read)?.when_as_read(
-                "retiring",
-                earlier.as_ref().map(|earlier| s(earlier.hash.as_str())),
-                None,
-            ))
-        };
-        let mut retry = Retry::new("rotate key");
-        loop {
-            let (key, hash) = fresh_secret();
-            let put = Put::builder()
-                .table_name(self.db.table())
-                .set_item(Some(live_item_of(&hash, &record, kept.as_ref())?))
-                .condition_expression("attribute_not_exists(PK)")
-                .build()
-                .map_err(DbError::internal)?;
-            let retire = match &kept {
-                None => still_as_read()?.delete(self.db.table(), key_of(&old))?,
-                Some(kept) => {
-                    let pointer = retiring_item_of(kept, id, &hash)?;
-                    still_as_read()?.put(self.db.table(), pointer)?
-                }
-            };
-            let mut write = Write::new()
-                .checked(
-                    KeyCheck::SecretFree,
-                    TransactWriteItem::builder().put(put).build(),
-                )
-                .checked(KeyCheck::StillStored, retire);
-            if let Some(earlier) = &earlier {
-                write = write.checked(KeyCheck::StillStored, self.end_earlier(earlier, &old)?);
-            }
-            match self.db.write(write).await? {
-                Written::Done => return Ok(IssuedKey { record, key }),
-                Written::Failed(KeyCheck::StillStored) => return Err(RotateError::Raced(id)),
-                // Never in practice, the new hash was taken; or another
-                // transaction held an item: the same again, with a new secret.
-                Written::Failed(KeyCheck::SecretFree) | Written::Conflict => {
-                    retry.again(Pause::Backoff).await?
-                }
-            }
-        }
-    }
-
-    /// The delete of the pointer of `earlier`, a secret the live item under
-    /// `live` retires: gone already (TTL) or still that pointer, never any
-    /// other item.
-    fn end_earlier(
-        &self,
-        earlier: &Retiring,
-        live: &ApiKeyHash,
-    ) -> Result<TransactWriteItem, DbError> {
-        let delete = Delete::builder()
-            .table_name(self.db.table())
-            .set_key(Some(key_of(&earlier.hash)))
-            .condition_expression("attribute_not_exists(PK) OR #successor = :live")
-            .expression_attribute_names("#successor", "successor")
-            .expression_attribute_values(":live", s(live.as_str()))
-            .build()
-            .map_err(DbError::internal)?;
-        Ok(TransactWriteItem::builder().delete(delete).build())
-    }
 }
 
 /// The conditions of the key writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum KeyCheck {
+pub(super) enum KeyCheck {
     /// The key's item is still there, live (not rotated away or revoked).
     StillStored,
     /// No item has the new secret's hash.
