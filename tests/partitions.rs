@@ -6,6 +6,7 @@
 
 use crate::helpers::TestApp;
 use aws_sdk_dynamodb::types::{AttributeValue, Select};
+use futures::future::join_all;
 use petstore::db::shards::shard_of;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -16,6 +17,8 @@ const PET_SHARDS: u16 = 5;
 const ORDER_SHARDS: u16 = 6;
 const CATEGORY_SHARDS: u16 = 3;
 const STATUSES: [&str; 3] = ["available", "pending", "sold"];
+/// Pets made at once while filling the shards.
+const ROUND: usize = 12;
 
 /// Small shard counts, so a modest store fills every shard past a page.
 fn small_shards(name: &str) -> Option<String> {
@@ -53,38 +56,81 @@ async fn page_through(app: &TestApp, path: &str, field: &str) -> Vec<u64> {
     seen
 }
 
+/// How a list orders its records.
+#[derive(Clone, Copy)]
+enum Order {
+    Ascending,
+    NewestFirst,
+    /// Whatever order its index gives (the inventory's: not by id).
+    Any,
+}
+
+/// One list to page through and the records it must show, each once.
+struct Listed<'a> {
+    app: &'a TestApp,
+    path: String,
+    field: &'static str,
+    expected: Vec<u64>,
+    order: Order,
+}
+
+impl<'a> Listed<'a> {
+    /// The inventory's lists (order `Any`) name their records by `petId`.
+    fn new(app: &'a TestApp, path: impl Into<String>, expected: Vec<u64>, order: Order) -> Self {
+        let field = if matches!(order, Order::Any) {
+            "petId"
+        } else {
+            "id"
+        };
+        let path = path.into();
+        Listed {
+            app,
+            path,
+            field,
+            expected,
+            order,
+        }
+    }
+
+    /// Paging the list sees exactly `expected`: no gap, no repeat, and in id
+    /// order unless the list's order is `Any`.
+    async fn check(&self) {
+        let separator = if self.path.contains('?') { '&' } else { '?' };
+        let first = format!("{}{separator}limit={LIMIT}", self.path);
+        let mut served = page_through(self.app, &first, self.field).await;
+        let mut expected = self.expected.clone();
+        expected.sort_unstable();
+        match self.order {
+            Order::Ascending => {}
+            Order::NewestFirst => expected.reverse(),
+            Order::Any => {
+                let count = served.len();
+                served.sort_unstable();
+                served.dedup();
+                assert_eq!(count, served.len(), "{}: no record twice", self.path);
+            }
+        }
+        assert_eq!(served, expected, "{}", self.path);
+    }
+}
+
 /// Paging `path` sees exactly `expected`, in id order (newest first when
 /// `newest_first`): no gap, no repeat.
 async fn assert_lists(
     app: &TestApp,
     path: &str,
-    field: &str,
+    field: &'static str,
     expected: &[u64],
     newest_first: bool,
 ) {
-    let mut expected = expected.to_vec();
-    expected.sort_unstable();
-    if newest_first {
-        expected.reverse();
-    }
-    let separator = if path.contains('?') { '&' } else { '?' };
-    let first = format!("{path}{separator}limit={LIMIT}");
-    assert_eq!(page_through(app, &first, field).await, expected, "{path}");
-}
-
-/// Paging through `path` shows exactly the records `expected`, each once,
-/// in whatever order its index gives (the inventory's: not by id).
-async fn assert_listed_once(app: &TestApp, path: &str, field: &str, expected: &[u64]) {
-    let separator = if path.contains('?') { '&' } else { '?' };
-    let first = format!("{path}{separator}limit={LIMIT}");
-    let mut served = page_through(app, &first, field).await;
-    let count = served.len();
-    served.sort_unstable();
-    served.dedup();
-    assert_eq!(count, served.len(), "{path}: no record twice");
-    let mut expected = expected.to_vec();
-    expected.sort_unstable();
-    assert_eq!(served, expected, "{path}");
+    let order = if newest_first {
+        Order::NewestFirst
+    } else {
+        Order::Ascending
+    };
+    let mut listed = Listed::new(app, path, expected.to_vec(), order);
+    listed.field = field;
+    listed.check().await;
 }
 
 /// How many index entries each shard of `list` holds, read from the index.
@@ -162,16 +208,21 @@ async fn fill_categories(app: &TestApp, store: &mut Store) {
 async fn fill_pets(app: &TestApp, store: &mut Store) -> Vec<u64> {
     let (a, b) = (store.categories[0], store.categories[1]);
     let mut made = 0;
+    // A round of pets made at once: the ids are a counter's, taken by
+    // conditional writes, so concurrent creates each get their own.
     while !STATUSES.iter().all(|status| {
         let ids = store.pets_where(|s, _| s == *status);
         every_shard_past_a_page(ids.iter(), PET_SHARDS)
     }) {
-        let (status, category) = (STATUSES[made % 3], [a, b][made / 3 % 2]);
-        let id = app
-            .create_pet(&format!("Pet {made}"), category, status)
-            .await;
-        store.pets.insert(id, (status, category));
-        made += 1;
+        let round = (made..made + ROUND).map(|n| {
+            let (status, category) = (STATUSES[n % 3], [a, b][n / 3 % 2]);
+            async move {
+                let id = app.create_pet(&format!("Pet {n}"), category, status).await;
+                (id, (status, category))
+            }
+        });
+        store.pets.extend(join_all(round).await);
+        made += ROUND;
         assert!(made < 600, "pets fill their shards");
     }
     let mut stocked = Vec::new();
@@ -196,19 +247,26 @@ async fn fill_orders(app: &TestApp, customers: &[TestApp], stocked: &[u64], stor
         every_shard_past_a_page(ids.iter(), ORDER_SHARDS)
     };
     let mut made = 0;
+    // A round of orders at once, one per stocked pet: orders of one pet
+    // would only contend for its stock item.
     while !(filled(store, false) && filled(store, true)) {
-        let (pet, customer) = (stocked[made % 3], made % customers.len());
-        let body = json!({ "petId": pet, "quantity": 1 });
-        let placed = customers[customer].post("/store/orders", body).await;
-        placed.assert_status(201);
-        let complete = made % 2 == 1;
-        if complete {
-            let path = format!("/store/orders/{}", placed.id());
-            let done = app.patch(&path, json!({ "complete": true })).await;
-            done.assert_status(200);
-        }
-        store.orders.insert(placed.id(), (pet, complete, customer));
-        made += 1;
+        let round = (made..made + stocked.len()).map(|n| {
+            let (pet, customer) = (stocked[n % stocked.len()], n % customers.len());
+            async move {
+                let body = json!({ "petId": pet, "quantity": 1 });
+                let placed = customers[customer].post("/store/orders", body).await;
+                placed.assert_status(201);
+                let complete = n % 2 == 1;
+                if complete {
+                    let path = format!("/store/orders/{}", placed.id());
+                    let done = app.patch(&path, json!({ "complete": true })).await;
+                    done.assert_status(200);
+                }
+                (placed.id(), (pet, complete, customer))
+            }
+        });
+        store.orders.extend(join_all(round).await);
+        made += stocked.len();
         assert!(made < 800, "orders fill their shards");
     }
 }
@@ -235,58 +293,68 @@ async fn every_list_pages_through_many_full_shards_with_no_gap_and_no_repeat() {
     }
 
     // When each list is paged through, with each filter, Then it shows exactly its records
-    assert_lists(&app, "/categories", "id", &store.categories, false).await;
+    // (the lists paged at once: each is read alone, one page after another)
+    use Order::{Any, Ascending, NewestFirst};
     let all_pets = store.pets_where(|_, _| true);
-    assert_lists(&app, "/pets", "id", &all_pets, false).await;
-    assert_listed_once(&app, "/store/inventory", "petId", &all_pets).await;
     let a = store.categories[0];
-    assert_lists(
-        &app,
-        &format!("/pets?categoryId={a}"),
-        "id",
-        &store.pets_where(|_, c| c == a),
-        false,
-    )
-    .await;
+    let pet = stocked[1];
+    let mut lists = vec![
+        Listed::new(&app, "/categories", store.categories.clone(), Ascending),
+        Listed::new(&app, "/pets", all_pets.clone(), Ascending),
+        Listed::new(&app, "/store/inventory", all_pets, Any),
+        Listed::new(
+            &app,
+            format!("/pets?categoryId={a}"),
+            store.pets_where(|_, c| c == a),
+            Ascending,
+        ),
+    ];
     for status in STATUSES {
         let pets = store.pets_where(|s, _| s == status);
-        assert_lists(&app, &format!("/pets?status={status}"), "id", &pets, false).await;
-        let path = format!("/store/inventory?status={status}");
-        assert_listed_once(&app, &path, "petId", &pets).await;
+        lists.push(Listed::new(
+            &app,
+            format!("/pets?status={status}"),
+            pets.clone(),
+            Ascending,
+        ));
+        lists.push(Listed::new(
+            &app,
+            format!("/store/inventory?status={status}"),
+            pets,
+            Any,
+        ));
         let in_a = store.pets_where(|s, c| s == status && c == a);
         let path = format!("/pets?categoryId={a}&status={status}");
-        assert_lists(&app, &path, "id", &in_a, false).await;
+        lists.push(Listed::new(&app, path, in_a, Ascending));
     }
-
     let all_orders = store.orders_where(|_, _, _| true);
-    assert_lists(&app, "/store/orders", "id", &all_orders, true).await;
-    let pet = stocked[1];
+    lists.push(Listed::new(&app, "/store/orders", all_orders, NewestFirst));
     let of_pet = store.orders_where(|p, _, _| p == pet);
-    assert_lists(
+    lists.push(Listed::new(
         &app,
-        &format!("/store/orders?petId={pet}"),
-        "id",
-        &of_pet,
-        true,
-    )
-    .await;
+        format!("/store/orders?petId={pet}"),
+        of_pet,
+        NewestFirst,
+    ));
     for complete in [false, true] {
         let orders = store.orders_where(|_, c, _| c == complete);
         let path = format!("/store/orders?complete={complete}");
-        assert_lists(&app, &path, "id", &orders, true).await;
+        lists.push(Listed::new(&app, path, orders, NewestFirst));
         let of_pet = store.orders_where(|p, c, _| p == pet && c == complete);
         let path = format!("/store/orders?petId={pet}&complete={complete}");
-        assert_lists(&app, &path, "id", &of_pet, true).await;
+        lists.push(Listed::new(&app, path, of_pet, NewestFirst));
     }
     for (who, customer) in customers.iter().enumerate() {
         let mine = store.orders_where(|_, _, o| o == who);
-        assert_lists(customer, "/store/orders", "id", &mine, true).await;
+        lists.push(Listed::new(customer, "/store/orders", mine, NewestFirst));
         let open = store.orders_where(|_, c, o| o == who && !c);
-        assert_lists(customer, "/store/orders?complete=false", "id", &open, true).await;
+        let path = "/store/orders?complete=false";
+        lists.push(Listed::new(customer, path, open, NewestFirst));
         let of_pet = store.orders_where(|p, _, o| o == who && p == pet);
         let path = format!("/store/orders?petId={pet}");
-        assert_lists(customer, &path, "id", &of_pet, true).await;
+        lists.push(Listed::new(customer, path, of_pet, NewestFirst));
     }
+    join_all(lists.iter().map(Listed::check)).await;
 }
 
 #[tokio::test]
