@@ -3,8 +3,9 @@
 //! `events` was answered reaches it, on a fan-out that held its owner's
 //! subscription list (for the key cache's 30 seconds, as deployed) from
 //! before. The README's "Webhooks in a minute", done through the API and
-//! the events consumer as `make run` runs them; and what the fan-out's
-//! check costs, counted through the proxy.
+//! the events consumer as `make run` runs them; an endpoint deleted gets
+//! nothing from then on, though the fan-out's held list still names it;
+//! and what the fan-out's check costs, counted through the proxy.
 
 use super::queue::Kept;
 use super::receivers::{rust_receiver, Answer, Receiver};
@@ -130,4 +131,77 @@ async fn while_the_lists_are_held_a_fan_out_reads_only_the_subscriptions_version
         .map(|call| call.operation.clone())
         .collect();
     assert_eq!(calls, ["BatchGetItem", "BatchGetItem"], "{calls:?}");
+}
+
+#[tokio::test]
+async fn an_order_placed_at_once_after_an_endpoint_s_deletion_is_not_sent_to_it() {
+    // Given two endpoints of one customer on one receiver (each with its
+    // own secret, which tells them apart), and a fan-out that has sent an
+    // order to both: their owner's list is held, with both in it
+    let staff = TestApp::spawn().await;
+    let customer = staff.as_customer().await;
+    resolving(&customer);
+    let rex = pet_in_stock(&staff, 5).await;
+    let deliverer = local::start_with(
+        staff.app.db.client().clone(),
+        staff.app.config.table_name.clone(),
+        Attempter::new(LOCAL, system_resolver()).expect("TLS"),
+        quick_schedule(),
+        key_states(&staff, Duration::from_secs(30)),
+    );
+    let consumer = WithWebhooks::new(Collect::default(), deliverer);
+    let mut stream = reader(&staff, &staff.endpoint);
+    let mut endpoints = Vec::new();
+    for _ in 0..2 {
+        let body = json!({"url": RECEIVER, "events": ["order.placed"]});
+        let registered = customer.post("/webhooks", body).await;
+        registered.assert_status(201);
+        let registered = registered.json();
+        let id = registered["id"].as_u64().expect("an id");
+        let secret = registered["secret"].as_str().expect("its secret");
+        endpoints.push((id, secret.to_string()));
+    }
+    let secrets: Vec<&str> = endpoints.iter().map(|(_, s)| s.as_str()).collect();
+    let mut receiver = rust_receiver(&secrets, vec![Answer::Status(200)]).await;
+    for (id, _) in &endpoints {
+        let url = AttributeValue::S(receiver.url.clone());
+        let pk = format!("WEBHOOK#{id}");
+        set_attributes(&customer, pk, "ENDPOINT".into(), &[("url", url)]).await;
+    }
+    let order = json!({"petId": rex, "quantity": 1});
+    let place = || async {
+        let placed = customer.post("/store/orders", order.clone()).await;
+        placed.assert_status(201);
+        placed.json()
+    };
+    let first = place().await;
+    assert!(stream.drain(&consumer, 50).await.expect("the stream reads"));
+    let mut both: Vec<Vec<bool>> = vec![receiver.next().await, receiver.next().await]
+        .into_iter()
+        .inspect(|seen| assert_eq!(seen.body["data"]["order"]["id"], first["id"]))
+        .map(|seen| seen.verified)
+        .collect();
+    both.sort();
+    assert_eq!(both, [[false, true], [true, false]], "each endpoint got it");
+
+    // When the first endpoint is deleted and an order is placed at once
+    let (deleted, _) = endpoints[0];
+    let gone = customer.delete(&format!("/webhooks/{deleted}")).await;
+    gone.assert_status(204);
+    let second = place().await;
+    assert!(stream.drain(&consumer, 50).await.expect("the stream reads"));
+
+    // Then the one left gets it, and the deleted one nothing: not that
+    // order, nor the next (by whose arrival an attempt of the first order
+    // to the deleted endpoint would have been made)
+    let seen = receiver.next().await;
+    assert_eq!(seen.body["data"]["order"]["id"], second["id"]);
+    assert_eq!(seen.verified, [false, true], "only the endpoint left");
+    let third = place().await;
+    assert!(stream.drain(&consumer, 50).await.expect("the stream reads"));
+    let seen = receiver.next().await;
+    assert_eq!(seen.body["data"]["order"]["id"], third["id"]);
+    assert_eq!(seen.verified, [false, true], "only the endpoint left");
+    let more: Vec<Vec<bool>> = receiver.so_far().into_iter().map(|s| s.verified).collect();
+    assert!(more.is_empty(), "nothing more arrived: {more:?}");
 }
