@@ -24,16 +24,15 @@ use super::error::is_throttling;
 use super::{classify, Changes, Db, DbError, DbFailure, Item};
 use crate::metrics::{count, Metric};
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
-use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::TransactWriteItem;
 use chrono::Utc;
 use serde::Serialize;
 use std::fmt::Debug;
 use std::future::Future;
 use std::time::Duration;
+
+mod lone;
 
 /// How many attempts an operation makes before it answers
 /// [`DbError::Contended`].
@@ -330,107 +329,6 @@ impl Db {
             other => Err(unexpected(&tables, other)),
         }
     }
-
-    async fn conditional_update(&self, update: Option<Update>) -> Result<Sent, DbError> {
-        let update =
-            update.ok_or_else(|| DbError::internal("an update item without its update"))?;
-        let table = update.table_name;
-        let result = self
-            .client
-            .update_item()
-            .table_name(&table)
-            .set_key(Some(update.key))
-            .update_expression(update.update_expression)
-            .set_condition_expression(update.condition_expression)
-            .set_expression_attribute_names(update.expression_attribute_names)
-            .set_expression_attribute_values(update.expression_attribute_values)
-            .set_return_values_on_condition_check_failure(
-                update.return_values_on_condition_check_failure,
-            )
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(Sent::Done),
-            Err(SdkError::ServiceError(e)) => match e.into_err() {
-                UpdateItemError::ConditionalCheckFailedException(failed) => {
-                    Ok(Sent::ConditionFailed(0, failed.item))
-                }
-                // The item is in another request's transaction right now.
-                UpdateItemError::TransactionConflictException(_) => {
-                    count(Metric::DbConflicts, 1);
-                    Ok(Sent::Conflict)
-                }
-                other => Err(unexpected(&table, other)),
-            },
-            Err(other) => Err(classify(&table, other)),
-        }
-    }
-}
-
-impl Db {
-    async fn conditional_put(&self, put: Option<Put>) -> Result<Sent, DbError> {
-        let put = put.ok_or_else(|| DbError::internal("a put item without its put"))?;
-        let table = put.table_name;
-        let result = self
-            .client
-            .put_item()
-            .table_name(&table)
-            .set_item(Some(put.item))
-            .set_condition_expression(put.condition_expression)
-            .set_expression_attribute_names(put.expression_attribute_names)
-            .set_expression_attribute_values(put.expression_attribute_values)
-            .set_return_values_on_condition_check_failure(
-                put.return_values_on_condition_check_failure,
-            )
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(Sent::Done),
-            Err(SdkError::ServiceError(e)) => match e.into_err() {
-                PutItemError::ConditionalCheckFailedException(failed) => {
-                    Ok(Sent::ConditionFailed(0, failed.item))
-                }
-                PutItemError::TransactionConflictException(_) => {
-                    count(Metric::DbConflicts, 1);
-                    Ok(Sent::Conflict)
-                }
-                other => Err(unexpected(&table, other)),
-            },
-            Err(other) => Err(classify(&table, other)),
-        }
-    }
-
-    async fn conditional_delete(&self, delete: Option<Delete>) -> Result<Sent, DbError> {
-        let delete = delete.ok_or_else(|| DbError::internal("a delete item without its delete"))?;
-        let table = delete.table_name;
-        let result = self
-            .client
-            .delete_item()
-            .table_name(&table)
-            .set_key(Some(delete.key))
-            .set_condition_expression(delete.condition_expression)
-            .set_expression_attribute_names(delete.expression_attribute_names)
-            .set_expression_attribute_values(delete.expression_attribute_values)
-            .set_return_values_on_condition_check_failure(
-                delete.return_values_on_condition_check_failure,
-            )
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(Sent::Done),
-            Err(SdkError::ServiceError(e)) => match e.into_err() {
-                DeleteItemError::ConditionalCheckFailedException(failed) => {
-                    Ok(Sent::ConditionFailed(0, failed.item))
-                }
-                DeleteItemError::TransactionConflictException(_) => {
-                    count(Metric::DbConflicts, 1);
-                    Ok(Sent::Conflict)
-                }
-                other => Err(unexpected(&table, other)),
-            },
-            Err(other) => Err(classify(&table, other)),
-        }
-    }
 }
 
 /// A service error a write on `table` did not expect: throttling (retry
@@ -475,42 +373,4 @@ enum Sent {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test(start_paused = true)]
-    async fn every_operation_gets_the_same_bounded_number_of_attempts() {
-        for pause in [Pause::None, Pause::Backoff] {
-            let mut retry = Retry::new("test");
-            let mut attempts = 1;
-            while retry.again(pause).await.is_ok() {
-                attempts += 1;
-            }
-            assert_eq!(attempts, MAX_ATTEMPTS);
-            assert!(matches!(
-                retry.again(pause).await,
-                Err(DbError::Contended {
-                    operation: "test",
-                    attempts: MAX_ATTEMPTS
-                })
-            ));
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_backoff_waits_longer_each_time_within_bounds() {
-        let mut waits = Vec::new();
-        let mut retry = Retry::new("test");
-        loop {
-            let started = tokio::time::Instant::now();
-            if retry.again(Pause::Backoff).await.is_err() {
-                break;
-            }
-            waits.push(started.elapsed());
-        }
-        assert_eq!(waits.len() as u32, MAX_ATTEMPTS - 1);
-        assert!(waits[0] >= Duration::from_millis(2) && waits[0] <= Duration::from_millis(6));
-        assert!(waits.iter().all(|w| *w <= Duration::from_millis(321)));
-        assert!(waits.iter().sum::<Duration>() <= Duration::from_millis(700));
-    }
-}
+mod tests;
