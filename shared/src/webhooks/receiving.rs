@@ -21,6 +21,7 @@ use crate::webhooks::types::EventType;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
+use held_lists::HeldLists;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
@@ -164,14 +165,6 @@ pub struct KeyStates {
     lists: Mutex<HeldLists>,
 }
 
-/// The subscription lists held, and the subscriptions' version they were
-/// read at.
-#[derive(Default)]
-struct HeldLists {
-    version: u64,
-    lists: HashMap<String, (Instant, Vec<Item>)>,
-}
-
 impl KeyStates {
     /// Keys in `table` (read in `layout`), bans in `limits_table`, each
     /// trusted for `ttl`.
@@ -297,48 +290,6 @@ impl KeyStates {
         Ok(decide(enabled, state.as_ref(), now))
     }
 
-    /// The subscriptions are at `version` now (as a fan-out just read it):
-    /// lists held at another are dropped.
-    pub fn subscriptions_at(&self, version: u64) {
-        let mut held = self.lists.lock().unwrap_or_else(|e| e.into_inner());
-        if held.version != version {
-            held.lists.clear();
-            held.version = version;
-        }
-    }
-
-    /// The subscriptions' version the held lists are of: what a list about
-    /// to be read is held at ([`KeyStates::hold_list`]).
-    pub fn subscriptions_version(&self) -> u64 {
-        self.lists.lock().unwrap_or_else(|e| e.into_inner()).version
-    }
-
-    /// The endpoint items of list `partition`, if read within the
-    /// time-to-live and at the subscriptions' current version.
-    pub fn held_list(&self, partition: &str) -> Option<Vec<Item>> {
-        let held = self.lists.lock().unwrap_or_else(|e| e.into_inner());
-        let (at, items) = held.lists.get(partition)?;
-        (at.elapsed() < self.ttl).then(|| items.clone())
-    }
-
-    /// Holds list `partition`'s items, read after the subscriptions were
-    /// seen at `version`: not if they have been seen at another since (the
-    /// items may be older than that change).
-    pub fn hold_list(&self, partition: &str, version: u64, items: Vec<Item>) {
-        if self.ttl.is_zero() {
-            return;
-        }
-        let mut held = self.lists.lock().unwrap_or_else(|e| e.into_inner());
-        if held.version != version {
-            return;
-        }
-        if held.lists.len() >= REMEMBERED_KEYS {
-            held.lists.clear();
-        }
-        held.lists
-            .insert(partition.to_string(), (Instant::now(), items));
-    }
-
     fn remembered(&self, owner: u64, age: Duration) -> Option<Option<KeyState>> {
         let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
         let (at, state) = known.get(&owner)?;
@@ -427,5 +378,6 @@ fn banned_until_of(item: &Item) -> Option<DateTime<Utc>> {
     until.and_then(|at| DateTime::from_timestamp(at, 0))
 }
 
+mod held_lists;
 #[cfg(test)]
 mod tests;
