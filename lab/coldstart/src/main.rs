@@ -2,7 +2,7 @@
 //! (`lab/bench/run.sh`) after it built the release bootstraps and the floor.
 //!
 //! Each bootstrap is spawned with Lambda's environment ([`lambda_env`])
-//! against a minimal Runtime API ([`runtime_api`]), started in a cgroup
+//! against the lab's Runtime API ([`spawn`]), started in a cgroup
 //! ([`quota`]): init runs unthrottled; from its first `GET
 //! .../invocation/next` on, the cgroup's CPU quota is MEM/1769 of one CPU, as
 //! Lambda throttles an invocation. DynamoDB Local is reached through a TLS
@@ -33,7 +33,7 @@ mod instructions;
 mod lambda_env;
 mod quota;
 mod rows;
-mod runtime_api;
+mod spawn;
 mod timeline;
 mod tls;
 
@@ -44,7 +44,7 @@ use petstore_bench::processes::DynamoDbLocal;
 use petstore_bench::{api_key, env_or, machine};
 use quota::CpuQuota;
 use rows::{FLOOR_KEYED_REQUEST, FLOOR_REQUEST, FLOOR_WRITE_REQUEST, FUNCTIONS};
-use runtime_api::{Hooks, Spawn};
+use spawn::{Hooks, Spawn};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -319,7 +319,7 @@ async fn spawn_one(
         .create(true)
         .append(true)
         .open(&log_path)?;
-    runtime_api::spawn_once(&setup, hooks, &log).await
+    spawn::spawn_once(&setup, hooks, &log).await
 }
 
 #[cfg(test)]
