@@ -15,8 +15,14 @@ use crate::log_lines;
 use crate::monthly;
 use crate::prices::{PRICES, PRICES_AS_OF};
 use crate::results::{ColdStart, CostBasis, Costs, MixCost, OperationCalls, ServiceCosts};
+use petstore_lab_template::Template;
 use std::collections::BTreeMap;
 use std::path::Path;
+
+/// The function whose settings (memory, tracing, Lambda's log level) every
+/// request is priced at: the API's functions share them (Globals, and one
+/// `LoggingConfig`; a test holds the store's equal).
+const PRICED_AT: &str = "PetsFunction";
 
 /// Lambda's active tracing records 1 request a second and 5% of the rest
 /// (docs.aws.amazon.com/lambda/latest/dg/services-xray.html): at scale, 5%
@@ -72,7 +78,8 @@ pub struct Inputs<'a> {
     pub calls: &'a BTreeMap<String, OperationCalls>,
     pub cold_starts: &'a [ColdStart],
     pub events_per_change: Option<f64>,
-    /// The repository (template.yaml, openapi.yaml).
+    pub template: &'a Template,
+    /// The repository (openapi.yaml).
     pub root: &'a Path,
     /// `target/bench`, where `lab/coldstart` left the functions' logs.
     pub out: &'a Path,
@@ -80,14 +87,14 @@ pub struct Inputs<'a> {
 
 pub fn costs(inputs: &Inputs<'_>) -> Costs {
     let mut notes = Vec::new();
-    let template = std::fs::read_to_string(inputs.root.join("template.yaml")).unwrap_or_default();
-    let memory_mb = template_setting(&template, "MemorySize")
-        .and_then(|m| m.parse().ok())
-        .unwrap_or_else(|| {
-            notes.push("no MemorySize in template.yaml: 128 MB assumed".into());
-            128
-        });
-    let tracing = template_setting(&template, "Tracing").unwrap_or_else(|| "PassThrough".into());
+    let template = inputs.template;
+    let memory_mb = template.memory_mb(PRICED_AT).unwrap_or_else(|| {
+        notes.push("no MemorySize in template.yaml: 128 MB assumed".into());
+        128
+    });
+    let tracing = template
+        .tracing(PRICED_AT)
+        .unwrap_or_else(|| "PassThrough".into());
     // An HTTP API sends no trace header, so PassThrough records nothing.
     let traced_share = if tracing == "Active" { XRAY_SHARE } else { 0.0 };
     let metrics_line_bytes = log_lines::metrics_line_bytes(inputs.out).unwrap_or_else(|| {
@@ -95,9 +102,11 @@ pub fn costs(inputs: &Inputs<'_>) -> Costs {
         0.0
     });
     // Lambda's own lines are INFO: a `SystemLogLevel` of WARN or ERROR drops them.
-    let system_level = template_setting(&template, "SystemLogLevel").unwrap_or_default();
+    let system_level = template.system_log_level(PRICED_AT).unwrap_or_default();
     let platform = log_lines::platform_bytes(&system_level, traced_share > 0.0);
-    let access_log_bytes = log_lines::access_log_bytes(&template).unwrap_or_else(|| {
+    let format = template.access_log_format();
+    let access_log_bytes = format.as_deref().and_then(log_lines::access_log_bytes);
+    let access_log_bytes = access_log_bytes.unwrap_or_else(|| {
         notes.push("no access log format in template.yaml: none counted".into());
         0
     });
@@ -249,64 +258,6 @@ fn mix_cost(
     }
 }
 
-/// A setting of the template's `Globals` (the first `name:` in the file),
-/// resolved through a `!Ref` to its parameter's default.
-pub fn template_setting(template: &str, name: &str) -> Option<String> {
-    let prefix = format!("{name}:");
-    // The first `Name: value`: a parameter of the same name (`Tracing:`
-    // under `Parameters:`) is a heading with no value on its line.
-    let raw = template
-        .lines()
-        .filter_map(|line| line.trim().strip_prefix(&prefix))
-        .map(str::trim)
-        .find(|value| !value.is_empty())?
-        .to_string();
-    if let Some(lookup) = raw.strip_prefix("!FindInMap [") {
-        return find_in_map(template, lookup.trim_end_matches(']'));
-    }
-    let Some(parameter) = raw.strip_prefix("!Ref ") else {
-        return Some(raw);
-    };
-    parameter_default(template, parameter)
-}
-
-/// `!FindInMap [Map, !Ref Parameter, Key]` at the parameter's default: the
-/// one-line entry `"<default>": { ..., Key: value, ... }` of the template's
-/// Mappings (OrderRate's Capacity).
-pub fn find_in_map(template: &str, lookup: &str) -> Option<String> {
-    let parts: Vec<&str> = lookup.split(',').map(str::trim).collect();
-    let [_, chosen, key] = parts.as_slice() else {
-        return None;
-    };
-    let chosen = match chosen.strip_prefix("!Ref ") {
-        Some(parameter) => parameter_default(template, parameter)?,
-        None => chosen.trim_matches('"').to_string(),
-    };
-    let entry = format!("\"{chosen}\": {{");
-    let line = template
-        .lines()
-        .map(str::trim)
-        .find(|l| l.starts_with(&entry))?;
-    line.trim_start_matches(&entry)
-        .trim_end_matches('}')
-        .split(',')
-        .filter_map(|pair| pair.split_once(':'))
-        .find(|(name, _)| name.trim() == *key)
-        .map(|(_, value)| value.trim().to_string())
-}
-
-/// The `Default:` of the template's parameter `parameter`.
-fn parameter_default(template: &str, parameter: &str) -> Option<String> {
-    // `  Name:` under `Parameters:`, then its `Default:`.
-    let heading = format!("  {}:", parameter.trim());
-    let lines = template.lines().skip_while(|line| *line != heading).skip(1);
-    lines
-        .take_while(|line| line.starts_with("    ") || line.trim().is_empty())
-        .map(str::trim)
-        .find_map(|line| line.strip_prefix("Default:"))
-        .map(|value| value.trim().trim_matches('"').to_string())
-}
-
 /// Init as billed: spawn to the first `next`, the full-CPU figure (a floor:
 /// Lambda's share of a CPU makes it longer).
 fn mean_init_ms(cold_starts: &[ColdStart]) -> f64 {
@@ -327,27 +278,74 @@ mod tests {
     use super::*;
 
     const TEMPLATE: &str = concat!(
-        "Parameters:\n  FunctionMemoryMb:\n    Type: Number\n    Default: 256\n",
+        "Parameters:\n  FunctionMemoryMb:\n    Type: Number\n    Default: 512\n",
         "  Tracing:\n    Type: String\n    Default: Active\n",
         "Globals:\n  Function:\n    MemorySize: !Ref FunctionMemoryMb\n    Tracing: !Ref Tracing\n",
-        "Resources:\n  HttpApi:\n    Properties:\n      AccessLogSettings:\n        Format: >-\n",
+        "Resources:\n  HttpApi:\n    Type: AWS::Serverless::HttpApi\n    Properties:\n",
+        "      AccessLogSettings:\n        Format: >-\n",
         "          {\"requestId\":\"$context.requestId\",\n",
         "          \"status\":\"$context.status\"}\n  Next:\n",
     );
 
+    fn inputs<'a>(
+        template: &'a Template,
+        calls: &'a BTreeMap<String, OperationCalls>,
+    ) -> Inputs<'a> {
+        Inputs {
+            calls,
+            cold_starts: &[],
+            events_per_change: None,
+            template,
+            root: Path::new("/nonexistent"),
+            out: Path::new("/nonexistent"),
+        }
+    }
+
     #[test]
-    fn settings_come_from_the_template_through_its_parameters() {
-        assert_eq!(
-            template_setting(TEMPLATE, "MemorySize").as_deref(),
-            Some("256")
-        );
-        assert_eq!(
-            template_setting(TEMPLATE, "Tracing").as_deref(),
-            Some("Active")
-        );
+    fn the_basis_comes_from_the_template_through_its_parameters() {
+        let template = Template::parse(TEMPLATE).unwrap();
+        let calls = BTreeMap::new();
+        let basis = costs(&inputs(&template, &calls)).basis;
+        assert_eq!((basis.memory_mb, basis.tracing.as_str()), (512, "Active"));
+        assert_eq!(basis.traced_share, XRAY_SHARE);
         let line = r#"{"requestId":"Vx1bKjLQoAMEVTw=", "status":"201"}"#;
-        let access_log = log_lines::access_log_bytes(TEMPLATE);
-        assert_eq!(access_log, Some(line.len() + 1));
+        assert_eq!(basis.access_log_bytes, (line.len() + 1) as f64);
+        // No SystemLogLevel: Lambda's INFO lines, traced, are counted.
+        assert_eq!(
+            basis.platform_log_bytes,
+            log_lines::platform_bytes("", true) as f64
+        );
+        // An empty template: the model's assumptions, each noted.
+        let basis = costs(&inputs(&Template::default(), &calls)).basis;
+        assert_eq!(
+            (basis.memory_mb, basis.tracing.as_str()),
+            (128, "PassThrough")
+        );
+        assert!(basis.notes.iter().any(|n| n.starts_with("no MemorySize")));
+        assert!(basis
+            .notes
+            .iter()
+            .any(|n| n.starts_with("no access log format")));
+    }
+
+    #[test]
+    fn the_deployed_basis_is_every_api_functions() {
+        let template = Template::parse(include_str!("../../../template.yaml")).unwrap();
+        let calls = BTreeMap::new();
+        let basis = costs(&inputs(&template, &calls)).basis;
+        assert_eq!(
+            (basis.memory_mb, basis.tracing.as_str()),
+            (256, "PassThrough")
+        );
+        // SystemLogLevel WARN: none of Lambda's own lines.
+        assert_eq!(basis.platform_log_bytes, 0.0);
+        assert_eq!(basis.access_log_bytes, 126.0);
+        for function in ["StoreFunction", "WebhooksFunction"] {
+            assert_eq!(template.memory_mb(function), template.memory_mb(PRICED_AT));
+            assert_eq!(template.tracing(function), template.tracing(PRICED_AT));
+            let level = template.system_log_level(function);
+            assert_eq!(level, template.system_log_level(PRICED_AT));
+        }
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! A bootstrap as Lambda starts it: the environment Lambda gives a
 //! function's process on `provided.al2023`, and nothing of the machine's.
-//! The tools that spawn the release bootstraps against a Runtime API of
-//! their own (`lab/coldstart`, `petstore-warm-instructions`) start them
-//! with it, so that what they measure is what Lambda would run.
+//! The tools that spawn the release bootstraps against the lab's Runtime
+//! API (`lab/runtime-api`: `lab/coldstart`, `petstore-warm-instructions`)
+//! start them with it, so that what they measure is what Lambda would run.
 
 use std::net::SocketAddr;
 use tokio::process::Command;
@@ -66,39 +66,4 @@ pub fn env_pairs(name: &str) -> Vec<(String, String)> {
         .filter_map(|pair| pair.split_once('='))
         .map(|(k, v)| (k.trim().to_string(), v.to_string()))
         .collect()
-}
-
-/// The Runtime API's answer to a bootstrap's `next`: invocation `served`
-/// (its request id `bench-request-<served>`), due within 30 seconds, of
-/// the function `function_arn`, carrying `event`, untraced, as Lambda
-/// hands one over.
-pub fn invocation(
-    served: usize,
-    function_arn: &str,
-    event: bytes::Bytes,
-) -> http::Response<http_body_util::Full<bytes::Bytes>> {
-    let deadline = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        + std::time::Duration::from_secs(30);
-    let response = http::Response::builder()
-        .status(http::StatusCode::OK)
-        .header("content-type", "application/json")
-        .header(
-            "lambda-runtime-aws-request-id",
-            format!("bench-request-{served}"),
-        )
-        .header(
-            "lambda-runtime-deadline-ms",
-            deadline.as_millis().to_string(),
-        )
-        .header("lambda-runtime-invoked-function-arn", function_arn)
-        .header(
-            "lambda-runtime-trace-id",
-            "Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sampled=0",
-        )
-        .body(http_body_util::Full::new(event));
-    // Header values are ASCII made here (an ARN from a function name of
-    // the tool's): the builder cannot refuse them; an empty answer if it did.
-    response.unwrap_or_default()
 }

@@ -36,20 +36,10 @@ pub fn platform_bytes(system_level: &str, traced: bool) -> usize {
     PLATFORM_START.len() + PLATFORM_REPORT.len() + tracing + 2
 }
 
-/// The API's access log line as the template's format writes it, with
+/// The API's access log line as the template's `format` writes it, with
 /// realistic values, newline included.
-pub fn access_log_bytes(template: &str) -> Option<usize> {
-    let mut lines = template
-        .lines()
-        .skip_while(|line| !line.trim_start().starts_with("AccessLogSettings:"));
-    let format_line = lines.find(|line| line.trim_start().starts_with("Format:"))?;
-    let indent = format_line.len() - format_line.trim_start().len();
-    // A folded block (`>-`): its lines joined by spaces.
-    let folded: Vec<&str> = lines
-        .take_while(|line| line.len() - line.trim_start().len() > indent)
-        .map(str::trim)
-        .collect();
-    let mut line = folded.join(" ");
+pub fn access_log_bytes(format: &str) -> Option<usize> {
+    let mut line = format.to_string();
     for (variable, value) in CONTEXT_VALUES {
         line = line.replace(variable, value);
     }

@@ -19,6 +19,7 @@ use petstore_bench::{
     abuse, api_key, calls, cost, env_or, machine, processes, proxy, quotas, report, sizes, targets,
     webhook_cost, webhooks,
 };
+use petstore_lab_template::Template;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -149,10 +150,16 @@ async fn measure_all(
     let size = sizes::of_functions(&settings.target);
     let left = LeftBehind::read(&settings.out, &mut notes);
     let (in_process_overhead, cold_start) = (left.overhead, left.cold_start);
+    // Unreadable, every setting is missing: the models say what they assumed.
+    let template = Template::read(&settings.root).unwrap_or_else(|e| {
+        notes.push(e);
+        Template::default()
+    });
     let cost = cost::costs(&cost::Inputs {
         calls: &calls,
         cold_starts: &cold_start,
         events_per_change,
+        template: &template,
         root: &settings.root,
         out: &settings.out,
     });
@@ -163,8 +170,7 @@ async fn measure_all(
         &cost,
         left.partitions_at_top_rate.as_ref(),
     );
-    let template = std::fs::read_to_string(settings.root.join("template.yaml")).unwrap_or_default();
-    let webhooks = deliver_webhooks(settings, &cost.basis).await;
+    let webhooks = deliver_webhooks(settings, &template, &cost.basis).await;
     let quotas = quotas::quotas(&calls, cost.basis.events_per_change, &template);
     if quotas.is_none() {
         notes.push("a mix's operations were not all counted: no quota model".into());
@@ -198,8 +204,7 @@ async fn measure_all(
 /// events consumer reads the table's stream from the start, and the main
 /// DynamoDB's holds every change the load runs made (thousands), which the
 /// step's waits would have to outlast.
-async fn deliver_webhooks(settings: &Settings, basis: &CostBasis) -> Webhooks {
-    let template = std::fs::read_to_string(settings.root.join("template.yaml")).unwrap_or_default();
+async fn deliver_webhooks(settings: &Settings, template: &Template, basis: &CostBasis) -> Webhooks {
     let mut dynamodb = match DynamoDbLocal::start(&settings.root).await {
         Ok(dynamodb) => dynamodb,
         Err(e) => {
@@ -220,7 +225,7 @@ async fn deliver_webhooks(settings: &Settings, basis: &CostBasis) -> Webhooks {
     };
     let measured = webhooks::measure(&setup).await;
     dynamodb.stop().await;
-    webhook_cost::costs(measured, &template, basis)
+    webhook_cost::costs(measured, template, basis)
 }
 
 /// `BENCH_ONLY=cost`: the counts and the cost model, nothing timed.

@@ -11,8 +11,9 @@
 //! its Lambda time from the measured request less DynamoDB Local's share,
 //! plus [`DYNAMODB_ROUND_TRIP_MS`] per DynamoDB call as on AWS.
 
-use crate::cost::{template_setting, MIXES};
+use crate::cost::MIXES;
 use crate::results::{MixQuotas, OperationCalls, QuotaBinding, QuotaNeed, Quotas};
+use petstore_lab_template::Template;
 use std::collections::BTreeMap;
 
 /// What a DynamoDB call takes on AWS, in the same region, over a warm
@@ -166,15 +167,12 @@ fn use_per_request(
 
 /// The stage's throttle: the first limit on every mix, and the template's
 /// own (`OrderRate`'s `ThrottleRate`).
-fn stage_throttle(template: &str) -> Option<Quota> {
-    let rate = template_setting(template, "ThrottlingRateLimit")?
-        .parse()
-        .ok()?;
+fn stage_throttle(template: &Template) -> Option<Quota> {
     Some(Quota {
         service: "API Gateway",
         name: "Stage throttle (template: OrderRate)",
         code: None,
-        default: rate,
+        default: template.stage_throttle()?.rate,
         unit: "requests/s",
         resource: Resource::Requests,
     })
@@ -186,7 +184,7 @@ fn stage_throttle(template: &str) -> Option<Quota> {
 pub fn quotas(
     calls: &BTreeMap<String, OperationCalls>,
     events_per_change: f64,
-    template: &str,
+    template: &Template,
 ) -> Option<Quotas> {
     let quotas: Vec<Quota> = stage_throttle(template)
         .into_iter()
@@ -315,24 +313,27 @@ mod tests {
             .collect()
     }
 
-    const TEMPLATE: &str = "Parameters:\n  OrderRate:\n    Type: String\n    Default: \"1000\"\nMappings:\n  Capacity:\n    \"100\": { ThrottleRate: 100, ThrottleBurst: 200 }\n    \"1000\": { ThrottleRate: 1000, ThrottleBurst: 2000 }\nResources:\n  Api:\n    Properties:\n        ThrottlingRateLimit: !FindInMap [Capacity, !Ref OrderRate, ThrottleRate]\n";
+    /// A stage throttle of 1,000 requests a second.
+    fn template() -> Template {
+        let text = concat!(
+            "Resources:\n  Api:\n    Type: AWS::Serverless::HttpApi\n    Properties:\n",
+            "      DefaultRouteSettings:\n",
+            "        ThrottlingRateLimit: 1000\n        ThrottlingBurstLimit: 2000\n",
+        );
+        Template::parse(text).unwrap()
+    }
 
     #[test]
     fn the_stage_throttle_is_the_templates_order_rate_at_its_default() {
-        let template = include_str!("../../../template.yaml");
-        assert_eq!(
-            template_setting(template, "ThrottlingRateLimit").as_deref(),
-            Some("1000")
-        );
-        assert_eq!(
-            template_setting(template, "ThrottlingBurstLimit").as_deref(),
-            Some("2000")
-        );
+        let template = Template::parse(include_str!("../../../template.yaml")).unwrap();
+        let throttle = stage_throttle(&template).expect("the deployed stage's throttle");
+        assert_eq!(throttle.default, 1000.0);
+        assert!(stage_throttle(&Template::default()).is_none());
     }
 
     #[test]
     fn the_stage_throttle_binds_first_then_the_account_throttle() {
-        let quotas = quotas(&measured(), 2.0, TEMPLATE).expect("every operation measured");
+        let quotas = quotas(&measured(), 2.0, &template()).expect("every operation measured");
         let read = &quotas.by_mix[0];
         assert_eq!(read.mix, "read");
         assert_eq!(read.binds[0].binds_at_requests_per_second, 1_000.0);
@@ -355,7 +356,7 @@ mod tests {
 
     #[test]
     fn the_target_asks_for_more_of_what_it_needs_only() {
-        let quotas = quotas(&measured(), 2.0, TEMPLATE).expect("every operation measured");
+        let quotas = quotas(&measured(), 2.0, &template()).expect("every operation measured");
         let need = |name: &str| {
             quotas
                 .needs
@@ -378,7 +379,7 @@ mod tests {
     fn an_unmeasured_operation_gives_no_model() {
         let mut calls = measured();
         calls.remove("POST /store/orders");
-        assert!(quotas(&calls, 2.0, TEMPLATE).is_none());
+        assert!(quotas(&calls, 2.0, &template()).is_none());
     }
 
     #[test]

@@ -34,14 +34,13 @@ use crate::webhook_results::{
     DeliveryCost, DeliveryServiceCosts, MeasuredDeliveries, WebhookBasis, Webhooks, ALL_FAILED,
     DELIVERED_FIRST, DELIVERED_SECOND, EMPTY_FAN_OUT,
 };
+use petstore_lab_template::Template;
 
 /// The longest SQS keeps a received message invisible: 12 hours, less the
 /// minute of margin the code keeps (`MAX_VISIBILITY`, `deliver/sqs.rs`).
 const MAX_VISIBILITY_S: f64 = 12.0 * 3600.0 - 60.0;
 /// Entries per `SendMessageBatch` (SQS's limit).
 const SEND_BATCH: f64 = 10.0;
-/// A mapping with no `BatchSize` reads SQS's default.
-const DEFAULT_BATCH: u32 = 10;
 /// Each wait is jittered by 0.9 to 1.1 (`schedule::JITTER`).
 const JITTER: (f64, f64) = (0.9, 1.1);
 const GB: f64 = 1024.0 * 1024.0 * 1024.0;
@@ -75,57 +74,26 @@ pub fn early_receives(waits: &[u64]) -> f64 {
     total
 }
 
-/// The `BatchSize` of the event source mapping reading `queue` (its
-/// `Queue: !GetAtt <queue>.Arn` line, then the first `BatchSize:` of that
-/// event's properties).
-pub fn mapping_batch(template: &str, queue: &str) -> Option<u32> {
-    source_batch(template, &format!("Queue: !GetAtt {queue}.Arn"))
-}
-
-/// The `BatchSize` of the events function's mapping on the table's stream:
-/// the events its fan-out sees at once, and so groups into its
-/// `SendMessageBatch` calls.
-pub fn stream_batch(template: &str) -> Option<u32> {
-    source_batch(
-        template,
-        "Stream: !If [AdoptsDataTable, !Ref DataTableStreamArn, !GetAtt DataTable.StreamArn]",
-    )
-}
-
-/// The first `BatchSize:` of the event source whose `anchor` line opens it:
-/// a number, or `!FindInMap [...]` at its parameter's default (the
-/// deliveries mapping's, by `OrderRate`).
-fn source_batch(template: &str, anchor: &str) -> Option<u32> {
-    let mut lines = template.lines().skip_while(|l| l.trim() != anchor);
-    let indent = lines.next().map(|l| l.len() - l.trim_start().len())?;
-    let value = lines
-        .take_while(|l| l.trim().is_empty() || l.len() - l.trim_start().len() >= indent)
-        .find_map(|l| l.trim().strip_prefix("BatchSize:"));
-    let Some(value) = value.map(str::trim) else {
-        return Some(DEFAULT_BATCH);
-    };
-    match value.strip_prefix("!FindInMap [") {
-        Some(lookup) => crate::cost::find_in_map(template, lookup.trim_end_matches(']'))?.parse(),
-        None => value.parse(),
-    }
-    .ok()
-}
+/// The queue the webhooks function's attempts are read from.
+const DELIVERIES_QUEUE: &str = "WebhookDeliveriesQueue";
+/// The function whose stream batch the fan-out sees at once, and so groups
+/// into its `SendMessageBatch` calls.
+const FAN_OUT_FUNCTION: &str = "EventsFunction";
 
 /// The measured cases priced: a first success, and every attempt failed
 /// over the deployed schedule; a retried success is priced as measured.
 /// `basis` is the main cost model's (memory, Lambda's lines, tracing).
-pub fn costs(mut webhooks: Webhooks, template: &str, basis: &CostBasis) -> Webhooks {
+pub fn costs(mut webhooks: Webhooks, template: &Template, basis: &CostBasis) -> Webhooks {
     let Some(mut webhook_basis) = webhooks.basis.take() else {
         return webhooks;
     };
-    webhook_basis.events_batch = stream_batch(template).unwrap_or_else(|| {
-        let note =
-            "no BatchSize on the events function's stream mapping in template.yaml: batches of 1";
+    webhook_basis.events_batch = template.stream_batch(FAN_OUT_FUNCTION).unwrap_or_else(|| {
+        let note = "no stream mapping on the events function in template.yaml: batches of 1";
         webhooks.notes.push(note.to_string());
         1
     });
-    let queue = "WebhookDeliveriesQueue";
-    webhook_basis.deliveries_batch = mapping_batch(template, queue).unwrap_or_else(|| {
+    let queue = DELIVERIES_QUEUE;
+    webhook_basis.deliveries_batch = template.queue_batch(queue).unwrap_or_else(|| {
         let note = format!("no event source mapping on {queue} in template.yaml: batches of 1");
         webhooks.notes.push(note);
         1
@@ -315,23 +283,36 @@ mod tests {
         let source = "pub const DEFAULT_SCHEDULE: &str = \"5,300,86400\";\n";
         assert_eq!(deployed_schedule(source), Some(vec![5, 300, 86400]));
         assert_eq!(deployed_schedule("const OTHER: &str = \"1\";"), None);
-        let template = concat!(
-            "        FanOut:\n          Type: SQS\n          Properties:\n",
-            "            Queue: !GetAtt WebhookEventsQueue.Arn\n            BatchSize: 7\n",
-            "        Deliver:\n          Type: SQS\n          Properties:\n",
-            "            Queue: !GetAtt WebhookDeliveriesQueue.Arn\n",
-            "  Next:\n    BatchSize: 3\n",
-        );
-        assert_eq!(mapping_batch(template, "WebhookEventsQueue"), Some(7));
-        assert_eq!(mapping_batch(template, "WebhookDeliveriesQueue"), Some(10));
-        assert_eq!(mapping_batch(template, "Missing"), None);
-        // The template's own stream mapping is found (its fan-out's batch).
-        let deployed = include_str!("../../../template.yaml");
-        assert!(stream_batch(deployed).is_some_and(|batch| batch > 1));
-        // And its deliveries mapping's, set by OrderRate: 10 at the default.
-        let deliveries = mapping_batch(deployed, "WebhookDeliveriesQueue");
-        assert_eq!(deliveries, Some(10));
-        assert_eq!(stream_batch(template), None);
+        // The template's own stream and deliveries mappings are found: the
+        // fan-out's batch, and the attempts' (set by OrderRate: 10 at the
+        // default).
+        let deployed = Template::parse(include_str!("../../../template.yaml")).unwrap();
+        let webhooks = || Webhooks {
+            basis: Some(WebhookBasis::default()),
+            ..Webhooks::default()
+        };
+        let basis = CostBasis {
+            memory_mb: 256,
+            tracing: "PassThrough".into(),
+            traced_share: 0.0,
+            cold_starts_per_million: 0.0,
+            init_ms: 0.0,
+            events_per_change: 1.0,
+            metrics_line_bytes: 0.0,
+            platform_log_bytes: 0.0,
+            access_log_bytes: 0.0,
+            notes: Vec::new(),
+        };
+        let priced = costs(webhooks(), &deployed, &basis);
+        let priced_basis = priced.basis.expect("a basis");
+        assert_eq!(priced_basis.events_batch, 100);
+        assert_eq!(priced_basis.deliveries_batch, 10);
+        assert!(priced.notes.is_empty(), "{:?}", priced.notes);
+        // Without the mappings: batches of 1, each noted.
+        let bare = costs(webhooks(), &Template::default(), &basis);
+        assert_eq!(bare.notes.len(), 2, "{:?}", bare.notes);
+        let bare = bare.basis.expect("a basis");
+        assert_eq!((bare.events_batch, bare.deliveries_batch), (1, 1));
     }
 
     #[test]

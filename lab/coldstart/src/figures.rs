@@ -1,7 +1,7 @@
 //! What a run found: `target/bench/coldstart.json`, and its table.
 
 use crate::lambda_env::Bootstrap;
-use crate::runtime_api::Spawn;
+use crate::spawn::Spawn;
 use petstore_bench::cost;
 use petstore_bench::results::Summary;
 use petstore_bench::results::{Machine, StatusCounts};

@@ -7,7 +7,7 @@
 //! memory size the functions are told), `BENCH_COLD_ENV`.
 
 use crate::lambda_env::{source_of, ColdSetup, Function};
-use crate::runtime_api::{spawn_once, Hooks, Spawn};
+use crate::spawn::{spawn_once, Hooks, Spawn};
 use petstore_bench::client::Error;
 use petstore_bench::results::{ColdStart, StatusCounts, COLD_START_FILE};
 use petstore_bench::stats::summarize;

@@ -12,7 +12,7 @@
 
 use crate::figures::{InitInstructions, FLOOR};
 use crate::lambda_env::{source_of, ColdSetup};
-use crate::runtime_api::{spawn_to_ready, Hooks};
+use crate::spawn::{spawn_to_ready, Hooks};
 use crate::Context;
 use petstore_bench::client::Error;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! A function as Lambda runs it: what it is deployed as ([`Function`]), the
 //! build spawned ([`Bootstrap`]), how it is set up ([`ColdSetup`]), and what
-//! Lambda hands it: its environment and the event of a request. The Runtime API of [`crate::runtime_api`]
-//! spawns the bootstraps with these.
+//! Lambda hands it: its environment and the event of a request. [`crate::spawn`]
+//! spawns the bootstraps with these against the lab's Runtime API.
 
 use petstore_bench::client::Error;
 use petstore_bench::lambda_process::{env_pairs, lambda_environment, LambdaProcess};

@@ -2,7 +2,7 @@
 //! (`lab/bench/run.sh`) after it built the release bootstraps and the floor.
 //!
 //! Each bootstrap is spawned with Lambda's environment ([`lambda_env`])
-//! against a minimal Runtime API ([`runtime_api`]), started in a cgroup
+//! against the lab's Runtime API ([`spawn`]), started in a cgroup
 //! ([`quota`]): init runs unthrottled; from its first `GET
 //! .../invocation/next` on, the cgroup's CPU quota is MEM/1769 of one CPU, as
 //! Lambda throttles an invocation. DynamoDB Local is reached through a TLS
@@ -33,7 +33,7 @@ mod instructions;
 mod lambda_env;
 mod quota;
 mod rows;
-mod runtime_api;
+mod spawn;
 mod timeline;
 mod tls;
 
@@ -44,7 +44,7 @@ use petstore_bench::processes::DynamoDbLocal;
 use petstore_bench::{api_key, env_or, machine};
 use quota::CpuQuota;
 use rows::{FLOOR_KEYED_REQUEST, FLOOR_REQUEST, FLOOR_WRITE_REQUEST, FUNCTIONS};
-use runtime_api::{Hooks, Spawn};
+use spawn::{Hooks, Spawn};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -319,56 +319,28 @@ async fn spawn_one(
         .create(true)
         .append(true)
         .open(&log_path)?;
-    runtime_api::spawn_once(&setup, hooks, &log).await
+    spawn::spawn_once(&setup, hooks, &log).await
 }
 
 #[cfg(test)]
 mod tests {
     use super::rows::FUNCTIONS;
-
-    /// The names under `Environment: Variables:` of template.yaml's
-    /// `resource` (its own, beside the Globals' every function has).
-    fn template_variables(template: &str, resource: &str) -> Vec<String> {
-        let indent = |line: &str| line.len() - line.trim_start().len();
-        let header = format!("  {resource}:");
-        let mut lines = template
-            .lines()
-            .skip_while(|line| *line != header)
-            .skip(1)
-            // Its block: up to the next resource (or section).
-            .take_while(|line| line.trim().is_empty() || indent(line) > 2)
-            .skip_while(|line| line.trim() != "Environment:")
-            .skip_while(|line| line.trim() != "Variables:");
-        let Some(variables) = lines.next() else {
-            return Vec::new();
-        };
-        let depth = indent(variables) + 2;
-        lines
-            .filter(|line| !line.trim().is_empty() && !line.trim_start().starts_with('#'))
-            .take_while(|line| indent(line) >= depth)
-            .filter(|line| indent(line) == depth)
-            .filter_map(|line| line.trim().split_once(':'))
-            .map(|(name, _)| name.to_string())
-            .collect()
-    }
+    use petstore_lab_template::Template;
 
     /// A function spawned without a variable the template sets it may refuse
     /// to start (the webhooks function without its KMS key did, every spawn)
     /// or start otherwise than deployed.
     #[test]
     fn every_row_has_the_variables_the_template_gives_its_function() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../template.yaml");
-        let template = std::fs::read_to_string(path).unwrap();
+        let template = Template::parse(include_str!("../../../template.yaml")).unwrap();
         let mut checked = 0;
         for function in &FUNCTIONS {
             let mut resource = function.name.to_string();
             resource[..1].make_ascii_uppercase();
             let resource = format!("{resource}Function");
-            assert!(
-                template.contains(&format!("\n  {resource}:\n")),
-                "template.yaml has no {resource}"
-            );
-            for variable in template_variables(&template, &resource) {
+            let variables = template.own_variables(&resource);
+            let variables = variables.unwrap_or_else(|| panic!("template.yaml has no {resource}"));
+            for variable in variables {
                 checked += 1;
                 assert!(
                     function.env.iter().any(|(name, _)| *name == variable),
@@ -378,7 +350,7 @@ mod tests {
             }
         }
         // The events function's three and the webhooks function's two: the
-        // parse found their blocks.
+        // reader found their blocks.
         assert_eq!(checked, 3 + 2, "variables read from template.yaml");
     }
 }

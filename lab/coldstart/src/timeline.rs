@@ -5,7 +5,6 @@ use std::time::{Duration, Instant};
 /// What the Runtime API saw of one process, as it happened.
 #[derive(Default)]
 pub(crate) struct Timeline {
-    pub(crate) served: usize,
     pub(crate) ready: Option<Instant>,
     /// When each event was handed out (after the harness released it).
     pub(crate) next_at: Vec<Instant>,

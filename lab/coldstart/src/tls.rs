@@ -7,7 +7,7 @@
 //! FIN), as DynamoDB closes connections left idle; the harness calls it while
 //! the function is frozen between invocations.
 
-use crate::runtime_api::CloseIdle;
+use crate::spawn::CloseIdle;
 use petstore_bench::client::Error;
 use std::future::Future;
 use std::net::SocketAddr;

@@ -26,10 +26,10 @@ mod records;
 mod replay;
 
 use petstore_bench::client::Error;
-use petstore_bench::cost::find_in_map;
 use petstore_bench::processes::DynamoDbLocal;
 use petstore_bench::results::{PARTITIONS_FILE, PARTITIONS_TABLE_FILE};
 use petstore_bench::webhook_cost::deployed_schedule;
+use petstore_lab_template::Template;
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -39,17 +39,6 @@ async fn main() {
         eprintln!("partitions: {e}");
         std::process::exit(1);
     }
-}
-
-/// OrderRate's `Default:` in template.yaml's Parameters.
-fn default_order_rate(template: &str) -> Option<String> {
-    template
-        .lines()
-        .skip_while(|line| *line != "  OrderRate:")
-        .skip(1)
-        .take_while(|line| line.starts_with("    "))
-        .find_map(|line| line.trim().strip_prefix("Default:"))
-        .map(|value| value.trim().trim_matches('"').to_string())
 }
 
 async fn run() -> Result<(), Error> {
@@ -126,8 +115,8 @@ fn publish(
 ) -> Result<(), Error> {
     let (order_rate, order_shards, pet_shards) = (
         &capacity.order_rate,
-        &capacity.order_shards,
-        &capacity.pet_shards,
+        capacity.row.order_list_shards,
+        capacity.row.pet_list_shards,
     );
     let (file, table_file) = match std::env::var("BENCH_PARTITIONS_STEM") {
         Ok(stem) => (format!("{stem}.json"), format!("{stem}.txt")),
@@ -159,63 +148,90 @@ fn publish(
 }
 
 /// The order rate the stack is built for (template.yaml's `OrderRate`, or
-/// `BENCH_ORDER_RATE`) and the shard counts and delivery batches it
-/// derives, so that the ceiling printed is that value's
-/// (`BENCH_PARTITION_ENV` still overrides them).
+/// `BENCH_ORDER_RATE`: a rate, or `top` for the highest the parameter
+/// allows) and the shard counts and delivery batches its `Capacity` row
+/// sets, so that the ceiling printed is that value's (`BENCH_PARTITION_ENV`
+/// still overrides them).
 struct Capacity {
     order_rate: String,
-    order_shards: String,
-    pet_shards: String,
-    delivery_shards: String,
-    /// The deliveries mapping's `BatchSize` and window (seconds), which
-    /// the local queue takes as Lambda's mapping does.
-    delivery_batch: (String, String),
+    row: petstore_lab_template::Capacity,
 }
 
 impl Capacity {
     fn of(root: &std::path::Path) -> Result<Capacity, Error> {
-        let template = std::fs::read_to_string(root.join("template.yaml"))?;
-        let order_rate = std::env::var("BENCH_ORDER_RATE")
-            .ok()
-            .or_else(|| default_order_rate(&template))
-            .ok_or("template.yaml has no OrderRate")?;
-        let derived =
-            |name: &str| find_in_map(&template, &format!("Capacity, \"{order_rate}\", {name}"));
-        let (
-            Some(order_shards),
-            Some(pet_shards),
-            Some(delivery_shards),
-            Some(batch_size),
-            Some(batch_window),
-        ) = (
-            derived("OrderListShards"),
-            derived("PetListShards"),
-            derived("DeliveryShards"),
-            derived("DeliveryBatchSize"),
-            derived("DeliveryBatchWindow"),
-        )
-        else {
-            return Err(
-                format!("OrderRate {order_rate} is not in template.yaml's Capacity").into(),
-            );
-        };
-        Ok(Capacity {
-            order_rate,
-            order_shards,
-            pet_shards,
-            delivery_shards,
-            delivery_batch: (batch_size, batch_window),
-        })
+        let asked = std::env::var("BENCH_ORDER_RATE").ok();
+        Capacity::at(&Template::read(root)?, asked.as_deref())
     }
 
-    /// The counts as the functions' variables.
+    /// At the rate `asked` (a rate, or `top`), else the template's.
+    fn at(template: &Template, asked: Option<&str>) -> Result<Capacity, Error> {
+        let order_rate = match asked {
+            Some("top") => template.top_order_rate(),
+            Some(rate) => Some(rate.to_string()),
+            None => template.order_rate(),
+        }
+        .ok_or("template.yaml has no OrderRate")?;
+        let row = template
+            .capacity(&order_rate)
+            .ok_or_else(|| format!("OrderRate {order_rate} is not in template.yaml's Capacity"))?;
+        Ok(Capacity { order_rate, row })
+    }
+
+    /// The counts as the functions' variables; the deliveries mapping's
+    /// `BatchSize` and window (seconds), which the local queue takes as
+    /// Lambda's mapping does.
     fn env(&self) -> Vec<String> {
+        let row = &self.row;
         vec![
-            format!("ORDER_LIST_SHARDS={}", self.order_shards),
-            format!("PET_LIST_SHARDS={}", self.pet_shards),
-            format!("WEBHOOK_DELIVERY_SHARDS={}", self.delivery_shards),
-            format!("WEBHOOK_DELIVERY_BATCH_SIZE={}", self.delivery_batch.0),
-            format!("WEBHOOK_DELIVERY_BATCH_WINDOW={}", self.delivery_batch.1),
+            format!("ORDER_LIST_SHARDS={}", row.order_list_shards),
+            format!("PET_LIST_SHARDS={}", row.pet_list_shards),
+            format!("WEBHOOK_DELIVERY_SHARDS={}", row.delivery_shards),
+            format!("WEBHOOK_DELIVERY_BATCH_SIZE={}", row.delivery_batch_size),
+            format!(
+                "WEBHOOK_DELIVERY_BATCH_WINDOW={}",
+                row.delivery_batch_window
+            ),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Capacity, Template};
+
+    #[test]
+    fn the_rate_is_the_templates_the_one_asked_or_the_top() {
+        let template = Template::parse(include_str!("../../../template.yaml")).unwrap();
+        let default = Capacity::at(&template, None).unwrap();
+        assert_eq!(default.order_rate, "1000");
+        assert_eq!(
+            default.env()[..3],
+            [
+                "ORDER_LIST_SHARDS=4",
+                "PET_LIST_SHARDS=1",
+                "WEBHOOK_DELIVERY_SHARDS=16"
+            ]
+        );
+        let top = Capacity::at(&template, Some("top")).unwrap();
+        assert_eq!(top.order_rate, "10000");
+        assert_eq!(
+            top.env()[3..],
+            [
+                "WEBHOOK_DELIVERY_BATCH_SIZE=100",
+                "WEBHOOK_DELIVERY_BATCH_WINDOW=1"
+            ]
+        );
+        assert_eq!(
+            Capacity::at(&template, Some("2500"))
+                .unwrap()
+                .row
+                .order_list_shards,
+            8
+        );
+        let unknown = Capacity::at(&template, Some("42"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert_eq!(unknown, "OrderRate 42 is not in template.yaml's Capacity");
     }
 }

@@ -4,7 +4,7 @@
 //! a shared machine. Not part of `make bench`.
 //!
 //! Each row's release `bootstrap` is spawned under `valgrind --tool=callgrind`
-//! with Lambda's environment, against a minimal Runtime API of its own and
+//! with Lambda's environment, against the lab's Runtime API and
 //! its own DynamoDB Local (plain HTTP: no TLS, which `lab/coldstart` puts
 //! in between), and served a cold invocation, `WARM_UP` warm ones, then
 //! `WARM_REQUESTS` measured ones: callgrind's counters are zeroed when the
@@ -35,21 +35,21 @@
 //! `CARGO_PROFILE_RELEASE_STRIP=false` for function names in the dumps: the
 //! code, and so the count, is the same) and `cargo build -p petstore-admin`.
 
-mod runtime_api;
+mod counters;
 
 use bytes::Bytes;
+use counters::{Counted, Seen};
 use petstore_bench::client::Error;
 use petstore_bench::lambda_process::{env_pairs, lambda_environment, LambdaProcess};
 use petstore_bench::processes::DynamoDbLocal;
 use petstore_bench::{api_key, env_or};
-use runtime_api::{serve, RuntimeApi, Seen};
+use petstore_lab_runtime_api::RuntimeApi;
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tokio::net::TcpListener;
 use tokio::process::Command;
 use tokio::sync::Notify;
 
@@ -176,23 +176,23 @@ struct Measure {
 
 /// What the Runtime API has seen of one process.
 async fn measure(setup: &Setup<'_>, warm_up: usize, measured: usize) -> Result<Measure, Error> {
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let runtime_api = listener.local_addr()?;
-    let prefix = setup.out.join(&setup.row.label);
-    let log = std::fs::File::create(setup.out.join(format!("{}.log", setup.row.label)))?;
-    let mut command = lambda_command(setup, runtime_api, &prefix, &log)?;
-    let mut child = command.spawn()?;
-    let pid = child.id().ok_or("the bootstrap has no pid")?;
-    let api = Arc::new(RuntimeApi {
+    let api = Arc::new(Counted {
         seen: Mutex::new(Seen::default()),
         changed: Notify::new(),
         event: Bytes::from(serde_json::to_vec(&event(setup))?),
-        pid,
+        pid: OnceLock::new(),
         // The cold invocation and the warm-up ones come first.
         zero_at: 1 + warm_up + 1,
         dump_at: 1 + warm_up + measured + 1,
     });
-    let server = tokio::spawn(serve(listener, api.clone()));
+    let arn = "arn:aws:lambda:us-east-1:123456789012:function:bench";
+    let server = RuntimeApi::start(arn.to_string(), api.clone()).await?;
+    let prefix = setup.out.join(&setup.row.label);
+    let log = std::fs::File::create(setup.out.join(format!("{}.log", setup.row.label)))?;
+    let mut command = lambda_command(setup, server.addr(), &prefix, &log)?;
+    let mut child = command.spawn()?;
+    let pid = child.id().ok_or("the bootstrap has no pid")?;
+    let _ = api.pid.set(pid);
     let finished = tokio::time::timeout(Duration::from_secs(600), async {
         loop {
             let notified = api.changed.notified();
@@ -211,7 +211,7 @@ async fn measure(setup: &Setup<'_>, warm_up: usize, measured: usize) -> Result<M
     .await;
     let _ = child.start_kill();
     let _ = child.wait().await;
-    server.abort();
+    drop(server);
     let seen = api.seen();
     if let Some(error) = &seen.error {
         return Err(format!("{}: {error}", setup.row.label).into());

@@ -1,8 +1,9 @@
-//! Cold start: spawns a function's `bootstrap` against a minimal Lambda
-//! Runtime API and times it, from spawn to its first `GET .../invocation/next`
-//! (ready) and to its first response (first invocation done). Each process
-//! then answers more invocations, whose durations are a warm invocation's as
-//! Lambda would bill it (minus Lambda's own rounding).
+//! Cold start: spawns a function's `bootstrap` against the lab's Lambda
+//! Runtime API ([`petstore_lab_runtime_api`]) and times it, from spawn to its
+//! first `GET .../invocation/next` (ready) and to its first response (first
+//! invocation done). Each process then answers more invocations, whose
+//! durations are a warm invocation's as Lambda would bill it (minus Lambda's
+//! own rounding): [`Process`] is what the Runtime API does at each call.
 //!
 //! The full-CPU run ([`crate::full_cpu`]) spawns with no [`Hooks`]; the
 //! Lambda-like one starts the process in a CPU-quota cgroup, throttles it
@@ -15,17 +16,12 @@ use crate::quota::CpuQuota;
 pub use crate::timeline::Spawn;
 use crate::timeline::Timeline;
 use bytes::Bytes;
-use http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use petstore_bench::client::Error;
-use serde::Deserialize;
+use petstore_lab_runtime_api::{Answer, Function, Report, RuntimeApi};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
-use tokio::net::TcpListener;
 use tokio::process::{Child, Command};
 use tokio::sync::{watch, Notify};
 
@@ -51,13 +47,14 @@ pub trait CloseIdle: Send + Sync {
     fn close_idle(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
 }
 
-struct RuntimeApi {
+/// One spawned process as the Runtime API sees it: the events it is handed,
+/// when, and what it answered.
+struct Process {
     /// Held only for pushes and takes that cannot panic, so never poisoned:
     /// hence the `expect`s on locking it.
     timeline: Mutex<Timeline>,
     changed: Notify,
     event: Bytes,
-    function_arn: String,
     /// Events handed out so far may not exceed this.
     released: watch::Sender<usize>,
     /// Events in all; a `next` beyond waits until the process is killed.
@@ -74,24 +71,23 @@ pub async fn spawn_once(
     hooks: &Hooks,
     log: &std::fs::File,
 ) -> Result<Spawn, Error> {
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let runtime_api = listener.local_addr()?;
     let warm = hooks.warm_invocations.max(1);
     let invocations = 1 + warm + usize::from(hooks.idle_close.is_some());
-    let api = Arc::new(RuntimeApi {
+    let api = Arc::new(Process {
         timeline: Mutex::default(),
         changed: Notify::new(),
         event: Bytes::from(serde_json::to_vec(&lambda_env::event(setup))?),
-        function_arn: format!(
-            "arn:aws:lambda:us-east-1:123456789012:function:{}",
-            setup.function.name
-        ),
         released: watch::Sender::new(1 + warm),
         invocations,
         pid: OnceLock::new(),
         quota: hooks.quota.clone(),
     });
-    let server = tokio::spawn(serve(listener, api.clone()));
+    let function_arn = format!(
+        "arn:aws:lambda:us-east-1:123456789012:function:{}",
+        setup.function.name
+    );
+    let server = RuntimeApi::start(function_arn, api.clone()).await?;
+    let runtime_api = server.addr();
     // The bootstrap read once, so that it is in the page cache as after any
     // earlier spawn: on machines that page out idle memory (DAMON's pageout,
     // which these VMs run) its pages would otherwise come from disk, by
@@ -113,7 +109,7 @@ pub async fn spawn_once(
     .await;
     let _ = child.start_kill();
     let _ = child.wait().await;
-    server.abort();
+    drop(server);
     let timeline = std::mem::take(&mut *api.timeline.lock().expect("timeline lock"));
     if finished.is_err() {
         return Err("no response within 30 s".into());
@@ -145,20 +141,18 @@ pub async fn spawn_to_ready(
     log: &std::fs::File,
     wrapper: &[String],
 ) -> Result<(), Error> {
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let runtime_api = listener.local_addr()?;
-    let api = Arc::new(RuntimeApi {
+    let api = Arc::new(Process {
         timeline: Mutex::default(),
         changed: Notify::new(),
         event: Bytes::new(),
-        function_arn: String::new(),
         released: watch::Sender::new(0),
         // Every `next` waits until the process ends.
         invocations: 0,
         pid: OnceLock::new(),
         quota: None,
     });
-    let server = tokio::spawn(serve(listener, api.clone()));
+    let server = RuntimeApi::start(String::new(), api.clone()).await?;
+    let runtime_api = server.addr();
     let mut command = lambda_env::lambda_command(setup, runtime_api, log, wrapper)?;
     command.envs(hooks.env.iter().map(|(k, v)| (k, v)));
     let mut child = command.spawn()?;
@@ -184,7 +178,7 @@ pub async fn spawn_to_ready(
         let _ = child.start_kill();
         let _ = child.wait().await;
     }
-    server.abort();
+    drop(server);
     match ready {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(e.into()),
@@ -213,7 +207,7 @@ fn start_in(command: &mut Command, procs: std::path::PathBuf) {
 
 /// The cold and warm invocations, then (with [`Hooks::idle_close`]) freeze,
 /// close, thaw and the last one.
-async fn run_invocations(api: &RuntimeApi, hooks: &Hooks, warm: usize, child: &mut Child) {
+async fn run_invocations(api: &Process, hooks: &Hooks, warm: usize, child: &mut Child) {
     if !invocations_done(api, child, 1 + warm).await {
         return;
     }
@@ -238,7 +232,7 @@ async fn run_invocations(api: &RuntimeApi, hooks: &Hooks, warm: usize, child: &m
 
 /// Until `count` invocations were answered (true), or the Runtime API saw an
 /// error, or the process exited.
-async fn invocations_done(api: &RuntimeApi, child: &mut Child, count: usize) -> bool {
+async fn invocations_done(api: &Process, child: &mut Child, count: usize) -> bool {
     loop {
         let notified = api.changed.notified();
         {
@@ -261,100 +255,51 @@ async fn invocations_done(api: &RuntimeApi, child: &mut Child, count: usize) -> 
     }
 }
 
-async fn serve(listener: TcpListener, api: Arc<RuntimeApi>) {
-    while let Ok((stream, _)) = listener.accept().await {
-        let _ = stream.set_nodelay(true);
-        let api = api.clone();
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| {
-                let api = api.clone();
-                async move { Ok::<_, std::convert::Infallible>(route(&api, req).await) }
-            });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
-    }
-}
-
-async fn route(api: &RuntimeApi, req: Request<Incoming>) -> Response<Full<Bytes>> {
-    let now = Instant::now();
-    let path = req.uri().path().to_string();
-    if req.method() == http::Method::GET && path == "/2018-06-01/runtime/invocation/next" {
-        return next_invocation(api, now).await;
-    }
-    let body = req
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    {
-        let mut timeline = api.timeline.lock().expect("timeline lock");
-        if path.ends_with("/response") {
-            timeline.done_at.push(now);
-            timeline
-                .cpu_at_done
-                .push(api.pid.get().and_then(|&pid| cpu_time(pid)));
-            let status = serde_json::from_slice::<FunctionResponse>(&body)
-                .map_or(0, |response| response.status_code);
-            timeline.statuses.push(status);
-        } else {
-            timeline.error = Some(format!("{path}: {}", String::from_utf8_lossy(&body)));
+impl Function for Process {
+    /// The event, while there are invocations left; the first `next` is
+    /// the process ready, and where its CPU quota starts.
+    async fn next(&self, served: usize, at: Instant) -> Option<Bytes> {
+        let first = served == 1;
+        if first {
+            self.timeline.lock().expect("timeline lock").ready = Some(at);
+            // Ready: what [`spawn_to_ready`] waits for.
+            self.changed.notify_one();
         }
-    }
-    api.changed.notify_one();
-    Response::builder()
-        .status(StatusCode::ACCEPTED)
-        .body(Full::new(Bytes::from_static(b"{\"status\":\"OK\"}")))
-        .expect("a static status and body build")
-}
-
-/// The part of the function's response we record: API Gateway's status; an
-/// answer without one (the stream consumer's batch report) counts as 200.
-#[derive(Deserialize)]
-struct FunctionResponse {
-    #[serde(rename = "statusCode", default = "answered")]
-    status_code: u16,
-}
-
-fn answered() -> u16 {
-    200
-}
-
-/// The event, with the headers the runtime client reads, while there are
-/// invocations left.
-async fn next_invocation(api: &RuntimeApi, now: Instant) -> Response<Full<Bytes>> {
-    let (served, first) = {
-        let mut timeline = api.timeline.lock().expect("timeline lock");
-        let first = timeline.ready.is_none();
-        timeline.ready.get_or_insert(now);
-        timeline.served += 1;
-        (timeline.served, first)
-    };
-    if first {
-        // Ready: what [`spawn_to_ready`] waits for.
-        api.changed.notify_one();
-    }
-    if let (true, Some(quota)) = (first, &api.quota) {
-        if let Err(e) = quota.apply() {
-            api.timeline.lock().expect("timeline lock").error = Some(e);
-            api.changed.notify_one();
-            std::future::pending::<()>().await;
+        if let (true, Some(quota)) = (first, &self.quota) {
+            if let Err(e) = quota.apply() {
+                self.timeline.lock().expect("timeline lock").error = Some(e);
+                self.changed.notify_one();
+                return None;
+            }
         }
-    }
-    // No more work: the process waits here until it is killed, as in Lambda.
-    if served > api.invocations {
-        std::future::pending::<()>().await;
-    }
-    let _ = api.released.subscribe().wait_for(|n| *n >= served).await;
-    let cpu = api.pid.get().and_then(|&pid| cpu_time(pid));
-    {
-        let mut timeline = api.timeline.lock().expect("timeline lock");
+        // No more work: the process waits here until it is killed, as in Lambda.
+        if served > self.invocations {
+            return None;
+        }
+        let _ = self.released.subscribe().wait_for(|n| *n >= served).await;
+        let cpu = self.pid.get().and_then(|&pid| cpu_time(pid));
+        let mut timeline = self.timeline.lock().expect("timeline lock");
         timeline.next_at.push(Instant::now());
         timeline.cpu_at_next.push(cpu);
+        Some(self.event.clone())
     }
-    petstore_bench::lambda_process::invocation(served, &api.function_arn, api.event.clone())
+
+    fn response(&self, answer: Answer) {
+        {
+            let mut timeline = self.timeline.lock().expect("timeline lock");
+            timeline.done_at.push(answer.at);
+            timeline
+                .cpu_at_done
+                .push(self.pid.get().and_then(|&pid| cpu_time(pid)));
+            timeline.statuses.push(answer.status);
+        }
+        self.changed.notify_one();
+    }
+
+    fn error(&self, report: Report) {
+        self.timeline.lock().expect("timeline lock").error = Some(report.to_string());
+        self.changed.notify_one();
+    }
 }
 
 #[cfg(test)]
@@ -369,12 +314,5 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         assert_eq!(said.as_deref(), Some("Error: NoKey"));
         assert_eq!(last_line(&path), None);
-    }
-
-    #[test]
-    fn a_status_is_api_gateways_or_200_for_another_answer() {
-        let status = |body: &str| serde_json::from_str::<FunctionResponse>(body).unwrap();
-        assert_eq!(status(r#"{"statusCode":401,"body":""}"#).status_code, 401);
-        assert_eq!(status(r#"{"batchItemFailures":[]}"#).status_code, 200);
     }
 }
