@@ -13,6 +13,7 @@ use super::*;
 use crate::domain_events::{reader, Collect};
 use crate::idempotency::proxy::{FaultMix, FaultProxy};
 use crate::webhooks::{resolving, set_attributes, RECEIVER};
+use events::local::StreamReader;
 use events::WithWebhooks;
 
 /// The order `placed` answered, as its `order.placed` arrives: its id.
@@ -31,12 +32,11 @@ async fn arrives(receiver: &mut Receiver, placed: &Value) {
     );
 }
 
-#[tokio::test]
-async fn an_order_placed_within_a_second_of_the_registration_is_delivered() {
-    // Given the events consumer as `make run` runs it (its fan-out holding
-    // subscription lists for the deployed 30 s, deliveries on the local
-    // queue), which has fanned out an earlier order of this customer: its
-    // list is held, empty
+/// The events consumer as `make run` runs it (its fan-out holding
+/// subscription lists for the deployed 30 s, deliveries on the local
+/// queue), and staff, a customer and a pet in stock to order; the staff
+/// app kept for as long as the test runs.
+async fn as_make_run() -> (TestApp, TestApp, u64, WithWebhooks<Collect>, StreamReader) {
     let staff = TestApp::spawn().await;
     let customer = staff.as_customer().await;
     resolving(&customer);
@@ -49,7 +49,17 @@ async fn an_order_placed_within_a_second_of_the_registration_is_delivered() {
         key_states(&staff, Duration::from_secs(30)),
     );
     let consumer = WithWebhooks::new(Collect::default(), deliverer);
-    let mut stream = reader(&staff, &staff.endpoint);
+    let stream = reader(&staff, &staff.endpoint);
+    (staff, customer, rex, consumer, stream)
+}
+
+#[tokio::test]
+async fn an_order_placed_within_a_second_of_the_registration_is_delivered() {
+    // Given the events consumer as `make run` runs it (its fan-out holding
+    // subscription lists for the deployed 30 s, deliveries on the local
+    // queue), which has fanned out an earlier order of this customer: its
+    // list is held, empty
+    let (_staff, customer, rex, consumer, mut stream) = as_make_run().await;
     let order = json!({"petId": rex, "quantity": 1});
     customer
         .post("/store/orders", order.clone())
@@ -138,19 +148,7 @@ async fn an_order_placed_at_once_after_an_endpoint_s_deletion_is_not_sent_to_it(
     // Given two endpoints of one customer on one receiver (each with its
     // own secret, which tells them apart), and a fan-out that has sent an
     // order to both: their owner's list is held, with both in it
-    let staff = TestApp::spawn().await;
-    let customer = staff.as_customer().await;
-    resolving(&customer);
-    let rex = pet_in_stock(&staff, 5).await;
-    let deliverer = local::start_with(
-        staff.app.db.client().clone(),
-        staff.app.config.table_name.clone(),
-        Attempter::new(LOCAL, system_resolver()).expect("TLS"),
-        quick_schedule(),
-        key_states(&staff, Duration::from_secs(30)),
-    );
-    let consumer = WithWebhooks::new(Collect::default(), deliverer);
-    let mut stream = reader(&staff, &staff.endpoint);
+    let (_staff, customer, rex, consumer, mut stream) = as_make_run().await;
     let mut endpoints = Vec::new();
     for _ in 0..2 {
         let body = json!({"url": RECEIVER, "events": ["order.placed"]});
