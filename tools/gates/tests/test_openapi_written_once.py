@@ -3,7 +3,7 @@ docs/contributing.md, "Add an operation to a function").
 
 The headers every answer carries, the error answers every operation has and
 the text rules its free-text fields share are each written once, as a YAML
-anchor (`&answer-headers`, `&key-errors`, `&errors`, `&name-rule`,
+anchor (`&answer-headers`, `&key-errors`, `&body-errors`, `&errors`, `&name-rule`,
 `&free-text-rule`...), and merged everywhere else (`<<: *answer-headers`).
 So a new operation adds its own lines and no copies. Held two ways:
 
@@ -33,9 +33,12 @@ RECIPE = 'docs/contributing.md, "Add an operation to a function"'
 # The headers every answer carries (the contract's section 7): `&answer-headers`.
 ANSWER_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy",
                   "RateLimit", "X-Request-Id", "Cache-Control", "X-Content-Type-Options")
-# The error answers of every operation (`&errors`) and of every one that takes a key (`&key-errors`).
+# The error answers of every operation (`&errors`), of every one that takes a key (`&key-errors`) and
+# of every one that takes a JSON body (`&body-errors`; a beta operation's 400 and 415 are its Beta ones).
 ERRORS = {"429": "TooManyRequests", "500": "InternalError", "503": "ServiceUnavailable"}
 KEY_ERRORS = {"401": "Unauthorized", "403": "Forbidden"}
+BODY_ERRORS = {"400": "BadRequest", "413": "PayloadTooLarge", "415": "UnsupportedMediaType"}
+BETA = {"400", "415"}
 METHODS = ("get", "put", "post", "patch", "delete", "head", "options", "trace")
 
 
@@ -76,11 +79,12 @@ def test_each_answer_header_is_written_once(text: str, header: str) -> None:
                         f"merge the set every answer carries, `<<: *answer-headers` ({RECIPE})")
 
 
-@pytest.mark.parametrize(("status", "response"), [*KEY_ERRORS.items(), *ERRORS.items()])
+@pytest.mark.parametrize(("status", "response"), [*KEY_ERRORS.items(), *BODY_ERRORS.items(), *ERRORS.items()])
 def test_each_common_error_answer_is_written_once(text: str, status: str, response: str) -> None:
     count = ref_lines(text, f"#/components/responses/{response}")
     assert count == 1, (f"openapi.yaml: the {status} answer ({response}) is written {count} times: an "
-                        f"operation merges the error answers, `<<: [*key-errors, *errors]` ({RECIPE})")
+                        f"operation merges the error answers, `<<: [*key-errors, *errors]`, "
+                        f"`<<: [*key-errors, *body-errors, *errors]` with a body ({RECIPE})")
 
 
 def test_each_text_rule_is_written_once(text: str) -> None:
@@ -107,13 +111,17 @@ def test_every_answer_carries_the_answer_headers(document: dict[str, Any]) -> No
 def test_every_operation_has_the_common_error_answers(document: dict[str, Any]) -> None:
     missing = []
     for name, operation in operations(document):
-        takes_a_key = bool(operation.get("security", document["security"]))
-        expected = {**KEY_ERRORS, **ERRORS} if takes_a_key else ERRORS
+        expected = dict(KEY_ERRORS) if operation.get("security", document["security"]) else {}
+        if "application/json" in (operation.get("requestBody") or {}).get("content", {}):
+            beta = operation.get("x-beta") is True
+            expected |= {status: f"Beta{response}" if beta and status in BETA else response
+                         for status, response in BODY_ERRORS.items()}
+        expected |= ERRORS
         lacking = [status for status, response in expected.items()
                    if operation["responses"].get(status) != {"$ref": f"#/components/responses/{response}"}]
         if lacking:
             missing.append(f"{name}: {', '.join(lacking)}")
     assert len(operations(document)) > 20, "the operations were read"
     assert not missing, ("operations without the error answers every operation has (they merge them, "
-                         f"`<<: [*key-errors, *errors]`, or `<<: *errors` when public; {RECIPE}):\n  "
-                         + "\n  ".join(missing))
+                         "`<<: [*key-errors, *errors]`, `<<: [*key-errors, *body-errors, *errors]` with a "
+                         f"JSON body, `<<: *errors` when public; {RECIPE}):\n  " + "\n  ".join(missing))
