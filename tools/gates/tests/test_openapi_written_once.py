@@ -8,8 +8,9 @@ anchor (`&answer-headers`, `&key-errors`, `&body-errors`, `&errors`, `&name-rule
 So a new operation adds its own lines and no copies. Held two ways:
 
 - in the text: each shared header's and error answer's `$ref`, each
-  `pattern` and each `x-refused-beyond-bmp` list is written once; a copy
-  where a merge belongs fails, naming the merge;
+  `pattern`, each `x-refused-beyond-bmp` list, the record id's schema
+  (`&record-id`) and the IDEMPOTENCY_KEY_IN_USE example is written once; a
+  copy where a merge belongs fails, naming the merge;
 - in the document as every reader resolves it (PyYAML applies `<<`, as
   shared/build.rs does for `GET /openapi.json`): every answer still has the
   headers and every operation the error answers, so an operation that
@@ -97,6 +98,14 @@ def test_each_text_rule_is_written_once(text: str) -> None:
     copied = [listed[:60] for listed, count in lists.items() if count > 1]
     assert lists and not copied, (f"openapi.yaml: x-refused-beyond-bmp lists written more than once {copied}: "
                                   f"name the anchor, `x-refused-beyond-bmp: *refused-beyond-bmp`")
+
+
+@pytest.mark.parametrize(("line", "anchor"), [("maximum: 9007199254740991", "record-id"),
+                                              ("code: IDEMPOTENCY_KEY_IN_USE", "idempotency-key-in-use")])
+def test_each_shared_schema_and_example_is_written_once(text: str, line: str, anchor: str) -> None:
+    count = len(re.findall(rf"^\s*{re.escape(line)}\s*$", text, re.M))
+    assert count == 1, (f"openapi.yaml: `{line}` is written {count} times: name the anchor (`*{anchor}`, "
+                        f"or `<<: *{anchor}` beside the field's own keys)")
 
 
 def test_every_answer_carries_the_answer_headers(document: dict[str, Any]) -> None:
