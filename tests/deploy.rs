@@ -12,12 +12,20 @@ use std::collections::{BTreeMap, BTreeSet};
 /// The methods a route or an operation can have, as API Gateway writes them.
 pub const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 
-/// A YAML file of the repository (template.yaml, openapi.yaml, asyncapi.yaml).
+/// A YAML file of the repository (template.yaml, openapi.yaml, asyncapi.yaml),
+/// its merge keys applied: `openapi.yaml` writes the headers and error
+/// answers every operation shares once, and merges them (`<<: *errors`), so
+/// each operation is read whole, as `GET /openapi.json` serves it.
 pub fn read_yaml(name: &str) -> Value {
     let path = repo_root().join(name);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{name} is not valid YAML: {e}"))
+    let mut value: Value =
+        serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{name} is not valid YAML: {e}"));
+    value
+        .apply_merge()
+        .unwrap_or_else(|e| panic!("{name}: a merge key (<<) that merges no mapping: {e}"));
+    value
 }
 
 /// What `value` holds under the CloudFormation tag `tag` (`Ref`, `If`, ...).

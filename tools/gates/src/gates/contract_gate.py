@@ -198,6 +198,17 @@ def asyncapi_findings(report):
     return breaking
 
 
+def resolved(document, scratch, name):
+    """`document` (YAML) written as JSON to `scratch`/`name`, as every client
+    reads it: openapi.yaml writes the headers and error answers its
+    operations share once, as anchors and merge keys (`<<: *errors`), which
+    PyYAML applies; the diff tool is handed the merged document, whatever
+    YAML it reads itself."""
+    path = Path(scratch) / name
+    path.write_text(json.dumps(yaml.safe_load(Path(document).read_text())))
+    return path
+
+
 def redocly_report(base, revision, scratch):
     output = Path(scratch) / f"redocly-{abs(hash((str(base), str(revision))))}.json"
     done = subprocess.run(
@@ -229,7 +240,8 @@ def evaluate(cases):
     asyncapi = [(b, r) for b, r, _ in cases if Path(r).name.startswith("asyncapi")]
     async_reports = iter(asyncapi_reports(asyncapi))
     with tempfile.TemporaryDirectory() as scratch, ThreadPoolExecutor(max_workers=2) as pool:
-        openapi = {i: pool.submit(redocly_report, b, r, scratch)
+        openapi = {i: pool.submit(redocly_report, resolved(b, scratch, f"{i}-base.json"),
+                                  resolved(r, scratch, f"{i}-revision.json"), scratch)
                    for i, (b, r, _) in enumerate(cases) if not Path(r).name.startswith("asyncapi")}
         results = []
         for i, (base, revision, changelog_text) in enumerate(cases):
