@@ -51,7 +51,7 @@ LOCAL_AWS := AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
 	AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
 
 .PHONY: help run run-lambda invoke test-run-lambda test iam-check key build test-without-lab check-docs dynamodb-install dynamodb-start dynamodb-stop dynamodb-status check-circles venv lint-template lint-openapi conformance clients docs-browser cors-browser lint-asyncapi deploy-rehearsal
-.PHONY: test-rust test-lint-rust test-rust-with-checks-beside test-served-stacks test-gates contract-check layout-check contract-release release-check deploy-role-check lint-workflows restore-rehearsal front-rehearsal upgrade-rehearsal
+.PHONY: test-rust test-lint-rust test-served-stacks test-gates contract-check layout-check contract-release release-check deploy-role-check lint-workflows restore-rehearsal front-rehearsal upgrade-rehearsal
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) \
@@ -81,35 +81,12 @@ test: ## What CI runs: rustfmt, clippy (warnings are errors), every test on Dyna
 	@mkdir -p .local
 	$(MAKE) --no-print-directory -j4 --output-sync=target test-lint-rust venv node_modules/.package-lock.json dynamodb-install
 	$(RECORD_AWS_CALLS) scripts/iam-check.sh --begin
-	cargo test --workspace --no-run
-	$(MAKE) --no-print-directory test-rust-with-checks-beside
+	$(RECORD_AWS_CALLS) cargo test --workspace -- --test-threads=$(TEST_THREADS) 2>&1 | tee .local/cargo-test.log
 	$(RECORD_AWS_CALLS) scripts/test-local-stacks.sh
 	$(RECORD_AWS_CALLS) $(MAKE) test-run-lambda
 	$(RECORD_AWS_CALLS) scripts/iam-check.sh --end
-	$(MAKE) --no-print-directory -j3 --output-sync=target iam-check restore-rehearsal upgrade-rehearsal test-served-stacks $(LAB_CHECKS)
+	$(MAKE) --no-print-directory -j3 --output-sync=target test-gates iam-check contract-check layout-check lint-workflows deploy-role-check lint-template deploy-rehearsal restore-rehearsal front-rehearsal upgrade-rehearsal lint-openapi lint-asyncapi check-docs test-served-stacks test-without-lab $(LAB_CHECKS)
 	@scripts/test-summary.sh .local/cargo-test.log
-
-# The checks that build nothing (Python and Node on the tree as it is) run
-# while the tests run: the tests mostly wait on DynamoDB Local, and the
-# checks on moto, the IAM simulator and the linters. The rest need the
-# target directory, which `cargo test` holds while it runs, or the tests'
-# recording of AWS calls.
-# Named through a variable of its own, not $(MAKE): make runs a recipe line
-# that names $(MAKE) even under `make -n` (as test-without-lab's plan is
-# read), and this line runs the tests too.
-CHECKS_MAKE = $(MAKE)
-CHECKS_BESIDE_TESTS := test-gates contract-check layout-check lint-workflows deploy-role-check lint-template \
-	deploy-rehearsal front-rehearsal lint-openapi lint-asyncapi check-docs test-without-lab
-
-test-rust-with-checks-beside:
-	@echo "make test: cargo test, and beside it $(CHECKS_BESIDE_TESTS) (their output after the tests')"
-	@$(CHECKS_MAKE) --no-print-directory -j2 --output-sync=target $(CHECKS_BESIDE_TESTS) > .local/checks-beside-tests.log 2>&1 & checks=$$!; \
-	trap 'kill $$checks 2>/dev/null' INT TERM; \
-	tests=0; $(RECORD_AWS_CALLS) cargo test --workspace -- --test-threads=$(TEST_THREADS) 2>&1 | tee .local/cargo-test.log || tests=$$?; \
-	beside=0; wait $$checks || beside=$$?; \
-	echo "--- the checks beside the tests (.local/checks-beside-tests.log) ---"; cat .local/checks-beside-tests.log; \
-	[[ $$tests == 0 ]] || { echo "make test: cargo test failed"; exit 1; }; \
-	[[ $$beside == 0 ]] || { echo "make test: a check beside the tests failed (above)"; exit 1; }
 
 # The checks that serve a local stack to a client (schemathesis, the generated
 # clients, two headless browsers), one after the other, as one job beside
