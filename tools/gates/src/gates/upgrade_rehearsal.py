@@ -199,10 +199,17 @@ class Server:
         with_signal = self.process.poll() is None
         if with_signal:
             os.killpg(self.process.pid, signal.SIGINT)
+        # Stopped with SIGINT, it finishes the requests it has: waited for as
+        # long as a request may take (`call`), or a slow order under load is
+        # cut without an answer and counted as a request the switch dropped.
         try:
-            self.process.wait(timeout=15)
+            self.process.wait(timeout=ANSWER_TIMEOUT + 5)
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
+
+
+# How long a shopper waits for an answer (seconds).
+ANSWER_TIMEOUT = 90
 
 
 def call(base: str, key: str, method: str, path: str, body: dict | None = None) -> tuple[int, Any, dict]:
@@ -211,11 +218,11 @@ def call(base: str, key: str, method: str, path: str, body: dict | None = None) 
     request = urllib.request.Request(base + path, data=data, method=method,
                                      headers={"X-API-Key": key, "Content-Type": "application/json"})
     try:
-        # 90 s: under `make test`'s parallel rehearsals moto ran this walk's
+        # ANSWER_TIMEOUT, 90 s: under `make test`'s parallel rehearsals moto ran this walk's
         # backfills 8x slower than alone, and one order (a read and a
         # transaction, each retried on conflict with the backfill's moves)
         # once went past 30 s. A request the switch dropped never answers.
-        with urllib.request.urlopen(request, timeout=90) as answer:
+        with urllib.request.urlopen(request, timeout=ANSWER_TIMEOUT) as answer:
             raw = answer.read()
             return answer.status, json.loads(raw) if raw else None, dict(answer.headers)
     except urllib.error.HTTPError as error:
