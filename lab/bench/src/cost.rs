@@ -366,18 +366,7 @@ mod tests {
             request_ms: 2.3,
             dynamodb_ms: 1.0,
         };
-        let basis = CostBasis {
-            memory_mb: 256,
-            tracing: "Active".into(),
-            traced_share: XRAY_SHARE,
-            cold_starts_per_million: 0.0,
-            init_ms: 0.0,
-            events_per_change: 1.0,
-            metrics_line_bytes: 0.0,
-            platform_log_bytes: 0.0,
-            access_log_bytes: 0.0,
-            notes: Vec::new(),
-        };
+        let basis = CostBasis::for_tests(256, "Active", XRAY_SHARE);
         let cost = operation_cost("GET /pets", &calls, &basis);
         // 3 ms at 0.25 GB, a million times.
         let lambda = 0.20 + 1e6 * 0.003 * 0.25 * PRICES.lambda_per_gb_second;

@@ -246,6 +246,27 @@ pub struct CostBasis {
     pub notes: Vec<String>,
 }
 
+#[cfg(test)]
+impl CostBasis {
+    /// A basis for the cost models' tests: `memory_mb`, `tracing` with
+    /// `traced_share` of invocations traced, one event a change, and no cold
+    /// start, log line or note.
+    pub fn for_tests(memory_mb: u32, tracing: &str, traced_share: f64) -> CostBasis {
+        CostBasis {
+            memory_mb,
+            tracing: tracing.into(),
+            traced_share,
+            cold_starts_per_million: 0.0,
+            init_ms: 0.0,
+            events_per_change: 1.0,
+            metrics_line_bytes: 0.0,
+            platform_log_bytes: 0.0,
+            access_log_bytes: 0.0,
+            notes: Vec::new(),
+        }
+    }
+}
+
 /// Dollars per million requests, by service.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct ServiceCosts {

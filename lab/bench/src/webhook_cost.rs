@@ -291,18 +291,7 @@ mod tests {
             basis: Some(WebhookBasis::default()),
             ..Webhooks::default()
         };
-        let basis = CostBasis {
-            memory_mb: 256,
-            tracing: "PassThrough".into(),
-            traced_share: 0.0,
-            cold_starts_per_million: 0.0,
-            init_ms: 0.0,
-            events_per_change: 1.0,
-            metrics_line_bytes: 0.0,
-            platform_log_bytes: 0.0,
-            access_log_bytes: 0.0,
-            notes: Vec::new(),
-        };
+        let basis = CostBasis::for_tests(256, "PassThrough", 0.0);
         let priced = costs(webhooks(), &deployed, &basis);
         let priced_basis = priced.basis.expect("a basis");
         assert_eq!(priced_basis.events_batch, 100);
